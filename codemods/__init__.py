@@ -1,0 +1,1 @@
+"""jaxfix's rules, one module each (installed as `jaxfix.codemods`)."""

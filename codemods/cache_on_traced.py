@@ -1,0 +1,124 @@
+"""JF102 cache-on-traced: a memoizing decorator on a function that jax traces."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from jaxfix.rule import FixSafety, Rule
+from jaxfix.tracing import TracedAnalysis
+
+CACHE_DECORATORS = frozenset(
+    {
+        "functools.lru_cache",
+        "functools.cache",
+        "cachetools.cached",
+        "cachetools.func.lru_cache",
+        "cachetools.func.lfu_cache",
+        "cachetools.func.fifo_cache",
+        "cachetools.func.mru_cache",
+        "cachetools.func.rr_cache",
+        "cachetools.func.ttl_cache",
+    }
+)
+# Attributes a cached function has and a plain one lacks: removing the cache would break them.
+CACHE_API = frozenset({"cache_info", "cache_clear", "cache_parameters", "cache", "call"})
+# `memory.cache` / `cache.memoize()` on objects these constructors made.
+CACHE_METHODS: dict[str, frozenset[str]] = {
+    "cache": frozenset({"joblib.Memory"}),
+    "memoize": frozenset({"diskcache.Cache", "diskcache.FanoutCache", "diskcache.core.Cache"}),
+}
+
+
+class CacheOnTraced(Rule):
+    """
+    ## What it does
+    Finds `functools.lru_cache`, `functools.cache`, `cachetools` decorators,
+    `joblib.Memory(...).cache` and `diskcache`'s `memoize` on a function that is jitted itself
+    (in either decorator order) or is called from traced code with traced arguments.
+
+    ## Why is this bad?
+    A cache hashes or pickles its arguments. Arrays are not hashable and tracers cannot be
+    pickled: the call raises `TypeError: unhashable type: 'DynamicJaxprTracer'` (or
+    `'jaxlib._jax.ArrayImpl'` when the cache sits outside `jax.jit`), or the `__reduce__`
+    `ConcretizationTypeError` for the caches that pickle their keys.
+
+    ## Example
+    ```python
+    @functools.lru_cache(maxsize=None)
+    @jax.jit
+    def predict(params, x):
+        return params @ x
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def predict(params, x):
+        return params @ x
+    ```
+    `jax.jit` already caches the compiled computation for each input shape and dtype. A cache
+    on a function only called with hashable static values (a factory keyed by a config) is
+    correct and is not reported.
+
+    ## Fix safety
+    Safe. The decorator is removed, and its import when nothing else uses it. The decorated
+    function is traced by jax, which requires it to be pure, so calling it again instead of
+    returning a cached result gives the same values; the only difference is the failure.
+
+    ## References
+    - https://docs.jax.dev/en/latest/faq.html#jit-and-caching
+    - https://docs.python.org/3/library/functools.html#functools.lru_cache
+    """
+
+    code = "JF102"
+    name = "cache-on-traced"
+    message = "`{cache}` caches `{function}`, which jax traces ({reason}): tracers are unhashable"
+    fix_title = "Remove the cache decorator (`jax.jit` already caches compiled code)"
+    fix_safety = FixSafety.SAFE
+    triggers = ("cache", "memoize")
+
+    def __init__(self, traced: TracedAnalysis) -> None:
+        super().__init__(traced)
+        self._api_users: set[str] | None = None
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        traced = self.traced.functions.get(node)
+        if traced is None or not traced.traced_params:
+            return
+        for decorator in node.decorators:
+            if not self._is_cache(decorator.decorator):
+                continue
+            cache = cst.Module([]).code_for_node(decorator.decorator)
+            message = self.message.format(
+                cache=cache, function=node.name.value, reason=traced.reasons[0]
+            )
+            if node.name.value in self._cache_api_users():
+                message += f"; `{node.name.value}` also uses the cache's API: remove both by hand"
+                self.report(decorator, message)
+                continue
+            fix = self.make_fix({decorator: cst.RemoveFromParent()}, removed_nodes=[decorator])
+            self.report(decorator, message, fix)
+
+    def _cache_api_users(self) -> set[str]:
+        """Names on which the module calls a cache method such as `.cache_clear()`."""
+        if self._api_users is None:
+            pattern = m.Attribute(value=m.Name(), attr=m.OneOf(*map(m.Name, CACHE_API)))
+            self._api_users = {
+                found.value.value
+                for found in m.findall(self.traced.module, pattern)
+                if isinstance(found, cst.Attribute) and isinstance(found.value, cst.Name)
+            }
+        return self._api_users
+
+    def _is_cache(self, expr: cst.BaseExpression) -> bool:
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        if self.qualified_names(target) & CACHE_DECORATORS:
+            return True
+        if not isinstance(target, cst.Attribute) or target.attr.value not in CACHE_METHODS:
+            return False
+        makers = CACHE_METHODS[target.attr.value]
+        receiver = target.value
+        if isinstance(receiver, cst.Call):
+            return bool(self.qualified_names(receiver.func) & makers)
+        return isinstance(receiver, cst.Name) and self.traced.is_assigned_from(receiver, makers)

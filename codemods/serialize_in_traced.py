@@ -1,0 +1,242 @@
+"""JF101 serialize-in-traced: pickling, dumping or saving a traced value inside traced code."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider
+
+from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
+from jaxfix.rule import Fix, FixSafety, Rule
+from jaxfix.tracing import TracedAnalysis
+
+# Serializer → (position, keyword) of the value it serializes; None means every argument.
+SERIALIZERS: dict[str, tuple[int, str] | None] = {
+    "pickle.dumps": (0, "obj"),
+    "pickle.dump": (0, "obj"),
+    "cloudpickle.dumps": (0, "obj"),
+    "cloudpickle.dump": (0, "obj"),
+    "dill.dumps": (0, "obj"),
+    "dill.dump": (0, "obj"),
+    "joblib.dump": (0, "value"),
+    "marshal.dumps": (0, "value"),
+    "marshal.dump": (0, "value"),
+    "torch.save": (0, "obj"),
+    "json.dumps": (0, "obj"),
+    "json.dump": (0, "obj"),
+    "numpy.save": (1, "arr"),
+    "numpy.savetxt": (1, "X"),
+    "numpy.savez": None,
+    "numpy.savez_compressed": None,
+    "jax.numpy.save": (1, "arr"),
+    "jax.numpy.savez": None,
+}
+# Array methods that serialize their receiver.
+SERIALIZING_METHODS = frozenset({"tobytes", "tofile", "dumps", "dump"})
+# A device_get'ed array is still not JSON: no mechanical fix.
+NOT_FIXABLE = frozenset({"json.dumps", "json.dump"})
+Statement = cst.SimpleStatementLine | cst.With
+OPENERS = frozenset({"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open"})
+
+
+class SerializeInTraced(Rule):
+    """
+    ## What it does
+    Finds serialization (`pickle`, `cloudpickle`, `dill`, `joblib.dump`, `json`, `np.save`,
+    `jnp.save`, `.tobytes()`) of a traced value inside a function that jax traces (`jit`, `grad`,
+    `vmap`, `pmap`, `lax.scan` and loop bodies, and the functions they call).
+
+    ## Why is this bad?
+    Inside a trace an array is a `Tracer`: an abstract value with a shape and a dtype but no
+    data. Pickling one raises `jax.errors.ConcretizationTypeError` ("The error occurred in the
+    `__reduce__` method, which may indicate an attempt to serialize/pickle a traced value."),
+    NumPy's savers raise `TracerArrayConversionError`, and `json` raises `TypeError`.
+
+    ## Example
+    ```python
+    @jax.jit
+    def step(x):
+        y = x * 2
+        with open("y.pkl", "wb") as f:
+            pickle.dump(y, f)
+        return y + 1
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def step(x):
+        y = x * 2
+        def _host_pickle_dump(y):
+            with open("y.pkl", "wb") as f:
+                pickle.dump(jax.device_get(y), f)
+        jax.debug.callback(_host_pickle_dump, y, ordered=True)
+        return y + 1
+    ```
+    When the serialized bytes are returned or used by later traced code, there is no mechanical
+    fix: return the array and serialize `jax.device_get(out)` after the call.
+
+    ## Fix safety
+    Unsafe. The statement moves into a host callback that runs when the compiled function
+    *executes*, not when it is traced: once per call, once per element under `vmap` and once per
+    iteration under `lax.scan`. `ordered=True` keeps the effects in program order, but
+    transformations such as rematerialisation may repeat them. `jax.device_get` hands the
+    serializer a NumPy array, so the file loads without jax.
+
+    ## References
+    - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
+    - https://docs.jax.dev/en/latest/external-callbacks.html
+    """
+
+    code = "JF101"
+    name = "serialize-in-traced"
+    message = "`{call}` serializes a traced value inside `{function}` ({reason})"
+    fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
+    fix_safety = FixSafety.UNSAFE
+    triggers = ("dump", "save", "tobytes", "tofile")
+
+    def __init__(self, traced: TracedAnalysis) -> None:
+        super().__init__(traced)
+        self._reserved: list[str] = []
+        self._fixes: dict[cst.CSTNode, Fix | None] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        context = self.traced.context_of(node)
+        if context is None:
+            return
+        found = self._serializer(node)
+        if found is None:
+            return
+        call_name, payloads = found
+        if not any(self.traced.is_traced(p) for p in payloads):
+            return
+        message = self.message.format(
+            call=call_name, function=context.label, reason=context.reasons[0]
+        )
+        if call_name in NOT_FIXABLE:
+            hint = "return the value and serialize `jax.device_get(out).tolist()` after the call"
+            self.report(node, f"{message}; {hint}")
+            return
+        fix = self._hoist(node, call_name)
+        if fix is None:
+            message += "; return the value and serialize `jax.device_get(out)` after the call"
+        self.report(node, message, fix)
+
+    def _serializer(self, call: cst.Call) -> tuple[str, list[cst.BaseExpression]] | None:
+        """The serializer's display name and the values it serializes."""
+        for name in sorted(self.qualified_names(call.func)):
+            if name in SERIALIZERS:
+                return _display(call.func, name), _payloads(call, SERIALIZERS[name])
+        func = call.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in SERIALIZING_METHODS
+            and not self.qualified_names(func.value)
+            and self.traced.is_traced(func.value)
+        ):
+            return f".{func.attr.value}()", [func.value]
+        return None
+
+    def _hoist(self, call: cst.Call, call_name: str) -> Fix | None:
+        """One fix per statement, shared by every serializer call in it."""
+        statement = self._host_only_statement(call)
+        if statement is None:
+            return None
+        if statement not in self._fixes:
+            self._fixes[statement] = self._hoist_statement(statement, call_name)
+        return self._fixes[statement]
+
+    def _hoist_statement(self, statement: Statement, call_name: str) -> Fix | None:
+        jax_name, imports = jax_module_name(self.traced, statement)
+        if not jax_name:
+            return None
+        wrapping = {
+            payload: cst.parse_expression(f"{jax_name}.device_get(x)").with_changes(
+                args=[cst.Arg(payload)]
+            )
+            for inner in _calls_in(statement)
+            if (found := self._serializer(inner)) is not None
+            for payload in found[1]
+            if self.traced.is_traced(payload)
+        }
+        base = "_host_" + call_name.replace(".", "_").strip("_()")
+        host_name = fresh_name(self.traced, base, self._reserved)
+        statements = hoist_statement(self.traced, statement, wrapping, host_name, jax_name)
+        if statements is None:
+            return None
+        self._reserved.append(host_name)
+        return self.make_fix({statement: cst.FlattenSentinel(statements)}, imports)
+
+    def _host_only_statement(self, call: cst.Call) -> Statement | None:
+        """The statement holding `call` if its only effect is on host state, else None."""
+        owner = self.traced.owner_function(call)
+        node: cst.CSTNode = call
+        while not isinstance(node, cst.SimpleStatementLine):
+            parent = self.get_metadata(ParentNodeProvider, node)
+            if parent is owner or isinstance(parent, cst.Lambda | cst.FunctionDef):
+                return None
+            node = parent
+        if len(node.body) != 1:
+            return None
+        small = node.body[0]
+        if isinstance(small, cst.Assign):
+            if not all(is_host_only_target(self.traced, t.target) for t in small.targets):
+                return None
+        elif not isinstance(small, cst.Expr):
+            return None
+        return self._enclosing_open_block(node) or node
+
+    def _enclosing_open_block(self, line: cst.SimpleStatementLine) -> cst.With | None:
+        """`with open(...) as f:` around `line`, when its whole body is host-only."""
+        block = self.get_metadata(ParentNodeProvider, line)
+        with_node = self.get_metadata(ParentNodeProvider, block)
+        if not isinstance(with_node, cst.With) or with_node.asynchronous is not None:
+            return None
+        for item in with_node.items:
+            opener = item.item
+            if not isinstance(opener, cst.Call):
+                return None
+            is_open = bool(self.qualified_names(opener.func) & OPENERS) or (
+                isinstance(opener.func, cst.Attribute) and opener.func.attr.value == "open"
+            )
+            if not is_open:
+                return None
+        for statement in with_node.body.body:
+            if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+                return None
+            small = statement.body[0]
+            if isinstance(small, cst.Assign):
+                if not all(is_host_only_target(self.traced, t.target) for t in small.targets):
+                    return None
+            elif not isinstance(small, cst.Expr):
+                return None
+        return with_node
+
+
+def _payloads(call: cst.Call, where: tuple[int, str] | None) -> list[cst.BaseExpression]:
+    if where is None:
+        positional = [a.value for a in call.args if a.keyword is None]
+        return positional[1:] + [a.value for a in call.args if a.keyword is not None]
+    position, keyword = where
+    for index, arg in enumerate(call.args):
+        if arg.keyword is None and not arg.star and index == position:
+            return [arg.value]
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return [arg.value]
+    return []
+
+
+def _display(func: cst.BaseExpression, qualified: str) -> str:
+    """The callee as written (`pickle.dumps`, `jnp.save`), for messages."""
+    try:
+        return cst.Module([]).code_for_node(func)
+    except Exception:  # pragma: no cover - every expression renders
+        return qualified
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+    for child in node.children:
+        if isinstance(child, cst.Call):
+            found.append(child)
+        found.extend(_calls_in(child))
+    return found

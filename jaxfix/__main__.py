@@ -1,0 +1,3 @@
+from jaxfix.cli import main
+
+main()

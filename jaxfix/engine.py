@@ -1,0 +1,168 @@
+"""Check and fix one source text: parse once, run every selected rule in one batched traversal,
+apply non-overlapping fixes, re-parse, and repeat until nothing changes.
+
+Pure functions of text and settings (no I/O), so that the CLI, the language server and worker
+processes can all call them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from jaxfix.rule import Diagnostic, Fix, FixSafety, Replacement, Rule
+from jaxfix.tracing import TracedAnalysis
+
+MAX_FIX_PASSES = 10
+
+# No rule can fire in a file that never mentions jax: such files are not even parsed.
+PREFILTER = "jax"
+
+
+class FixError(Exception):
+    """A fix produced code that does not parse or compile, or did not converge."""
+
+
+@dataclass
+class Result:
+    """What checking (and possibly fixing) one source text found."""
+
+    diagnostics: list[Diagnostic]  # findings remaining in `text`
+    text: str  # the text after the fixes (the input when nothing was fixed)
+    fixed: list[Diagnostic] = field(default_factory=list)  # findings whose fix was applied
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.fixed)
+
+
+def applicable_rules(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """The rules that could fire in `text`, judged by a cheap substring test."""
+    if PREFILTER not in text:
+        return []
+    return [rule for rule in rules if any(trigger in text for trigger in rule.triggers)]
+
+
+def check_text(text: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
+    """Findings of `rules` in `text`. Raises `libcst.ParserSyntaxError` on invalid code."""
+    active = applicable_rules(text, rules)
+    if not active:
+        return []
+    diagnostics, _ = _run(cst.parse_module(text), active)
+    return diagnostics
+
+
+def fix_text(
+    text: str,
+    rules: Sequence[type[Rule]],
+    *,
+    unsafe_fixes: bool = False,
+    filename: str = "<unknown>",
+) -> Result:
+    """Apply every allowed fix until none is left. Raises `FixError` (the input untouched) when
+    a fix breaks the code or the fixes do not converge."""
+    active = applicable_rules(text, rules)
+    if not active:
+        return Result([], text)
+    fixed: list[Diagnostic] = []
+    module = cst.parse_module(text)
+    for _ in range(MAX_FIX_PASSES):
+        diagnostics, wrapper = _run(module, active)
+        fixes = [d.fix for d in diagnostics if d.fix is not None and _allowed(d.fix, unsafe_fixes)]
+        if not fixes:
+            return Result(diagnostics, module.code, fixed)
+        chosen = _non_overlapping(wrapper, fixes)
+        new_code = _apply(wrapper, chosen)
+        codes = sorted({d.code for d in diagnostics if d.fix in chosen})
+        module = _reparse(new_code, filename, codes)
+        fixed.extend(d for d in diagnostics if d.fix is not None and _contains(chosen, d.fix))
+    raise FixError(f"fixes did not converge after {MAX_FIX_PASSES} passes")
+
+
+def _run(
+    module: cst.Module, rules: Sequence[type[Rule]]
+) -> tuple[list[Diagnostic], MetadataWrapper]:
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    analysis = TracedAnalysis(wrapper)
+    instances = [rule(analysis) for rule in rules]
+    wrapper.visit_batched(instances)
+    diagnostics = [d for rule in instances for d in rule.diagnostics]
+    diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
+    return diagnostics, wrapper
+
+
+def _allowed(fix: Fix, unsafe_fixes: bool) -> bool:
+    return fix.safety is FixSafety.SAFE or unsafe_fixes
+
+
+def _contains(fixes: Iterable[Fix], fix: Fix) -> bool:
+    return any(fix is chosen for chosen in fixes)
+
+
+def _non_overlapping(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> list[Fix]:
+    """The first fixes, in source order, whose edited ranges do not overlap an earlier one."""
+    positions = wrapper.resolve(PositionProvider)
+    taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    chosen: list[Fix] = []
+    for fix in fixes:
+        if _contains(chosen, fix):
+            continue
+        spans = []
+        for node in fix.replacements:
+            span = positions[node]
+            spans.append(((span.start.line, span.start.column), (span.end.line, span.end.column)))
+        if any(a[0] < b[1] and b[0] < a[1] for a in spans for b in taken):
+            continue
+        taken.extend(spans)
+        chosen.append(fix)
+    return chosen
+
+
+class _ReplaceNodes(cst.CSTTransformer):
+    def __init__(self, replacements: dict[cst.CSTNode, Replacement]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(  # type: ignore[override]
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> Replacement:
+        return self.replacements.get(original_node, updated_node)
+
+
+def _apply(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> str:
+    """The module's code with `fixes` applied and their imports added or removed."""
+    context = CodemodContext(wrapper=wrapper)
+    replacements: dict[cst.CSTNode, Replacement] = {}
+    for fix in fixes:
+        replacements.update(fix.replacements)
+        for needed in fix.imports_needed:
+            AddImportsVisitor.add_needed_import(context, needed.module, needed.obj)
+        for removed in fix.removed_nodes:
+            RemoveImportsVisitor.remove_unused_import_by_node(context, removed)
+    module = wrapper.module.visit(_ReplaceNodes(replacements))
+    module = AddImportsVisitor(context).transform_module(module)
+    module = RemoveImportsVisitor(context).transform_module(module)
+    return _tidy_top(wrapper.module, module).code
+
+
+def _tidy_top(before: cst.Module, after: cst.Module) -> cst.Module:
+    """Drop the blank lines a removed first import leaves at the top of the file."""
+    if not before.body or not after.body or before.body[0].leading_lines:
+        return after
+    first = after.body[0]
+    if not first.leading_lines or any(line.comment for line in first.leading_lines):
+        return after
+    return after.with_changes(body=[first.with_changes(leading_lines=()), *after.body[1:]])
+
+
+def _reparse(code: str, filename: str, codes: Sequence[str]) -> cst.Module:
+    try:
+        compile(code, filename, "exec", dont_inherit=True)
+        return cst.parse_module(code)
+    except (SyntaxError, ValueError, cst.ParserSyntaxError) as error:
+        raise FixError(f"fix for {', '.join(codes)} produced invalid code: {error}") from error

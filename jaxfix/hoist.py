@@ -1,0 +1,198 @@
+"""The host-callback hoist: move a host-only statement out of the trace into
+`jax.debug.callback(host_fn, *traced, ordered=True)`, so that it runs at execution time on
+concrete values. Shared by every rule whose fix is "do this on the host".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope
+
+from jaxfix.rule import ImportNeeded
+from jaxfix.tracing import TracedAnalysis, names_read
+
+_HOST_TARGETS = (cst.Attribute, cst.Subscript)
+_TIGHT = cst.AssignEqual(
+    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+)
+
+
+@dataclass(frozen=True)
+class Hoist:
+    """The statements that replace the original one, and the imports they need."""
+
+    statements: list[cst.BaseStatement]
+    imports_needed: list[ImportNeeded]
+
+
+def jax_module_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list[ImportNeeded]]:
+    """How `at` can refer to the `jax` module: an existing import's name, or `jax` plus an
+    import to add. Returns ("", []) when the name `jax` is taken by something else."""
+    for statement in analysis.module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    name = alias.evaluated_name
+                    if alias.asname is None and (name == "jax" or name.startswith("jax.")):
+                        return "jax", []
+                    if alias.asname is not None and name == "jax":
+                        return alias.evaluated_alias or "jax", []
+    scope = analysis.scope_of(at)
+    if scope is not None and any(not isinstance(a, BuiltinAssignment) for a in scope["jax"]):
+        return "", []
+    return "jax", [ImportNeeded("jax")]
+
+
+def is_host_only_target(analysis: TracedAnalysis, target: cst.BaseExpression) -> bool:
+    """An assignment target whose new value is only seen by the host: an attribute, an item
+    of a container, or a name declared `global`/`nonlocal` in the traced function."""
+    if isinstance(target, _HOST_TARGETS):
+        return True
+    if isinstance(target, cst.Name):
+        scope = analysis.scope_of(target)
+        return isinstance(scope, FunctionScope) and target.value in declared_outer_names(
+            analysis.owner_function(target)
+        )
+    if isinstance(target, cst.Tuple | cst.List):
+        return all(is_host_only_target(analysis, e.value) for e in target.elements)
+    return False
+
+
+def declared_outer_names(function: cst.CSTNode | None) -> set[str]:
+    """Names a function declares `global` or `nonlocal`."""
+    if not isinstance(function, cst.FunctionDef):
+        return set()
+    names: set[str] = set()
+    for node in _walk_body(function.body):
+        if isinstance(node, cst.Global | cst.Nonlocal):
+            names.update(item.name.value for item in node.names)
+    return names
+
+
+def _walk_body(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+    for child in node.children:
+        if isinstance(child, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            continue
+        found.append(child)
+        found.extend(_walk_body(child))
+    return found
+
+
+def hoist_statement(
+    analysis: TracedAnalysis,
+    statement: cst.SimpleStatementLine | cst.BaseCompoundStatement,
+    payload_wrapping: Mapping[cst.BaseExpression, cst.BaseExpression],
+    host_name: str,
+    jax_name: str,
+) -> list[cst.BaseStatement] | None:
+    """`statement` rewritten as a nested host function plus its callback, or None when the
+    statement cannot be moved safely (it reads a name the host function could not see)."""
+    traced, frozen = _host_parameters(analysis, statement)
+    if not traced:
+        return None
+    body: cst.CSTNode = statement
+    for payload, wrapped in payload_wrapping.items():
+        body = body.deep_replace(payload, wrapped)
+    assert isinstance(body, cst.SimpleStatementLine | cst.BaseCompoundStatement)
+    body = body.with_changes(leading_lines=())
+    outer = sorted(declared_outer_names(analysis.owner_function(statement)) & _stored(statement))
+    declarations: list[cst.BaseStatement] = []
+    if outer:
+        declarations.append(
+            cst.SimpleStatementLine([cst.Global([cst.NameItem(cst.Name(n)) for n in outer])])
+            if _is_global(analysis, statement, outer[0])
+            else cst.SimpleStatementLine([cst.Nonlocal([cst.NameItem(cst.Name(n)) for n in outer])])
+        )
+    params = [cst.Param(cst.Name(name)) for name in traced]
+    params += [cst.Param(cst.Name(name), default=cst.Name(name), equal=_TIGHT) for name in frozen]
+    host_def = cst.FunctionDef(
+        name=cst.Name(host_name),
+        params=cst.Parameters(params=params),
+        body=cst.IndentedBlock([*declarations, body]),
+        leading_lines=statement.leading_lines,
+    )
+    callback = cst.parse_statement(
+        f"{jax_name}.debug.callback({', '.join([host_name, *traced])}, ordered=True)\n"
+    )
+    return [host_def, callback]
+
+
+def _host_parameters(
+    analysis: TracedAnalysis, statement: cst.BaseStatement
+) -> tuple[list[str], list[str]]:
+    """Traced names to pass through the callback, and host locals to freeze as defaults."""
+    inside = _bound_inside(statement)
+    traced: dict[str, None] = {}
+    frozen: dict[str, None] = {}
+    traced_here = set(analysis.traced_names(statement))
+    outer = declared_outer_names(analysis.owner_function(statement))
+    for name in names_read(statement):
+        if name.value in inside or name.value in outer:
+            continue
+        scope = analysis.scope_of(name)
+        if scope is None:
+            continue
+        assignments = [a for a in scope[name.value] if isinstance(a, Assignment)]
+        if not assignments or all(not isinstance(a.scope, FunctionScope) for a in assignments):
+            continue  # a module global or builtin: the host function sees it as well
+        if name.value in traced_here:
+            traced[name.value] = None
+        else:
+            frozen[name.value] = None
+    return list(traced), [n for n in frozen if n not in traced]
+
+
+def _bound_inside(statement: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+    for node in [statement, *_walk_body(statement)]:
+        if isinstance(node, cst.WithItem) and node.asname is not None:
+            names.update(_target_names(node.asname.name))
+        elif isinstance(node, cst.For | cst.CompFor | cst.NamedExpr):
+            names.update(_target_names(node.target))
+        elif isinstance(node, cst.Lambda):
+            names.update(p.name.value for p in node.params.params)
+    return names
+
+
+def _stored(statement: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+    for node in [statement, *_walk_body(statement)]:
+        if isinstance(node, cst.AssignTarget | cst.AugAssign | cst.AnnAssign):
+            names.update(_target_names(node.target))
+    return names
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, cst.Tuple | cst.List):
+        return {n for e in target.elements for n in _target_names(e.value)}
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
+def _is_global(analysis: TracedAnalysis, statement: cst.CSTNode, name: str) -> bool:
+    function = analysis.owner_function(statement)
+    if not isinstance(function, cst.FunctionDef):
+        return True
+    for node in _walk_body(function.body):
+        if isinstance(node, cst.Global) and any(i.name.value == name for i in node.names):
+            return True
+    return False
+
+
+def fresh_name(analysis: TracedAnalysis, base: str, reserved: Sequence[str]) -> str:
+    """`base`, or `base_2`, `base_3`… : a name no binding in the module uses yet."""
+    taken = set(reserved) | analysis.all_names()
+    candidate, number = base, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{base}_{number}"
+    return candidate

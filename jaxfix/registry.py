@@ -1,0 +1,58 @@
+"""Rule discovery: every `Rule` subclass in a module of `jaxfix.codemods` is a rule."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable, Sequence
+from functools import cache
+
+from jaxfix.rule import Rule
+
+RULES_PACKAGE = "jaxfix.codemods"  # the `codemods/` folder, installed under this name
+
+
+@cache
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule, ordered by code."""
+    found: list[type[Rule]] = []
+    package = importlib.import_module(RULES_PACKAGE)
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{RULES_PACKAGE}.{info.name}")
+        found.extend(
+            value
+            for value in vars(module).values()
+            if isinstance(value, type)
+            and issubclass(value, Rule)
+            and value is not Rule
+            and value.__module__ == module.__name__
+        )
+    return tuple(sorted(found, key=lambda rule: rule.code))
+
+
+def find_rule(code_or_name: str) -> type[Rule] | None:
+    """The rule with this code (`JF101`) or name (`serialize-in-traced`)."""
+    for rule in all_rules():
+        if code_or_name.upper() == rule.code or code_or_name == rule.name:
+            return rule
+    return None
+
+
+def matches(rule: type[Rule], selectors: Iterable[str]) -> bool:
+    """Whether a selector names the rule: its code, a prefix of it (`JF1`), its name or `ALL`."""
+    return any(
+        s.upper() == "ALL" or rule.code.startswith(s.upper()) or s == rule.name for s in selectors
+    )
+
+
+def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[type[Rule]]:
+    """The rules `select` names (all by default) minus those `ignore` names."""
+    chosen = [rule for rule in all_rules() if not select or matches(rule, select)]
+    return [rule for rule in chosen if not matches(rule, ignore)]
+
+
+def unknown_selectors(selectors: Iterable[str]) -> list[str]:
+    """Selectors that name no rule (a typo must not silently disable a check)."""
+    return [s for s in selectors if not any(matches(rule, [s]) for rule in all_rules())]

@@ -1,0 +1,124 @@
+"""The rule model: a rule is a LibCST visitor that reports nodes, each with an optional fix.
+
+Rules never parse, traverse on their own, resolve imports or write files: the engine does. A rule
+reads the shared traced-context analysis (`self.traced`) and calls `self.report(...)`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+from libcst.metadata import (
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+if TYPE_CHECKING:
+    from jaxfix.tracing import TracedAnalysis
+
+Replacement = cst.CSTNode | cst.FlattenSentinel[cst.CSTNode] | cst.RemovalSentinel
+
+
+class FixSafety(enum.Enum):
+    """How much a fix may change what working code does (Ruff's model)."""
+
+    SAFE = "safe"  # only the failure goes away
+    UNSAFE = "unsafe"  # behaviour changes in a way a person should review
+
+
+@dataclass(frozen=True)
+class ImportNeeded:
+    """An import the fixed code relies on: `import module` or `from module import obj`."""
+
+    module: str
+    obj: str | None = None
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Replacements of original nodes, plus the import changes they imply."""
+
+    title: str
+    safety: FixSafety
+    replacements: Mapping[cst.CSTNode, Replacement]
+    imports_needed: Sequence[ImportNeeded] = ()
+    # Nodes the fix deletes: imports only they used are removed when no longer referenced.
+    removed_nodes: Sequence[cst.CSTNode] = ()
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding: where, which rule, what is wrong, and the fix if there is one."""
+
+    code: str
+    name: str
+    message: str
+    line: int  # 1-based
+    column: int  # 0-based, in code points (LibCST convention)
+    end_line: int
+    end_column: int
+    fix: Fix | None = field(default=None, compare=False)
+
+
+class Rule(cst.BatchableCSTVisitor):
+    """Base class of every rule in `jaxfix.codemods`.
+
+    Subclasses set the class attributes below, write `visit_*` methods and call `report`.
+    The class docstring is the rule's documentation (`jaxfix explain CODE`).
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    fix_title: ClassVar[str]
+    fix_safety: ClassVar[FixSafety | None]
+    # The rule can only fire in files containing one of these substrings (a text prefilter).
+    triggers: ClassVar[tuple[str, ...]]
+
+    METADATA_DEPENDENCIES = (
+        PositionProvider,
+        QualifiedNameProvider,
+        ScopeProvider,
+        ParentNodeProvider,
+    )
+
+    def __init__(self, traced: TracedAnalysis) -> None:
+        super().__init__()
+        self.traced = traced
+        self.diagnostics: list[Diagnostic] = []
+
+    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
+        """Record a finding on `node`, with an optional fix."""
+        span = self.get_metadata(PositionProvider, node)
+        self.diagnostics.append(
+            Diagnostic(
+                code=self.code,
+                name=self.name,
+                message=message or self.message,
+                line=span.start.line,
+                column=span.start.column,
+                end_line=span.end.line,
+                end_column=span.end.column,
+                fix=fix,
+            )
+        )
+
+    def make_fix(
+        self,
+        replacements: Mapping[cst.CSTNode, Replacement],
+        imports_needed: Sequence[ImportNeeded] = (),
+        removed_nodes: Sequence[cst.CSTNode] = (),
+    ) -> Fix:
+        """A fix with this rule's title and safety."""
+        assert self.fix_safety is not None, f"{self.code} declares no fix"
+        return Fix(self.fix_title, self.fix_safety, replacements, imports_needed, removed_nodes)
+
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        """Names `node` resolves to through imports (never local look-alikes)."""
+        return self.traced.imported_names(node)

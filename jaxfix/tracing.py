@@ -1,0 +1,677 @@
+"""Traced-context analysis: which functions of a module run under a JAX trace, and which values
+in them are tracers.
+
+Names are matched after import resolution (LibCST's `QualifiedNameProvider`), so `import jax as J`,
+`from jax import lax` or `functools.partial(jax.jit, ...)` are recognised and a local variable
+called `jax` is not. Tracing spreads from the entry points (decorators and transform call sites) to
+nested functions and same-module functions called with traced arguments, until a fixpoint. Values
+are traced by flow-insensitive propagation through assignments. When unsure, a value is *not*
+traced: a false alarm costs more than a missed finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst._metadata_dependent import LazyValue
+from libcst.metadata import (
+    Assignment,
+    MetadataWrapper,
+    ParentNodeProvider,
+    QualifiedNameProvider,
+    QualifiedNameSource,
+    Scope,
+    ScopeProvider,
+)
+
+from jaxfix.transforms import (
+    CUSTOM_DERIVATIVES,
+    CUSTOM_RULE_METHODS,
+    HOST_CALLBACKS,
+    PARTIAL,
+    STAGED_ARRAY_NAMESPACES,
+    STATIC_ATTRIBUTES,
+    STATIC_QUERIES,
+    TRANSFORMS,
+    TREE_MAPS,
+    TransformSpec,
+)
+
+FunctionNode = cst.FunctionDef | cst.Lambda
+
+
+@dataclass
+class TracedFunction:
+    """A function (or lambda) whose body runs under a trace."""
+
+    node: FunctionNode
+    traced_params: set[str] = field(default_factory=set)
+    staged: bool = False
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.node.name.value if isinstance(self.node, cst.FunctionDef) else "<lambda>"
+
+
+@dataclass
+class _Owned:
+    """What the module collector found directly inside one function body."""
+
+    calls: list[cst.Call] = field(default_factory=list)
+    bindings: list[tuple[cst.BaseExpression, cst.BaseExpression | None]] = field(
+        default_factory=list
+    )
+
+
+class _Collector(cst.CSTVisitor):
+    """One pass over the module: calls, decorators and bindings, by the function that owns them."""
+
+    def __init__(self) -> None:
+        self.stack: list[FunctionNode | None] = [None]
+        self.owned: dict[FunctionNode | None, _Owned] = {None: _Owned()}
+        self.functions: list[FunctionNode] = []
+        self.owner_of_function: dict[FunctionNode, FunctionNode | None] = {}
+        self.class_of: dict[cst.FunctionDef, cst.ClassDef] = {}
+        self.class_stack: list[cst.ClassDef] = []
+
+    def _enter(self, node: FunctionNode) -> None:
+        self.functions.append(node)
+        self.owner_of_function[node] = self.stack[-1]
+        self.owned[node] = _Owned()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.class_stack.append(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.class_stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._enter(node)
+        if self.class_stack and self.stack[-1] is None:
+            self.class_of[node] = self.class_stack[-1]
+        # Decorators, defaults and annotations run in the enclosing function, the body inside.
+        for decorator in node.decorators:
+            decorator.visit(self)
+        node.params.visit(self)
+        self.stack.append(node)
+        node.body.visit(self)
+        self.stack.pop()
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self._enter(node)
+        node.params.visit(self)
+        self.stack.append(node)
+        node.body.visit(self)
+        self.stack.pop()
+        return False
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        self.owned[self.stack[-1]].bindings.append((target, value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.owned[self.stack[-1]].calls.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, node.iter)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind(node.target, node.iter)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, node.item)
+
+
+class TracedAnalysis:
+    """The traced functions of one module and the traced values inside them."""
+
+    def __init__(self, wrapper: MetadataWrapper) -> None:
+        self.module = wrapper.module
+        self._scopes: Mapping[cst.CSTNode, Scope | None] = wrapper.resolve(ScopeProvider)
+        self._qualified = wrapper.resolve(QualifiedNameProvider)
+        self._parents = wrapper.resolve(ParentNodeProvider)
+        collector = _Collector()
+        self.module.visit(collector)
+        self._collected = collector
+        self.functions: dict[FunctionNode, TracedFunction] = {}
+        self._traced_bindings: set[cst.CSTNode] = set()
+        self._changed = False
+        self._all_names: set[str] | None = None
+        self._find_entry_points()
+        self._propagate()
+
+    # ----- public queries -------------------------------------------------------------------
+
+    def imported_names(self, node: cst.CSTNode) -> set[str]:
+        """Fully qualified names `node` refers to through an import or a builtin."""
+        names = self._qualified.get(node)
+        if isinstance(names, LazyValue):
+            names = names()
+        if not names:
+            return set()
+        return {
+            q.name
+            for q in names
+            if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
+        }
+
+    def owner_function(self, node: cst.CSTNode) -> FunctionNode | None:
+        """The innermost function whose *body* contains `node`."""
+        child: cst.CSTNode = node
+        parent = self._parents.get(child)
+        while parent is not None:
+            if isinstance(parent, cst.FunctionDef | cst.Lambda) and child is parent.body:
+                return parent
+            child, parent = parent, self._parents.get(parent)
+        return None
+
+    def context_of(self, node: cst.CSTNode) -> TracedFunction | None:
+        """The traced function `node` runs in, or None when it runs on the host."""
+        owner = self.owner_function(node)
+        return self.functions.get(owner) if owner is not None else None
+
+    def is_traced(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` evaluates to a tracer (or a container of them) where it stands."""
+        context = self.context_of(expr)
+        return context is not None and self._traced(expr, context.staged)
+
+    def traced_names(self, node: cst.CSTNode) -> list[str]:
+        """Names read in `node` whose values are traced, in first-appearance order."""
+        found: dict[str, None] = {}
+        for name in names_read(node):
+            if name.value not in found and self._name_traced(name):
+                found[name.value] = None
+        return list(found)
+
+    def scope_of(self, node: cst.CSTNode) -> Scope | None:
+        return self._scopes.get(node)
+
+    def all_names(self) -> set[str]:
+        """Every identifier the module mentions (to pick names that clash with none)."""
+        if self._all_names is None:
+            self._all_names = {n.value for n in self._scopes if isinstance(n, cst.Name)}
+            for scope in set(self._scopes.values()):
+                if scope is not None:
+                    self._all_names.update(a.name for a in scope.assignments)
+        return self._all_names
+
+    def function_of_name(self, name: cst.Name) -> FunctionNode | None:
+        """The `def` or lambda a name is bound to, when it is bound to exactly one."""
+        assignments = self._assignments(name)
+        if len(assignments) != 1:
+            return None
+        bound = assignments[0].node
+        if isinstance(bound, cst.FunctionDef):
+            return bound
+        parent = self._parents.get(bound)
+        if isinstance(parent, cst.AssignTarget):
+            assign = self._parents.get(parent)
+            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Lambda):
+                return assign.value
+        return None
+
+    def is_assigned_from(self, name: cst.Name, qualified: frozenset[str]) -> bool:
+        """Whether `name` is bound (only) by `name = <call to one of qualified>(...)`."""
+        assignments = self._assignments(name)
+        if not assignments:
+            return False
+        for assignment in assignments:
+            target = self._parents.get(assignment.node)
+            assign = self._parents.get(target) if target is not None else None
+            if not (
+                isinstance(assign, cst.Assign)
+                and isinstance(assign.value, cst.Call)
+                and self.imported_names(assign.value.func) & qualified
+            ):
+                return False
+        return True
+
+    # ----- entry points ---------------------------------------------------------------------
+
+    def _find_entry_points(self) -> None:
+        for function in self._collected.functions:
+            if isinstance(function, cst.FunctionDef):
+                for decorator in function.decorators:
+                    self._decorator_entry(function, decorator.decorator)
+        for owned in self._collected.owned.values():
+            for call in owned.calls:
+                self._call_site_entry(call, staged_outside=False)
+
+    def _decorator_entry(self, function: cst.FunctionDef, decorator: cst.BaseExpression) -> None:
+        spec_call = self._transform_of(decorator)
+        if spec_call is not None:
+            name, spec, call = spec_call
+            self._enter(function, spec, call, 0, f"decorated with `{name}`", False)
+            return
+        if (
+            isinstance(decorator, cst.Attribute)
+            and decorator.attr.value in CUSTOM_RULE_METHODS
+            and isinstance(decorator.value, cst.Name)
+            and self._is_custom_derivative(decorator.value)
+        ):
+            self._mark(function, _param_names(function), False, "a custom derivative rule")
+
+    def _transform_of(
+        self, expr: cst.BaseExpression
+    ) -> tuple[str, TransformSpec, cst.Call | None] | None:
+        """`T`, `T(**options)` or `partial(T, **options)` used as a decorator."""
+        for name in self.imported_names(expr):
+            if name in TRANSFORMS:
+                return name, TRANSFORMS[name], None
+        if not isinstance(expr, cst.Call):
+            return None
+        func_names = self.imported_names(expr.func)
+        if PARTIAL in func_names and expr.args and expr.args[0].keyword is None:
+            inner = self._transform_of(expr.args[0].value)
+            if inner is not None and inner[2] is None:
+                return inner[0], inner[1], expr
+        if not any(arg.keyword is None for arg in expr.args):
+            for name in func_names:
+                if name in TRANSFORMS:
+                    return name, TRANSFORMS[name], expr
+        return None
+
+    def _call_site_entry(self, call: cst.Call, staged_outside: bool) -> None:
+        """`jax.jit(f, ...)`, `lax.scan(body, ...)`, `f.defvjp(fwd, bwd)` and the like."""
+        func = call.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in CUSTOM_RULE_METHODS
+            and isinstance(func.value, cst.Name)
+            and self._is_custom_derivative(func.value)
+        ):
+            for arg in call.args:
+                target = self._callable(arg.value)
+                if target is not None:
+                    self._mark(target[0], _param_names(target[0]), False, "a custom derivative")
+            return
+        for name in self.imported_names(func):
+            spec = TRANSFORMS.get(name)
+            if spec is None:
+                continue
+            for index, arg in enumerate(call.args):
+                is_fun = (arg.keyword is None and index in spec.fun_positions) or (
+                    arg.keyword is not None and arg.keyword.value in spec.fun_keywords
+                )
+                if not is_fun:
+                    continue
+                values = _elements(arg.value) if spec.fun_sequence else [arg.value]
+                for value in values:
+                    self._enter_callable(value, spec, call, name, staged_outside)
+
+    def _enter_callable(
+        self,
+        value: cst.BaseExpression,
+        spec: TransformSpec,
+        call: cst.Call,
+        name: str,
+        staged_outside: bool,
+    ) -> None:
+        if isinstance(value, cst.Call):
+            # A transform of a transform: `jax.jit(jax.grad(loss))`.
+            inner = [n for n in self.imported_names(value.func) if n in TRANSFORMS]
+            if inner:
+                self._call_site_entry(value, staged_outside or spec.staged)
+                return
+        target = self._callable(value)
+        if target is not None:
+            function, bound = target
+            reason = f"passed to `{name}`"
+            self._enter(function, spec, call, bound, reason, staged_outside)
+
+    def _callable(self, value: cst.BaseExpression) -> tuple[FunctionNode, int] | None:
+        """The function an argument denotes, and how many leading positions `partial` binds."""
+        if isinstance(value, cst.Lambda):
+            return value, 0
+        if isinstance(value, cst.Name):
+            function = self.function_of_name(value)
+            return (function, 0) if function is not None else None
+        if (
+            isinstance(value, cst.Call)
+            and PARTIAL in self.imported_names(value.func)
+            and value.args
+            and value.args[0].keyword is None
+        ):
+            inner = self._callable(value.args[0].value)
+            if inner is None:
+                return None
+            bound = sum(1 for arg in value.args[1:] if arg.keyword is None and not arg.star)
+            return inner[0], inner[1] + bound
+        return None
+
+    def _enter(
+        self,
+        function: FunctionNode,
+        spec: TransformSpec,
+        options: cst.Call | None,
+        bound: int,
+        reason: str,
+        staged_outside: bool,
+    ) -> None:
+        params = _positional_param_names(function)
+        all_names = _param_names(function)
+        static = _static_params(spec, options, params)
+        static.update(params[:bound])
+        if spec.argnums_keyword is not None:
+            argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
+            traced = {params[i] for i in argnums if i < len(params)}
+        else:
+            traced = set(all_names)
+            traced -= _unbatched_params(spec, options, params)
+        self._mark(function, traced - static, spec.staged or staged_outside, reason)
+
+    def _is_custom_derivative(self, name: cst.Name) -> bool:
+        function = self.function_of_name(name)
+        if isinstance(function, cst.FunctionDef):
+            for decorator in function.decorators:
+                spec = self._transform_of(decorator.decorator)
+                if spec is not None and spec[0] in CUSTOM_DERIVATIVES:
+                    return True
+        return self.is_assigned_from(name, CUSTOM_DERIVATIVES)
+
+    # ----- propagation ----------------------------------------------------------------------
+
+    def _mark(self, function: FunctionNode, traced: set[str], staged: bool, reason: str) -> None:
+        entry = self.functions.get(function)
+        if entry is None:
+            entry = self.functions[function] = TracedFunction(function)
+            self._changed = True
+        if not traced <= entry.traced_params or (staged and not entry.staged):
+            self._changed = True
+        entry.traced_params |= traced
+        entry.staged |= staged
+        if reason not in entry.reasons:
+            entry.reasons.append(reason)
+        for param in _params(function):
+            if param.name.value in entry.traced_params and param not in self._traced_bindings:
+                self._traced_bindings.add(param)
+                self._changed = True
+
+    def _propagate(self) -> None:
+        self._changed = True
+        while self._changed:
+            self._changed = False
+            for entry in list(self.functions.values()):
+                owned = self._collected.owned[entry.node]
+                for target, value in owned.bindings:
+                    self._bind(target, value, entry.staged)
+                for call in owned.calls:
+                    self._propagate_call(call, entry)
+
+    def _bind(
+        self, target: cst.BaseExpression, value: cst.BaseExpression | None, staged: bool
+    ) -> None:
+        if value is None:
+            return
+        if (
+            isinstance(target, cst.Tuple | cst.List)
+            and isinstance(value, cst.Tuple | cst.List)
+            and len(target.elements) == len(value.elements)
+        ):
+            for t, v in zip(target.elements, value.elements, strict=True):
+                self._bind(t.value, v.value, staged)
+            return
+        if not self._traced(value, staged):
+            return
+        for name in _store_names(target):
+            if name not in self._traced_bindings:
+                self._traced_bindings.add(name)
+                self._changed = True
+
+    def _propagate_call(self, call: cst.Call, caller: TracedFunction) -> None:
+        names = self.imported_names(call.func)
+        if names & HOST_CALLBACKS:
+            return
+        if any(name in TRANSFORMS for name in names):
+            if caller.staged:
+                self._call_site_entry(call, staged_outside=True)
+            return
+        if names & TREE_MAPS:
+            self._propagate_higher_order(call, caller)
+            return
+        callee = self._callee(call.func)
+        if callee is not None:
+            function, offset = callee
+            self._propagate_arguments(call, function, offset, caller)
+            return
+        self._propagate_higher_order(call, caller)
+
+    def _callee(self, func: cst.BaseExpression) -> tuple[FunctionNode, int] | None:
+        """A same-module function (or a method of the same class via `self.`) being called."""
+        if isinstance(func, cst.Name):
+            function = self.function_of_name(func)
+            return (function, 0) if function is not None else None
+        if isinstance(func, cst.Call):
+            # `jax.vmap(f)(x)`: the outer call's arguments flow into f too.
+            for name in self.imported_names(func.func):
+                spec = TRANSFORMS.get(name)
+                if spec is not None and func.args and func.args[0].keyword is None:
+                    target = self._callable(func.args[0].value)
+                    if target is not None:
+                        return target
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            method = self._method_of_self(func.value, func.attr.value)
+            if method is not None:
+                return method, 1
+        return None
+
+    def _method_of_self(self, receiver: cst.Name, attr: str) -> cst.FunctionDef | None:
+        owner = self.owner_function(receiver)
+        if not isinstance(owner, cst.FunctionDef) or owner not in self._collected.class_of:
+            return None
+        params = _positional_param_names(owner)
+        if not params or params[0] != receiver.value:
+            return None
+        for statement in self._collected.class_of[owner].body.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == attr:
+                return statement
+        return None
+
+    def _propagate_arguments(
+        self, call: cst.Call, function: FunctionNode, offset: int, caller: TracedFunction
+    ) -> None:
+        params = _positional_param_names(function)[offset:]
+        keyword_names = set(_param_names(function))
+        traced: set[str] = set()
+        for index, arg in enumerate(call.args):
+            if not self._traced(arg.value, caller.staged):
+                continue
+            if arg.star:
+                traced.update(_param_names(function))
+            elif arg.keyword is not None:
+                if arg.keyword.value in keyword_names:
+                    traced.add(arg.keyword.value)
+            elif index < len(params):
+                traced.add(params[index])
+        if traced:
+            self._mark(function, traced, caller.staged, f"called from traced `{caller.label}`")
+
+    def _propagate_higher_order(self, call: cst.Call, caller: TracedFunction) -> None:
+        """An unknown callable given a function and traced data applies one to the other."""
+        functions = [self._callable(arg.value) for arg in call.args]
+        if not any(functions):
+            return
+        data_traced = any(
+            self._traced(arg.value, caller.staged)
+            for arg, function in zip(call.args, functions, strict=True)
+            if function is None
+        )
+        if not data_traced:
+            return
+        for target in functions:
+            if target is not None:
+                names = set(_positional_param_names(target[0])[target[1] :])
+                self._mark(target[0], names, caller.staged, "applied to traced values")
+
+    # ----- value tracing --------------------------------------------------------------------
+
+    def _assignments(self, name: cst.Name) -> list[Assignment]:
+        scope = self._scopes.get(name)
+        if scope is None:
+            return []
+        return [a for a in scope[name.value] if isinstance(a, Assignment)]
+
+    def _name_traced(self, name: cst.Name) -> bool:
+        return any(a.node in self._traced_bindings for a in self._assignments(name))
+
+    def _traced(self, expr: cst.BaseExpression, staged: bool) -> bool:
+        if isinstance(expr, cst.Name):
+            return self._name_traced(expr)
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value not in STATIC_ATTRIBUTES and self._traced(expr.value, staged)
+        if isinstance(expr, cst.Lambda | cst.BaseString | cst.Integer | cst.Float | cst.Imaginary):
+            return False
+        if isinstance(expr, cst.Call):
+            return self._call_traced(expr, staged)
+        return any(self._traced(child, staged) for child in _child_expressions(expr))
+
+    def _call_traced(self, call: cst.Call, staged: bool) -> bool:
+        names = self.imported_names(call.func)
+        if names & STATIC_QUERIES:
+            return False
+        if staged and any(n.startswith(STAGED_ARRAY_NAMESPACES) for n in names):
+            return True
+        if isinstance(call.func, cst.Attribute) and self._traced(call.func.value, staged):
+            return True
+        return any(self._traced(arg.value, staged) for arg in call.args)
+
+
+# ----- syntax helpers -----------------------------------------------------------------------
+
+
+def _params(function: FunctionNode) -> Iterator[cst.Param]:
+    p = function.params
+    yield from p.posonly_params
+    yield from p.params
+    if isinstance(p.star_arg, cst.Param):
+        yield p.star_arg
+    yield from p.kwonly_params
+    if p.star_kwarg is not None:
+        yield p.star_kwarg
+
+
+def _param_names(function: FunctionNode) -> set[str]:
+    return {param.name.value for param in _params(function)}
+
+
+def _positional_param_names(function: FunctionNode) -> list[str]:
+    p = function.params
+    return [param.name.value for param in (*p.posonly_params, *p.params)]
+
+
+def _keyword(call: cst.Call | None, keyword: str) -> cst.BaseExpression | None:
+    if call is None:
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return None
+
+
+def _elements(expr: cst.BaseExpression | None) -> list[cst.BaseExpression]:
+    if isinstance(expr, cst.Tuple | cst.List):
+        return [element.value for element in expr.elements]
+    return [expr] if expr is not None else []
+
+
+def _int_tuple(expr: cst.BaseExpression | None) -> tuple[int, ...]:
+    values: list[int] = []
+    for element in _elements(expr):
+        if isinstance(element, cst.Integer):
+            values.append(int(element.evaluated_value))
+    return tuple(values)
+
+
+def _str_tuple(expr: cst.BaseExpression | None) -> tuple[str, ...]:
+    values: list[str] = []
+    for element in _elements(expr):
+        if isinstance(element, cst.SimpleString):
+            evaluated = element.evaluated_value
+            if isinstance(evaluated, str):
+                values.append(evaluated)
+    return tuple(values)
+
+
+def _static_params(
+    spec: TransformSpec, options: cst.Call | None, params: Sequence[str]
+) -> set[str]:
+    static: set[str] = set()
+    for keyword in spec.static_argnums_keywords:
+        static.update(params[i] for i in _int_tuple(_keyword(options, keyword)) if i < len(params))
+    for keyword in spec.static_argnames_keywords:
+        static.update(_str_tuple(_keyword(options, keyword)))
+    return static
+
+
+def _unbatched_params(
+    spec: TransformSpec, options: cst.Call | None, params: Sequence[str]
+) -> set[str]:
+    """Parameters vmap passes through unbatched (`in_axes` entry None): they stay concrete."""
+    if spec.in_axes_keyword is None:
+        return set()
+    in_axes = _keyword(options, spec.in_axes_keyword)
+    if (
+        in_axes is None
+        and options is not None
+        and len(options.args) > 1
+        and options.args[1].keyword is None
+    ):
+        in_axes = options.args[1].value
+    if not isinstance(in_axes, cst.Tuple | cst.List):
+        return set()
+    return {
+        params[i]
+        for i, element in enumerate(_elements(in_axes))
+        if i < len(params) and isinstance(element, cst.Name) and element.value == "None"
+    }
+
+
+def _store_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, cst.Tuple | cst.List):
+        for element in target.elements:
+            yield from _store_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _store_names(target.value)
+
+
+def _child_expressions(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
+    """Sub-expressions of `node`, looking through wrappers such as Arg or Element."""
+    for child in node.children:
+        if isinstance(child, cst.BaseExpression):
+            yield child
+        elif not isinstance(child, cst.BaseSuite | cst.BaseStatement):
+            yield from _child_expressions(child)
+
+
+def names_read(node: cst.CSTNode) -> Iterator[cst.Name]:
+    """Every Name under `node` that is not an attribute name, a keyword or a parameter."""
+    if isinstance(node, cst.Name):
+        yield node
+        return
+    if isinstance(node, cst.Attribute):
+        yield from names_read(node.value)
+        return
+    for child in node.children:
+        if isinstance(child, cst.Arg):
+            yield from names_read(child.value)
+        elif not isinstance(child, cst.Param):
+            yield from names_read(child)

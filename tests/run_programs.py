@@ -1,0 +1,49 @@
+"""Run Python programs under jax in this one interpreter (jax is imported once) and print, as
+JSON, what each printed and raised. Used by the fixture tests in a subprocess:
+
+    python run_programs.py WORKDIR PROGRAM [PROGRAM ...]
+
+Each program runs as __main__ in its own empty working directory below WORKDIR.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+
+def run_one(program: Path, workdir: Path) -> dict[str, object]:
+    import jax
+
+    workdir.mkdir(parents=True)
+    buffer = io.StringIO()
+    error: tuple[str, str] | None = None
+    previous = os.getcwd()
+    os.chdir(workdir)
+    try:
+        with contextlib.redirect_stdout(buffer):
+            try:
+                runpy.run_path(str(program), run_name="__main__")
+            except BaseException as exc:  # the program's failure is the result
+                error = (type(exc).__name__, f"{exc}\n{traceback.format_exc(limit=3)}")
+            finally:
+                jax.effects_barrier()
+    finally:
+        os.chdir(previous)
+    return {"stdout": buffer.getvalue(), "error": error}
+
+
+def main(argv: list[str]) -> None:
+    workdir = Path(argv[0])
+    results = [run_one(Path(p).resolve(), workdir / str(i)) for i, p in enumerate(argv[1:])]
+    sys.stdout.write(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
