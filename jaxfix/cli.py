@@ -14,6 +14,7 @@ import click
 
 from jaxfix import __version__
 from jaxfix.discovery import DiscoveryError, iter_python_files
+from jaxfix.docs import rule_doc, safety_label
 from jaxfix.output import Tally, apply_summary, check_summary, finding_line, unified_diff
 from jaxfix.registry import all_rules, find_rule, select_rules, unknown_selectors
 from jaxfix.rule import Rule
@@ -49,10 +50,6 @@ def _sources(paths: Sequence[str], stdin_filename: str | None) -> Iterator[Sourc
                 yield Outcome(str(found.path), error=f"{found.path}: {found.message}")
             else:
                 yield load(found)
-
-
-def _display(source: SourceFile) -> str:
-    return str(source.path)
 
 
 _select = click.option(
@@ -175,18 +172,8 @@ def explain(code: str) -> None:
     click.echo(rule_doc(rule))
 
 
-def rule_doc(rule: type[Rule]) -> str:
-    """A rule's documentation as Markdown, headed by its code and name."""
-    import inspect
-
-    safety = rule.fix_safety.value if rule.fix_safety else "none"
-    body = inspect.cleandoc(rule.__doc__ or "")
-    return f"# {rule.code} {rule.name}\n\nFix: {rule.fix_title} ({safety}).\n\n{body}\n"
-
-
 @main.command(name="rules")
 def list_rules() -> None:
     """List every rule: code, name, fix safety and fix title."""
     for rule in all_rules():
-        safety = rule.fix_safety.value if rule.fix_safety else "none"
-        click.echo(f"{rule.code}  {rule.name:<22} {safety:<7} {rule.fix_title}")
+        click.echo(f"{rule.code}  {rule.name:<22} {safety_label(rule):<7} {rule.fix_title}")

@@ -75,12 +75,15 @@ def _plural(count: int, word: str) -> str:
 def check_summary(tally: Tally, unsafe_fixes: bool) -> str:
     """E.g. `Checked 4 files: 3 findings, 2 fixable with `jaxfix apply --unsafe-fixes`.`"""
     text = f"Checked {_plural(tally.files, 'file')}: {_plural(tally.remaining, 'finding')}"
-    fixable = tally.safe_fixable + (tally.unsafe_fixable if unsafe_fixes else 0)
-    if fixable:
-        flag = " --unsafe-fixes" if unsafe_fixes and tally.unsafe_fixable else ""
-        text += f", {fixable} fixable with `jaxfix apply{flag}`"
-    if tally.unsafe_fixable and not unsafe_fixes:
-        text += f" ({tally.unsafe_fixable} more with `--unsafe-fixes`)"
+    safe, unsafe = tally.safe_fixable, tally.unsafe_fixable
+    if unsafe_fixes and safe + unsafe:
+        text += f", {safe + unsafe} fixable with `jaxfix apply --unsafe-fixes`"
+    elif safe:
+        text += f", {safe} fixable with `jaxfix apply`"
+        if unsafe:
+            text += f" ({unsafe} more with `--unsafe-fixes`)"
+    elif unsafe:
+        text += f", {unsafe} fixable with `jaxfix apply --unsafe-fixes`"
     return text + _errors(tally) + "."
 
 

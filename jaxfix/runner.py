@@ -3,6 +3,7 @@ error for that file (so a run always goes on with the other files)."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,9 +55,7 @@ def run(
         else:
             outcome.diagnostics = check_text(source.text, rules)
     except cst.ParserSyntaxError as error:
-        outcome.error = (
-            f"{name}:{error.raw_line}:{error.raw_column + 1}: cannot parse: {error.message}"
-        )
+        outcome.error = _syntax_error(name, source.text, error)
     except RecursionError:
         outcome.error = f"{name}: too deeply nested to analyse"
     except FixError as error:
@@ -65,6 +64,20 @@ def run(
     except Exception as error:  # a rule crashed: report it for this file, keep going
         outcome.error = f"{name}: internal error: {type(error).__name__}: {error}"
     return outcome
+
+
+def _syntax_error(name: str, text: str, error: cst.ParserSyntaxError) -> str:
+    """One line, with CPython's wording when CPython agrees the code is invalid."""
+    try:
+        compile(text, name, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        return (
+            f"{name}:{python_error.lineno}:{python_error.offset}: syntax error: {python_error.msg}"
+        )
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    detail = " ".join(error.message.split())
+    return f"{name}:{error.raw_line}:{error.raw_column + 1}: cannot parse: {detail}"
 
 
 def _diagnostics_or_empty(text: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:

@@ -1,0 +1,233 @@
+"""The command line, end to end through click: output format, exit codes, writes, errors."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from jaxfix.cli import main
+
+RETURNED = """\
+import pickle
+
+import jax
+
+
+@jax.jit
+def encode(x):
+    return pickle.dumps(x)
+"""
+
+HOISTABLE = """\
+import pickle
+
+import jax
+
+BLOBS = []
+
+
+@jax.jit
+def step(x):
+    y = x * 2
+    BLOBS.append(pickle.dumps(y))
+    return y
+"""
+
+CACHED = """\
+import functools
+
+import jax
+
+
+@functools.lru_cache
+@jax.jit
+def f(x):
+    return x + 1
+"""
+
+CLEAN = """\
+import pickle
+
+import jax.numpy as jnp
+
+payload = pickle.dumps(jnp.ones(3))
+"""
+
+
+def invoke(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_check_prints_one_line_per_finding_and_exits_1(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.py", RETURNED)
+    result = invoke("check", str(path))
+    assert result.exit_code == 1
+    assert result.stdout == (
+        f"{path}:8:12: JF101 `pickle.dumps` serializes a traced value inside `encode` "
+        "(decorated with `jax.jit`); return the value and serialize `jax.device_get(out)` "
+        "after the call\n"
+    )
+    assert result.stderr == "Checked 1 file: 1 finding.\n"
+
+
+def test_check_marks_fixable_findings_and_counts_them(tmp_path: Path) -> None:
+    write(tmp_path, "a.py", HOISTABLE)
+    write(tmp_path, "b.py", CACHED)
+    result = invoke("check", str(tmp_path))
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert [line.split(": ")[1].split()[0] for line in lines] == ["JF101", "JF102"]
+    assert all(line.endswith("[*]") for line in lines)
+    assert result.stderr == (
+        "Checked 2 files: 2 findings, 1 fixable with `jaxfix apply` "
+        "(1 more with `--unsafe-fixes`).\n"
+    )
+
+
+def test_check_clean_exits_0(tmp_path: Path) -> None:
+    write(tmp_path, "clean.py", CLEAN)
+    result = invoke("check", str(tmp_path))
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert result.stderr == "Checked 1 file: 0 findings.\n"
+
+
+def test_parse_error_is_one_line_and_other_files_are_still_checked(tmp_path: Path) -> None:
+    bad = write(tmp_path, "bad.py", "import jax\nimport pickle\npickle.dumps(\n")
+    write(tmp_path, "good.py", RETURNED)
+    result = invoke("check", str(tmp_path))
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert errors[0].startswith(f"error: {bad}:3:")
+    assert errors[0].endswith("syntax error: '(' was never closed")
+    assert "JF101" in result.stdout
+
+
+def test_missing_path_is_an_error_and_the_rest_still_runs(tmp_path: Path) -> None:
+    good = write(tmp_path, "good.py", RETURNED)
+    result = invoke("check", str(tmp_path / "missing.py"), str(good))
+    assert result.exit_code == 2
+    assert f"error: {tmp_path / 'missing.py'}: no such file or directory" in result.stderr
+    assert "JF101" in result.stdout
+
+
+def test_select_and_ignore(tmp_path: Path) -> None:
+    write(tmp_path, "a.py", HOISTABLE)
+    write(tmp_path, "b.py", CACHED)
+    only_cache = invoke("check", "--select", "JF102", str(tmp_path))
+    assert [line.split()[1] for line in only_cache.stdout.splitlines()] == ["JF102"]
+    by_name = invoke("check", "--ignore", "cache-on-traced", str(tmp_path))
+    assert [line.split()[1] for line in by_name.stdout.splitlines()] == ["JF101"]
+    by_prefix = invoke("check", "--ignore", "JF1", str(tmp_path))
+    assert (by_prefix.exit_code, by_prefix.stdout) == (0, "")
+
+
+def test_unknown_selector_is_a_usage_error(tmp_path: Path) -> None:
+    write(tmp_path, "a.py", HOISTABLE)
+    result = CliRunner().invoke(main, ["check", "--select", "JF999", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "unknown rule selector: JF999" in result.stderr
+
+
+def test_apply_diff_writes_nothing_and_exits_1(tmp_path: Path) -> None:
+    path = write(tmp_path, "b.py", CACHED)
+    result = invoke("apply", "--diff", str(path))
+    assert result.exit_code == 1
+    assert path.read_text() == CACHED
+    assert f"--- a/{path}" in result.stdout
+    assert "-@functools.lru_cache\n" in result.stdout
+    assert "-import functools\n" in result.stdout
+    assert "would fix 1 finding in 1 file" in result.stderr
+
+
+def test_apply_diff_exits_0_when_nothing_would_change(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.py", RETURNED)
+    result = invoke("apply", "--diff", str(path))
+    assert (result.exit_code, result.stdout) == (0, "")
+
+
+def test_apply_rewrites_safe_fixes_only_by_default(tmp_path: Path) -> None:
+    cached = write(tmp_path, "b.py", CACHED)
+    hoistable = write(tmp_path, "a.py", HOISTABLE)
+    result = invoke("apply", str(tmp_path))
+    assert cached.read_text() == CACHED.replace("import functools\n\n", "").replace(
+        "@functools.lru_cache\n", ""
+    )
+    assert hoistable.read_text() == HOISTABLE
+    assert result.exit_code == 1  # the unsafe JF101 fix was not applied: a finding remains
+    assert "fixed 1 finding in 1 file, 1 remaining (1 fixable with `--unsafe-fixes`)" in (
+        result.stderr
+    )
+
+
+def test_apply_unsafe_fixes_hoists_and_exits_0(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.py", HOISTABLE)
+    result = invoke("apply", "--unsafe-fixes", str(path))
+    assert result.exit_code == 0
+    assert "jax.debug.callback(_host_pickle_dumps, y, ordered=True)" in path.read_text()
+    assert "fixed 1 finding in 1 file, 0 remaining" in result.stderr
+
+
+def test_apply_keeps_crlf_mode_and_encoding(tmp_path: Path) -> None:
+    path = tmp_path / "b.py"
+    source = "# -*- coding: latin-1 -*-\n# caf\xe9\n" + CACHED
+    path.write_bytes(source.replace("\n", "\r\n").encode("latin-1"))
+    os.chmod(path, 0o640)
+    assert invoke("apply", str(path)).exit_code == 0
+    data = path.read_bytes()
+    assert b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    assert "caf\xe9".encode("latin-1") in data
+    assert b"lru_cache" not in data
+    assert os.stat(path).st_mode & 0o777 == 0o640
+
+
+def test_stdin_check_and_apply() -> None:
+    checked = invoke("check", "--stdin-filename", "model.py", "-", input=CACHED)
+    assert checked.stdout.startswith("model.py:6:1: JF102 ")
+    applied = invoke("apply", "-", input=CACHED)
+    assert applied.stdout == textwrap.dedent("""\
+        import jax
+
+
+        @jax.jit
+        def f(x):
+            return x + 1
+        """)
+
+
+def test_directories_skip_hidden_and_virtualenv_folders(tmp_path: Path) -> None:
+    write(tmp_path, ".hidden/a.py", RETURNED)
+    write(tmp_path, "venv/pyvenv.cfg", "")
+    write(tmp_path, "venv/lib/a.py", RETURNED)
+    write(tmp_path, "ignored/a.py", RETURNED)
+    write(tmp_path, ".gitignore", "ignored/\n")
+    write(tmp_path, "src/a.py", RETURNED)
+    result = invoke("check", str(tmp_path))
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == [
+        str(tmp_path / "src" / "a.py")
+    ]
+
+
+def test_explain_and_rules() -> None:
+    explained = invoke("explain", "JF101")
+    assert explained.stdout.startswith("# JF101 serialize-in-traced\n")
+    assert "## Fix safety" in explained.stdout
+    listed = invoke("rules")
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["JF101", "JF102"]
+
+
+@pytest.mark.parametrize("command", ["check", "apply"])
+def test_requires_a_path(command: str) -> None:
+    result = CliRunner().invoke(main, [command])
+    assert result.exit_code == 2

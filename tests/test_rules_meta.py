@@ -1,0 +1,76 @@
+"""Lints the rules themselves (as refurb does): names, codes, docs, fixtures, generated docs."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from jaxfix.docs import readme_with_table, rules_markdown
+from jaxfix.registry import all_rules
+from jaxfix.rule import Rule
+from tests.fixture_cases import FIXTURES, load_cases
+
+ROOT = Path(__file__).parent.parent
+SECTIONS = [
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "References",
+]
+RULES = all_rules()
+
+
+def test_codes_and_names_are_unique() -> None:
+    assert len({r.code for r in RULES}) == len(RULES)
+    assert len({r.name for r in RULES}) == len(RULES)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_rule_metadata(rule: type[Rule]) -> None:
+    assert re.fullmatch(r"JF\d{3}", rule.code)
+    assert re.fullmatch(r"[a-z]+(-[a-z]+)+", rule.name)
+    module = sys.modules[rule.__module__].__name__.rsplit(".", 1)[1]
+    assert module == rule.name.replace("-", "_"), "one module per rule, named after it"
+    assert rule.triggers, "a rule needs text triggers for the prefilter"
+    assert rule.fix_title[0].isupper() and not rule.fix_title.endswith(".")
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_docstring_has_every_section_in_order_and_examples_parse(rule: type[Rule]) -> None:
+    doc = rule.__doc__ or ""
+    headings = re.findall(r"^\s*## (.+)$", doc, flags=re.MULTILINE)
+    assert headings == SECTIONS
+    examples = re.findall(r"```python\n(.*?)```", doc, flags=re.DOTALL)
+    assert len(examples) >= 2
+    for example in examples:
+        cst.parse_module(re.sub(r"^ {4}", "", example, flags=re.MULTILINE))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_every_rule_has_enough_fixtures_with_lookalikes(rule: type[Rule]) -> None:
+    module = rule.name.replace("-", "_")
+    cases = [c for c in load_cases() if c.rule == module]
+    assert len(cases) >= 8
+    assert any(not c.codes for c in cases), "a rule needs look-alikes that must stay untouched"
+    assert all(set(c.codes) <= {rule.code} for c in cases)
+    if rule.fix_safety is not None:
+        assert any(c.fixed for c in cases)
+
+
+def test_every_fixture_folder_belongs_to_a_rule() -> None:
+    modules = {r.name.replace("-", "_") for r in RULES}
+    assert {d.name for d in FIXTURES.iterdir() if d.is_dir()} <= modules
+
+
+def test_generated_docs_are_current() -> None:
+    assert (ROOT / "docs" / "rules.md").read_text() == rules_markdown(), (
+        "run `python -m jaxfix.docs`"
+    )
+    readme = (ROOT / "README.md").read_text()
+    assert readme_with_table(readme) == readme, "run `python -m jaxfix.docs`"
