@@ -1,0 +1,200 @@
+"""The engine's guarantees: fixes that break the code or never converge are refused, overlapping
+fixes are applied one pass at a time, imports are added and removed through LibCST."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from jaxfix.engine import MAX_FIX_PASSES, FixError, check_text, fix_text
+from jaxfix.registry import all_rules
+from jaxfix.rule import FixSafety, Rule
+
+RULES = all_rules()
+
+
+class _RenameEveryX(Rule):
+    """Reports every `x` in traced code and "fixes" it into `x` again: never converges."""
+
+    code = "JF901"
+    name = "test-rename"
+    message = "x"
+    fix_title = "Rename"
+    fix_safety = FixSafety.SAFE
+    triggers = ("x",)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == "x" and self.traced.context_of(node) is not None:
+            self.report(node, fix=self.make_fix({node: cst.Name("x")}))
+
+
+class _ReturnAtTopLevel(Rule):
+    """Replaces the module's first statement with `return`: code that does not compile."""
+
+    code = "JF902"
+    name = "test-break"
+    message = "m"
+    fix_title = "Break"
+    fix_safety = FixSafety.SAFE
+    triggers = ("import",)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        first = node.body[0]
+        self.report(first, fix=self.make_fix({first: cst.SimpleStatementLine([cst.Return()])}))
+
+
+TRACED = textwrap.dedent("""\
+    import jax
+
+    @jax.jit
+    def f(x):
+        return x
+    """)
+
+
+def test_non_converging_fix_is_refused() -> None:
+    with pytest.raises(FixError, match=f"did not converge after {MAX_FIX_PASSES} passes"):
+        fix_text(TRACED, [_RenameEveryX])
+
+
+def test_fix_producing_invalid_code_is_refused_with_the_rule_code() -> None:
+    with pytest.raises(FixError, match="fix for JF902 produced invalid code"):
+        fix_text(TRACED, [_ReturnAtTopLevel])
+
+
+def test_files_that_never_mention_jax_are_not_parsed() -> None:
+    # Invalid syntax, but no rule could fire: the prefilter skips it without parsing.
+    assert check_text("import pickle\npickle.dumps(\n", RULES) == []
+    with pytest.raises(cst.ParserSyntaxError):
+        check_text("import jax, pickle\npickle.dumps(\n", RULES)
+
+
+def test_two_statements_in_one_function_get_distinct_host_functions() -> None:
+    source = textwrap.dedent("""\
+        import pickle
+        import jax
+
+        OUT = []
+
+        @jax.jit
+        def f(x):
+            OUT.append(pickle.dumps(x))
+            OUT.append(pickle.dumps(x + 1))
+            return x
+        """)
+    fixed = fix_text(source, RULES, unsafe_fixes=True)
+    assert len(fixed.fixed) == 2
+    assert "def _host_pickle_dumps(x):" in fixed.text
+    assert "def _host_pickle_dumps_2(x):" in fixed.text
+    assert check_text(fixed.text, RULES) == []
+
+
+def test_hoist_adds_import_jax_when_only_names_from_jax_are_imported() -> None:
+    source = textwrap.dedent("""\
+        import pickle
+        from jax import jit
+
+        OUT = []
+
+        @jit
+        def f(x):
+            OUT.append(pickle.dumps(x))
+            return x
+        """)
+    fixed = fix_text(source, RULES, unsafe_fixes=True).text
+    assert fixed.startswith("import pickle\nfrom jax import jit\nimport jax\n")
+    assert "jax.debug.callback(_host_pickle_dumps, x, ordered=True)" in fixed
+
+
+def test_hoist_uses_the_alias_jax_is_imported_under() -> None:
+    source = textwrap.dedent("""\
+        import pickle
+        import jax as J
+
+        OUT = []
+
+        @J.jit
+        def f(x):
+            OUT.append(pickle.dumps(x))
+            return x
+        """)
+    fixed = fix_text(source, RULES, unsafe_fixes=True).text
+    assert "J.debug.callback(_host_pickle_dumps, x, ordered=True)" in fixed
+    assert "pickle.dumps(J.device_get(x))" in fixed
+    assert "import jax\n" not in fixed
+
+
+def test_no_hoist_when_the_name_jax_means_something_else() -> None:
+    source = textwrap.dedent("""\
+        import pickle
+        from jax import jit
+
+        OUT = []
+        jax = "not the module"
+
+        @jit
+        def f(x):
+            OUT.append(pickle.dumps(x))
+            return x
+        """)
+    result = fix_text(source, RULES, unsafe_fixes=True)
+    assert result.text == source
+    assert [d.code for d in result.diagnostics] == ["JF101"]
+    assert result.diagnostics[0].fix is None
+
+
+def test_unsafe_fixes_are_not_applied_by_default() -> None:
+    source = textwrap.dedent("""\
+        import pickle
+        import jax
+
+        OUT = []
+
+        @jax.jit
+        def f(x):
+            OUT.append(pickle.dumps(x))
+            return x
+        """)
+    result = fix_text(source, RULES)
+    assert result.text == source
+    assert result.diagnostics[0].fix is not None
+    assert result.diagnostics[0].fix.safety is FixSafety.UNSAFE
+
+
+def test_cache_removal_keeps_an_import_still_in_use() -> None:
+    source = textwrap.dedent("""\
+        import functools
+
+        import jax
+
+        @functools.cache
+        def table(n):
+            return tuple(range(n))
+
+        @functools.lru_cache
+        @jax.jit
+        def f(x):
+            return x * len(table(3))
+        """)
+    fixed = fix_text(source, RULES).text
+    assert fixed == source.replace("@functools.lru_cache\n", "")
+
+
+def test_cache_with_cache_api_use_is_reported_without_fix() -> None:
+    source = textwrap.dedent("""\
+        import functools
+
+        import jax
+
+        @functools.lru_cache
+        @jax.jit
+        def f(x):
+            return x
+
+        f.cache_clear()
+        """)
+    (diagnostic,) = check_text(source, RULES)
+    assert diagnostic.fix is None
+    assert "cache's API" in diagnostic.message
