@@ -66,9 +66,11 @@ class SerializeInTraced(Rule):
     @jax.jit
     def step(x):
         y = x * 2
+
         def _host_pickle_dump(y):
             with open("y.pkl", "wb") as f:
                 pickle.dump(jax.device_get(y), f)
+
         jax.debug.callback(_host_pickle_dump, y, ordered=True)
         return y + 1
     ```

@@ -115,12 +115,23 @@ def hoist_statement(
         name=cst.Name(host_name),
         params=cst.Parameters(params=params),
         body=cst.IndentedBlock([*declarations, body]),
-        leading_lines=statement.leading_lines,
+        leading_lines=_blank_line_before(analysis, statement),
     )
     callback = cst.parse_statement(
         f"{jax_name}.debug.callback({', '.join([host_name, *traced])}, ordered=True)\n"
-    )
+    ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     return [host_def, callback]
+
+
+def _blank_line_before(analysis: TracedAnalysis, statement: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The statement's own leading lines, plus the blank line Black and Ruff put before a
+    nested `def` that follows other statements (so formatting the result changes nothing)."""
+    lines = list(getattr(statement, "leading_lines", ()))
+    block = analysis.parent(statement)
+    first = isinstance(block, cst.IndentedBlock) and block.body[0] is statement
+    if not first and not any(line.comment is None for line in lines[:1]):
+        lines.insert(0, cst.EmptyLine(indent=False))
+    return lines
 
 
 def _host_parameters(

@@ -200,6 +200,9 @@ class TracedAnalysis:
                 found[name.value] = None
         return list(found)
 
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
     def scope_of(self, node: cst.CSTNode) -> Scope | None:
         return self._scopes.get(node)
 
