@@ -231,3 +231,17 @@ def test_explain_and_rules() -> None:
 def test_requires_a_path(command: str) -> None:
     result = CliRunner().invoke(main, [command])
     assert result.exit_code == 2
+
+
+def test_bundled_example_project_findings() -> None:
+    example = Path(__file__).parent.parent / "examples" / "project"
+    result = invoke("check", str(example))
+    found = [
+        (Path(line.split(":")[0]).name, line.split()[1]) for line in result.stdout.splitlines()
+    ]
+    assert found == [
+        ("model.py", "JF102"),
+        ("train.py", "JF101"),
+        ("train.py", "JF101"),
+        ("train.py", "JF101"),
+    ]
