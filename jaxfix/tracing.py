@@ -56,6 +56,15 @@ class TracedFunction:
         return self.node.name.value if isinstance(self.node, cst.FunctionDef) else "<lambda>"
 
 
+@dataclass(frozen=True)
+class _Target:
+    """A function an expression denotes, with what `functools.partial` already bound."""
+
+    function: FunctionNode
+    bound_positions: int = 0
+    bound_keywords: frozenset[str] = frozenset()
+
+
 @dataclass
 class _Owned:
     """What the module collector found directly inside one function body."""
@@ -164,8 +173,8 @@ class TracedAnalysis:
         names = self._qualified.get(node)
         if isinstance(names, LazyValue):
             names = names()
-        if not names:
-            return set()
+        if not names or any(q.source is QualifiedNameSource.LOCAL for q in names):
+            return set()  # unknown, or also bound locally: a look-alike, not the import
         return {
             q.name
             for q in names
@@ -261,7 +270,7 @@ class TracedAnalysis:
         spec_call = self._transform_of(decorator)
         if spec_call is not None:
             name, spec, call = spec_call
-            self._enter(function, spec, call, 0, f"decorated with `{name}`", False)
+            self._enter(_Target(function), spec, call, f"decorated with `{name}`", False)
             return
         if (
             isinstance(decorator, cst.Attribute)
@@ -275,10 +284,10 @@ class TracedAnalysis:
         self, expr: cst.BaseExpression
     ) -> tuple[str, TransformSpec, cst.Call | None] | None:
         """`T`, `T(**options)` or `partial(T, **options)` used as a decorator."""
-        for name in self.imported_names(expr):
-            if name in TRANSFORMS:
-                return name, TRANSFORMS[name], None
         if not isinstance(expr, cst.Call):
+            for name in self.imported_names(expr):
+                if name in TRANSFORMS:
+                    return name, TRANSFORMS[name], None
             return None
         func_names = self.imported_names(expr.func)
         if PARTIAL in func_names and expr.args and expr.args[0].keyword is None:
@@ -303,7 +312,8 @@ class TracedAnalysis:
             for arg in call.args:
                 target = self._callable(arg.value)
                 if target is not None:
-                    self._mark(target[0], _param_names(target[0]), False, "a custom derivative")
+                    names = _param_names(target.function)
+                    self._mark(target.function, names, False, "a custom derivative")
             return
         for name in self.imported_names(func):
             spec = TRANSFORMS.get(name)
@@ -327,25 +337,40 @@ class TracedAnalysis:
         name: str,
         staged_outside: bool,
     ) -> None:
-        if isinstance(value, cst.Call):
-            # A transform of a transform: `jax.jit(jax.grad(loss))`.
-            inner = [n for n in self.imported_names(value.func) if n in TRANSFORMS]
-            if inner:
-                self._call_site_entry(value, staged_outside or spec.staged)
-                return
+        reason = f"passed to `{name}`"
+        if isinstance(value, cst.Call) and self._transform_call(value) is not None:
+            # A transform of a transform, `jax.jit(jax.grad(loss))`: the inner one declares its
+            # own arguments, and the outer one traces whatever it receives too.
+            self._call_site_entry(value, staged_outside or spec.staged)
+            inner = self._transform_call(value)
+            if inner is not None and inner[1] is not None:
+                self._enter(inner[1], spec, call, reason, staged_outside)
+            return
         target = self._callable(value)
         if target is not None:
-            function, bound = target
-            reason = f"passed to `{name}`"
-            self._enter(function, spec, call, bound, reason, staged_outside)
+            self._enter(target, spec, call, reason, staged_outside)
 
-    def _callable(self, value: cst.BaseExpression) -> tuple[FunctionNode, int] | None:
-        """The function an argument denotes, and how many leading positions `partial` binds."""
+    def _transform_call(self, call: cst.Call) -> tuple[str, _Target | None] | None:
+        """For `T(f, ...)`: the transform's name and the function it receives."""
+        for name in self.imported_names(call.func):
+            spec = TRANSFORMS.get(name)
+            if spec is None:
+                continue
+            for index, arg in enumerate(call.args):
+                if (arg.keyword is None and index in spec.fun_positions[:1]) or (
+                    arg.keyword is not None and arg.keyword.value in spec.fun_keywords[:1]
+                ):
+                    return name, self._callable(arg.value)
+            return name, None
+        return None
+
+    def _callable(self, value: cst.BaseExpression) -> _Target | None:
+        """The function an argument denotes, and what `functools.partial` binds of it."""
         if isinstance(value, cst.Lambda):
-            return value, 0
+            return _Target(value)
         if isinstance(value, cst.Name):
             function = self.function_of_name(value)
-            return (function, 0) if function is not None else None
+            return _Target(function) if function is not None else None
         if (
             isinstance(value, cst.Call)
             and PARTIAL in self.imported_names(value.func)
@@ -355,26 +380,33 @@ class TracedAnalysis:
             inner = self._callable(value.args[0].value)
             if inner is None:
                 return None
-            bound = sum(1 for arg in value.args[1:] if arg.keyword is None and not arg.star)
-            return inner[0], inner[1] + bound
+            rest = value.args[1:]
+            positions = sum(1 for arg in rest if arg.keyword is None and not arg.star)
+            keywords = {arg.keyword.value for arg in rest if arg.keyword is not None}
+            return _Target(
+                inner.function,
+                inner.bound_positions + positions,
+                inner.bound_keywords | keywords,
+            )
         return None
 
     def _enter(
         self,
-        function: FunctionNode,
+        target: _Target,
         spec: TransformSpec,
         options: cst.Call | None,
-        bound: int,
         reason: str,
         staged_outside: bool,
     ) -> None:
-        params = _positional_param_names(function)
-        all_names = _param_names(function)
-        static = _static_params(spec, options, params)
-        static.update(params[:bound])
+        function = target.function
+        params = _positional_param_names(function)[target.bound_positions :]
+        all_names = _param_names(function) - set(
+            _positional_param_names(function)[: target.bound_positions]
+        )
+        static = _static_params(spec, options, params) | target.bound_keywords
         if spec.argnums_keyword is not None:
             argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
-            traced = {params[i] for i in argnums if i < len(params)}
+            traced = {params[i] for i in argnums if -len(params) <= i < len(params)}
         else:
             traced = set(all_names)
             traced -= _unbatched_params(spec, options, params)
@@ -423,14 +455,12 @@ class TracedAnalysis:
     ) -> None:
         if value is None:
             return
-        if (
-            isinstance(target, cst.Tuple | cst.List)
-            and isinstance(value, cst.Tuple | cst.List)
-            and len(target.elements) == len(value.elements)
-        ):
-            for t, v in zip(target.elements, value.elements, strict=True):
-                self._bind(t.value, v.value, staged)
-            return
+        if isinstance(target, cst.Tuple | cst.List):
+            pairs = self._element_sources(target, value)
+            if pairs is not None:
+                for element, source in pairs:
+                    self._bind(element, source, staged)
+                return
         if not self._traced(value, staged):
             return
         for name in _store_names(target):
@@ -438,7 +468,34 @@ class TracedAnalysis:
                 self._traced_bindings.add(name)
                 self._changed = True
 
+    def _element_sources(
+        self, target: cst.Tuple | cst.List, value: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, cst.BaseExpression | None]] | None:
+        """Which part of `value` each element of an unpacking target receives, when known:
+        `a, b = x, 1`, `for i, row in enumerate(x)` (i is an int), `for a, b in zip(x, y)`."""
+        targets = [element.value for element in target.elements]
+        if isinstance(value, cst.Tuple | cst.List):
+            sources = [element.value for element in value.elements]
+            return (
+                list(zip(targets, sources, strict=True)) if len(sources) == len(targets) else None
+            )
+        if not isinstance(value, cst.Call) or any(arg.star for arg in value.args):
+            return None
+        names = self.imported_names(value.func)
+        if "builtins.enumerate" in names and len(targets) == 2 and value.args:
+            return [(targets[0], None), (targets[1], value.args[0].value)]
+        if "builtins.zip" in names and len(targets) == len(value.args):
+            return [(t, arg.value) for t, arg in zip(targets, value.args, strict=True)]
+        return None
+
     def _propagate_call(self, call: cst.Call, caller: TracedFunction) -> None:
+        if isinstance(call.func, cst.Call):
+            # `jax.vmap(g)(x)` / `jax.grad(loss)(w, x)`: the arguments flow into g / loss too.
+            inner = self._transform_call(call.func)
+            if inner is not None:
+                if inner[1] is not None:
+                    self._propagate_arguments(call, inner[1], caller)
+                return
         names = self.imported_names(call.func)
         if names & HOST_CALLBACKS:
             return
@@ -446,33 +503,21 @@ class TracedAnalysis:
             if caller.staged:
                 self._call_site_entry(call, staged_outside=True)
             return
-        if names & TREE_MAPS:
-            self._propagate_higher_order(call, caller)
-            return
-        callee = self._callee(call.func)
+        callee = None if names & TREE_MAPS else self._callee(call.func)
         if callee is not None:
-            function, offset = callee
-            self._propagate_arguments(call, function, offset, caller)
-            return
-        self._propagate_higher_order(call, caller)
+            self._propagate_arguments(call, callee, caller)
+        else:
+            self._propagate_higher_order(call, caller)
 
-    def _callee(self, func: cst.BaseExpression) -> tuple[FunctionNode, int] | None:
+    def _callee(self, func: cst.BaseExpression) -> _Target | None:
         """A same-module function (or a method of the same class via `self.`) being called."""
         if isinstance(func, cst.Name):
             function = self.function_of_name(func)
-            return (function, 0) if function is not None else None
-        if isinstance(func, cst.Call):
-            # `jax.vmap(f)(x)`: the outer call's arguments flow into f too.
-            for name in self.imported_names(func.func):
-                spec = TRANSFORMS.get(name)
-                if spec is not None and func.args and func.args[0].keyword is None:
-                    target = self._callable(func.args[0].value)
-                    if target is not None:
-                        return target
+            return _Target(function) if function is not None else None
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             method = self._method_of_self(func.value, func.attr.value)
             if method is not None:
-                return method, 1
+                return _Target(method, bound_positions=1)
         return None
 
     def _method_of_self(self, receiver: cst.Name, attr: str) -> cst.FunctionDef | None:
@@ -487,24 +532,23 @@ class TracedAnalysis:
                 return statement
         return None
 
-    def _propagate_arguments(
-        self, call: cst.Call, function: FunctionNode, offset: int, caller: TracedFunction
-    ) -> None:
-        params = _positional_param_names(function)[offset:]
-        keyword_names = set(_param_names(function))
+    def _propagate_arguments(self, call: cst.Call, target: _Target, caller: TracedFunction) -> None:
+        """The callee runs under the caller's trace; the parameters given tracers are traced."""
+        function = target.function
+        params = _positional_param_names(function)[target.bound_positions :]
+        keyword_names = _param_names(function) - target.bound_keywords
         traced: set[str] = set()
         for index, arg in enumerate(call.args):
             if not self._traced(arg.value, caller.staged):
                 continue
             if arg.star:
-                traced.update(_param_names(function))
+                traced.update(params if arg.star == "*" else keyword_names)
             elif arg.keyword is not None:
                 if arg.keyword.value in keyword_names:
                     traced.add(arg.keyword.value)
             elif index < len(params):
                 traced.add(params[index])
-        if traced:
-            self._mark(function, traced, caller.staged, f"called from traced `{caller.label}`")
+        self._mark(function, traced, caller.staged, f"called from traced `{caller.label}`")
 
     def _propagate_higher_order(self, call: cst.Call, caller: TracedFunction) -> None:
         """An unknown callable given a function and traced data applies one to the other."""
@@ -520,8 +564,8 @@ class TracedAnalysis:
             return
         for target in functions:
             if target is not None:
-                names = set(_positional_param_names(target[0])[target[1] :])
-                self._mark(target[0], names, caller.staged, "applied to traced values")
+                names = set(_positional_param_names(target.function)[target.bound_positions :])
+                self._mark(target.function, names, caller.staged, "applied to traced values")
 
     # ----- value tracing --------------------------------------------------------------------
 
@@ -599,6 +643,12 @@ def _int_tuple(expr: cst.BaseExpression | None) -> tuple[int, ...]:
     for element in _elements(expr):
         if isinstance(element, cst.Integer):
             values.append(int(element.evaluated_value))
+        elif (
+            isinstance(element, cst.UnaryOperation)
+            and isinstance(element.operator, cst.Minus)
+            and isinstance(element.expression, cst.Integer)
+        ):
+            values.append(-int(element.expression.evaluated_value))
     return tuple(values)
 
 
@@ -617,7 +667,11 @@ def _static_params(
 ) -> set[str]:
     static: set[str] = set()
     for keyword in spec.static_argnums_keywords:
-        static.update(params[i] for i in _int_tuple(_keyword(options, keyword)) if i < len(params))
+        static.update(
+            params[i]
+            for i in _int_tuple(_keyword(options, keyword))
+            if -len(params) <= i < len(params)
+        )
     for keyword in spec.static_argnames_keywords:
         static.update(_str_tuple(_keyword(options, keyword)))
     return static

@@ -69,7 +69,6 @@ TRANSFORMS: dict[str, TransformSpec] = {
         fun_positions=(1,), fun_keywords=("branches",), fun_sequence=True
     ),
     "jax.lax.map": TransformSpec(fun_keywords=("f",)),
-    "jax.lax.associative_scan": TransformSpec(fun_keywords=("fn",)),
 }
 
 # `f.defjvp` / `f.defvjp` on a function made by these register rules that are traced too.
