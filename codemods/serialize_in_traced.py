@@ -169,7 +169,10 @@ class SerializeInTraced(Rule):
         return self.make_fix({statement: cst.FlattenSentinel(statements)}, imports)
 
     def _host_only_statement(self, call: cst.Call) -> Statement | None:
-        """The statement holding `call` if its only effect is on host state, else None."""
+        """The statement holding `call` if its only effect is on host state, else None.
+
+        Inside `with ... as f:` the whole block moves (the host function cannot write to a
+        file the block has already closed), and only when it is a block of `open(...)`s."""
         owner = self.traced.owner_function(call)
         node: cst.CSTNode = call
         while not isinstance(node, cst.SimpleStatementLine):
@@ -177,41 +180,37 @@ class SerializeInTraced(Rule):
             if parent is owner or isinstance(parent, cst.Lambda | cst.FunctionDef):
                 return None
             node = parent
-        if len(node.body) != 1:
+        if not self._is_host_only_line(node):
             return None
-        small = node.body[0]
-        if isinstance(small, cst.Assign):
-            if not all(is_host_only_target(self.traced, t.target) for t in small.targets):
-                return None
-        elif not isinstance(small, cst.Expr):
-            return None
-        return self._enclosing_open_block(node) or node
-
-    def _enclosing_open_block(self, line: cst.SimpleStatementLine) -> cst.With | None:
-        """`with open(...) as f:` around `line`, when its whole body is host-only."""
-        block = self.get_metadata(ParentNodeProvider, line)
+        block = self.get_metadata(ParentNodeProvider, node)
         with_node = self.get_metadata(ParentNodeProvider, block)
-        if not isinstance(with_node, cst.With) or with_node.asynchronous is not None:
-            return None
+        if not isinstance(with_node, cst.With) or all(i.asname is None for i in with_node.items):
+            return node
+        return with_node if self._is_open_block(with_node) else None
+
+    def _is_host_only_line(self, statement: cst.CSTNode) -> bool:
+        """A lone expression whose value is dropped, or an assignment only the host sees."""
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return False
+        small = statement.body[0]
+        if isinstance(small, cst.Assign):
+            return all(is_host_only_target(self.traced, t.target) for t in small.targets)
+        return isinstance(small, cst.Expr)
+
+    def _is_open_block(self, with_node: cst.With) -> bool:
+        """`with open(...) as f:` whose every statement is host-only."""
+        if with_node.asynchronous is not None:
+            return False
         for item in with_node.items:
             opener = item.item
             if not isinstance(opener, cst.Call):
-                return None
+                return False
             is_open = bool(self.qualified_names(opener.func) & OPENERS) or (
                 isinstance(opener.func, cst.Attribute) and opener.func.attr.value == "open"
             )
             if not is_open:
-                return None
-        for statement in with_node.body.body:
-            if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-                return None
-            small = statement.body[0]
-            if isinstance(small, cst.Assign):
-                if not all(is_host_only_target(self.traced, t.target) for t in small.targets):
-                    return None
-            elif not isinstance(small, cst.Expr):
-                return None
-        return with_node
+                return False
+        return all(self._is_host_only_line(statement) for statement in with_node.body.body)
 
 
 def _payloads(call: cst.Call, where: tuple[int, str] | None) -> list[cst.BaseExpression]:

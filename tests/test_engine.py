@@ -198,3 +198,20 @@ def test_cache_with_cache_api_use_is_reported_without_fix() -> None:
     (diagnostic,) = check_text(source, RULES)
     assert diagnostic.fix is None
     assert "cache's API" in diagnostic.message
+
+
+def test_line_inside_a_with_block_that_cannot_move_whole_is_not_hoisted() -> None:
+    # Hoisting only the dump would write to `f` after the block closed it.
+    source = textwrap.dedent("""\
+        import pickle
+        import jax
+
+        @jax.jit
+        def f(x):
+            with open("out.pkl", "wb") as fh:
+                pickle.dump(x, fh)
+                y = x + 1
+            return y
+        """)
+    (diagnostic,) = check_text(source, RULES)
+    assert diagnostic.fix is None
