@@ -29,9 +29,15 @@ class Hoist:
 
 
 def jax_module_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list[ImportNeeded]]:
-    """How `at` can refer to the `jax` module: an existing import's name, or `jax` plus an
-    import to add. Returns ("", []) when the name `jax` is taken by something else."""
+    """How `at` can refer to the `jax` module: the name of an `import jax` that runs before the
+    code containing `at` is defined, or `jax` plus an import to add. Returns ("", []) when the
+    name `jax` is taken by something else."""
+    top = at
+    while (parent := analysis.parent(top)) is not None and not isinstance(parent, cst.Module):
+        top = parent
     for statement in analysis.module.body:
+        if statement is top:
+            break
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:
