@@ -36,10 +36,6 @@ class Result:
     text: str  # the text after the fixes (the input when nothing was fixed)
     fixed: list[Diagnostic] = field(default_factory=list)  # findings whose fix was applied
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.fixed)
-
 
 def applicable_rules(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
     """The rules that could fire in `text`, judged by a cheap substring test."""

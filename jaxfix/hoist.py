@@ -6,7 +6,6 @@ concrete values. Shared by every rule whose fix is "do this on the host".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope
@@ -18,14 +17,6 @@ _HOST_TARGETS = (cst.Attribute, cst.Subscript)
 _TIGHT = cst.AssignEqual(
     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
 )
-
-
-@dataclass(frozen=True)
-class Hoist:
-    """The statements that replace the original one, and the imports they need."""
-
-    statements: list[cst.BaseStatement]
-    imports_needed: list[ImportNeeded]
 
 
 def jax_module_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list[ImportNeeded]]:
@@ -55,10 +46,14 @@ def jax_module_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, lis
 
 
 def is_host_only_target(analysis: TracedAnalysis, target: cst.BaseExpression) -> bool:
-    """An assignment target whose new value is only seen by the host: an attribute, an item
-    of a container, or a name declared `global`/`nonlocal` in the traced function."""
+    """An assignment target whose new value is only seen by the host: an attribute or an item
+    of an object from outside the traced function, or a name it declares `global`/`nonlocal`.
+    (An item of a container the function builds itself may be read back in the trace.)"""
     if isinstance(target, _HOST_TARGETS):
-        return True
+        base: cst.BaseExpression = target
+        while isinstance(base, _HOST_TARGETS):
+            base = base.value
+        return isinstance(base, cst.Name) and not _built_locally(analysis, base)
     if isinstance(target, cst.Name):
         scope = analysis.scope_of(target)
         return isinstance(scope, FunctionScope) and target.value in declared_outer_names(
@@ -67,6 +62,20 @@ def is_host_only_target(analysis: TracedAnalysis, target: cst.BaseExpression) ->
     if isinstance(target, cst.Tuple | cst.List):
         return all(is_host_only_target(analysis, e.value) for e in target.elements)
     return False
+
+
+def _built_locally(analysis: TracedAnalysis, name: cst.Name) -> bool:
+    """Whether `name` is assigned (not received as a parameter) in a function's body."""
+    scope = analysis.scope_of(name)
+    if scope is None:
+        return False
+    return any(
+        isinstance(a, Assignment)
+        and isinstance(a.scope, FunctionScope)
+        and not isinstance(a.node, cst.Param)
+        and name.value not in declared_outer_names(a.scope.node)
+        for a in scope[name.value]
+    )
 
 
 def declared_outer_names(function: cst.CSTNode | None) -> set[str]:

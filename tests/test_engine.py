@@ -215,3 +215,18 @@ def test_line_inside_a_with_block_that_cannot_move_whole_is_not_hoisted() -> Non
         """)
     (diagnostic,) = check_text(source, RULES)
     assert diagnostic.fix is None
+
+
+def test_item_of_a_container_built_in_the_trace_is_not_host_state() -> None:
+    source = textwrap.dedent("""\
+        import pickle
+        import jax
+
+        @jax.jit
+        def f(x):
+            out = {}
+            out["blob"] = pickle.dumps(x)
+            return out
+        """)
+    (diagnostic,) = check_text(source, RULES)
+    assert diagnostic.fix is None
