@@ -6,6 +6,7 @@ parse or internal error.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -69,6 +70,9 @@ _paths = click.argument("paths", nargs=-1, required=True)
 @click.version_option(__version__, prog_name="jaxfix")
 def main() -> None:
     """Find and rewrite JAX code that serializes, caches or leaks traced values."""
+    # A syntax tree is millions of long-lived objects: with the default thresholds the collector
+    # rescans them over and over, and a large file costs super-linear time (as in mypy).
+    gc.set_threshold(100_000, 50, 1000)
 
 
 @main.command()

@@ -1,5 +1,7 @@
-"""Check and fix one source text: parse once, run every selected rule in one batched traversal,
-apply non-overlapping fixes, re-parse, and repeat until nothing changes.
+"""Check and fix one source text: a cheap first pass cuts out the statements a rule can depend
+on; LibCST parses only those, and every selected rule runs in one batched traversal. Fixing parses
+the whole file (only when a fix applies), applies non-overlapping fixes, re-parses, and repeats
+until nothing changes.
 
 Pure functions of text and settings (no I/O), so that the CLI, the language server and worker
 processes can all call them.
@@ -7,6 +9,8 @@ processes can all call them.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -15,6 +19,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from jaxfix import firstpass
 from jaxfix.rule import Diagnostic, Fix, FixSafety, Replacement, Rule
 from jaxfix.tracing import TracedAnalysis
 
@@ -44,13 +49,16 @@ def applicable_rules(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]
     return [rule for rule in rules if any(trigger in text for trigger in rule.triggers)]
 
 
-def check_text(text: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
-    """Findings of `rules` in `text`. Raises `libcst.ParserSyntaxError` on invalid code."""
+def check_text(
+    text: str, rules: Sequence[type[Rule]], *, filename: str = "<unknown>", slicing: bool = True
+) -> list[Diagnostic]:
+    """Findings of `rules` in `text`. Raises `firstpass.InvalidSource` when CPython rejects it,
+    `libcst.ParserSyntaxError` when LibCST does. `slicing=False` analyses the whole file (the
+    same findings, slower: for tests of the first pass)."""
     active = applicable_rules(text, rules)
     if not active:
         return []
-    diagnostics, _ = _run(cst.parse_module(text), active)
-    return diagnostics
+    return _check(text, active, filename, slicing)[0]
 
 
 def fix_text(
@@ -65,6 +73,10 @@ def fix_text(
     active = applicable_rules(text, rules)
     if not active:
         return Result([], text)
+    diagnostics, tree = _check(text, active, filename)
+    if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
+        return Result(diagnostics, text)
+    firstpass.check_depth(tree.body)  # the whole file is parsed now, not only the slice
     fixed: list[Diagnostic] = []
     module = cst.parse_module(text)
     for _ in range(MAX_FIX_PASSES):
@@ -78,6 +90,25 @@ def fix_text(
         module = _reparse(new_code, filename, codes)
         fixed.extend(d for d in diagnostics if d.fix is not None and _contains(chosen, d.fix))
     raise FixError(f"fixes did not converge after {MAX_FIX_PASSES} passes")
+
+
+def _check(
+    text: str, rules: Sequence[type[Rule]], filename: str, slicing: bool = True
+) -> tuple[list[Diagnostic], ast.Module]:
+    """Findings in the slice of `text` the rules depend on, in the file's line numbers. Their
+    fixes refer to the slice's syntax tree: only `fix_text` applies fixes, on the whole file."""
+    tree = firstpass.parse(text, filename)
+    triggers = {word for rule in rules for word in rule.triggers} if slicing else {""}
+    piece = firstpass.relevant_slice(text, tree, triggers)
+    diagnostics, _ = _run(cst.parse_module(piece.text), rules)
+    if not piece.whole:
+        diagnostics = [
+            dataclasses.replace(
+                d, line=piece.file_line(d.line), end_line=piece.file_line(d.end_line)
+            )
+            for d in diagnostics
+        ]
+    return diagnostics, tree
 
 
 def _run(

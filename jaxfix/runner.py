@@ -3,14 +3,15 @@ error for that file (so a run always goes on with the other files)."""
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 
+from jaxfix.deepstack import call_with_deep_stack
 from jaxfix.engine import FixError, Result, check_text, fix_text
+from jaxfix.firstpass import InvalidSource
 from jaxfix.rule import Diagnostic, Rule
 from jaxfix.sourcefile import SourceError, SourceFile, read_source
 
@@ -48,40 +49,33 @@ def run(
     outcome = Outcome(name, source)
     try:
         if fix:
-            result: Result = fix_text(source.text, rules, unsafe_fixes=unsafe_fixes, filename=name)
+            result: Result = call_with_deep_stack(
+                lambda: fix_text(source.text, rules, unsafe_fixes=unsafe_fixes, filename=name)
+            )
             outcome.diagnostics, outcome.fixed = result.diagnostics, result.fixed
             if result.text != source.text:
                 outcome.new_text = result.text
         else:
-            outcome.diagnostics = check_text(source.text, rules)
-    except cst.ParserSyntaxError as error:
-        outcome.error = _syntax_error(name, source.text, error)
+            outcome.diagnostics = call_with_deep_stack(
+                lambda: check_text(source.text, rules, filename=name)
+            )
+    except InvalidSource as error:
+        outcome.error = f"{name}:{error}"
+    except cst.ParserSyntaxError as error:  # valid for CPython, not for LibCST
+        detail = " ".join(error.message.split())
+        outcome.error = f"{name}:{error.raw_line}:{error.raw_column + 1}: cannot parse: {detail}"
     except RecursionError:
         outcome.error = f"{name}: too deeply nested to analyse"
     except FixError as error:
         outcome.error = f"{name}: left unchanged: {error}"
-        outcome.diagnostics = _diagnostics_or_empty(source.text, rules)
+        outcome.diagnostics = _diagnostics_or_empty(source.text, rules, name)
     except Exception as error:  # a rule crashed: report it for this file, keep going
         outcome.error = f"{name}: internal error: {type(error).__name__}: {error}"
     return outcome
 
 
-def _syntax_error(name: str, text: str, error: cst.ParserSyntaxError) -> str:
-    """One line, with CPython's wording when CPython agrees the code is invalid."""
+def _diagnostics_or_empty(text: str, rules: Sequence[type[Rule]], name: str) -> list[Diagnostic]:
     try:
-        compile(text, name, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as python_error:
-        return (
-            f"{name}:{python_error.lineno}:{python_error.offset}: syntax error: {python_error.msg}"
-        )
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    detail = " ".join(error.message.split())
-    return f"{name}:{error.raw_line}:{error.raw_column + 1}: cannot parse: {detail}"
-
-
-def _diagnostics_or_empty(text: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
-    try:
-        return check_text(text, rules)
+        return call_with_deep_stack(lambda: check_text(text, rules, filename=name))
     except Exception:
         return []

@@ -1,0 +1,201 @@
+"""The cheap first pass over a file, with CPython's own parser (about ten times faster than
+LibCST's).
+
+It gives CPython's verdict on the file (a syntax error reads as Python reports it, and input
+that would overflow LibCST's native parser never reaches it), and it cuts out the top-level
+statements a rule can depend on, so that LibCST parses and resolves metadata only for those:
+
+- the *seeds*, statements containing one of the active rules' trigger words;
+- their *dependents*, statements that mention a name a seed or dependent defines (a caller,
+  `jax.jit(f)`, `f.cache_clear()`), since they decide whether that code is traced;
+- the *dependencies* of all of those, statements that define a name they mention (imports,
+  aliases, module-level state), transitively.
+
+The slice keeps every statement's text, so columns are unchanged and lines map back by offset.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+# LibCST's parser is quadratic in the depth of an expression (a 4,000-term sum takes seconds to
+# parse) and recurses once per level: deeper code is reported instead of analysed.
+MAX_DEPTH = 1000
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_SCOPES = (*_DEFINITIONS, ast.Lambda)
+
+
+class InvalidSource(Exception):
+    """CPython rejects the file, or it is too deeply nested to analyse."""
+
+    def __init__(self, line: int, column: int, problem: str) -> None:
+        super().__init__(f"{line}:{column}: {problem}")
+        self.line, self.column, self.problem = line, column, problem
+
+
+def parse(text: str, filename: str) -> ast.Module:
+    """CPython's syntax tree of `text`; raises `InvalidSource` with CPython's wording."""
+    try:
+        tree = compile(text, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        problem = f"syntax error: {error.msg}"
+        raise InvalidSource(error.lineno or 1, error.offset or 1, problem) from None
+    except (MemoryError, RecursionError):
+        raise InvalidSource(1, 1, "too deeply nested for Python's parser") from None
+    assert isinstance(tree, ast.Module)
+    return tree
+
+
+@dataclass(frozen=True)
+class Slice:
+    """The statements to analyse, as source text, and how its lines map to the file's."""
+
+    text: str
+    whole: bool  # the slice is the file itself
+    _starts: tuple[int, ...] = ()  # the slice line at which each kept chunk starts...
+    _offsets: tuple[int, ...] = ()  # ...and what to add to its lines to get the file's
+
+    def file_line(self, line: int) -> int:
+        """The file's line number of the slice's `line`."""
+        if self.whole:
+            return line
+        index = bisect.bisect_right(self._starts, line) - 1
+        return line + self._offsets[max(index, 0)]
+
+
+@dataclass
+class _Chunk:
+    """Top-level statements that share lines: the unit that is kept or dropped."""
+
+    first: int  # 1-based, inclusive
+    last: int
+    nodes: list[ast.stmt]
+    defines: set[str]
+    mentions: set[str]
+
+    @property
+    def star_import(self) -> bool:
+        """`from m import *` can define any name: always kept."""
+        return "*" in self.defines
+
+
+def _text(lines: Sequence[str], chunk: _Chunk) -> str:
+    return "".join(lines[chunk.first - 1 : chunk.last])
+
+
+def relevant_slice(text: str, tree: ast.Module, triggers: Iterable[str]) -> Slice:
+    """The part of `text` a rule with one of `triggers` can depend on; raises `InvalidSource`
+    when a kept statement is nested deeper than `MAX_DEPTH`."""
+    lines = _LINE.findall(text)
+    chunks = _chunks(tree.body)
+    words = tuple(triggers)
+    seeds = [
+        index
+        for index, chunk in enumerate(chunks)
+        if chunk.star_import or any(word in _text(lines, chunk) for word in words)
+    ]
+    kept = _closure(chunks, seeds)
+    check_depth(node for index in kept for node in chunks[index].nodes)
+    if len(kept) == len(chunks):
+        return Slice(text, whole=True)
+    parts: list[str] = []
+    starts: list[int] = []
+    offsets: list[int] = []
+    line = 1
+    for index in sorted(kept):
+        chunk = chunks[index]
+        starts.append(line)
+        offsets.append(chunk.first - line)
+        block = _text(lines, chunk)
+        parts.append(block if block.endswith(("\n", "\r")) else block + "\n")
+        line += chunk.last - chunk.first + 1
+    return Slice("".join(parts), False, tuple(starts), tuple(offsets))
+
+
+def _chunks(body: Sequence[ast.stmt]) -> list[_Chunk]:
+    chunks: list[_Chunk] = []
+    for node in body:
+        decorators = getattr(node, "decorator_list", [])
+        first = min([node.lineno, *(decorator.lineno for decorator in decorators)])
+        last = node.end_lineno or node.lineno
+        defines, mentions = _names(node)
+        if chunks and first <= chunks[-1].last:
+            chunk = chunks[-1]
+            chunk.last = max(chunk.last, last)
+            chunk.nodes.append(node)
+            chunk.defines |= defines
+            chunk.mentions |= mentions
+        else:
+            chunks.append(_Chunk(first, last, [node], defines, mentions))
+    return chunks
+
+
+def _names(statement: ast.stmt) -> tuple[set[str], set[str]]:
+    """Module-level names `statement` binds, and every name it reads (in nested code too)."""
+    defines: set[str] = set()
+    mentions: set[str] = set()
+    stack: list[tuple[ast.AST, bool]] = [(statement, True)]  # (node, at module scope)
+    while stack:
+        node, module_scope = stack.pop()
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                mentions.add(node.id)
+            elif module_scope:
+                defines.add(node.id)
+        elif isinstance(node, ast.Global):
+            defines.update(node.names)
+        elif module_scope and isinstance(node, ast.alias):
+            defines.add((node.asname or node.name).split(".")[0])
+        elif module_scope and isinstance(node, _DEFINITIONS):
+            defines.add(node.name)
+        nested = module_scope and not isinstance(node, _SCOPES)
+        stack.extend((child, nested) for child in ast.iter_child_nodes(node))
+    return defines, mentions
+
+
+def _closure(chunks: Sequence[_Chunk], seeds: Iterable[int]) -> set[int]:
+    """Seeds, their dependents (transitively) and the dependencies of everything kept."""
+    definers: dict[str, list[int]] = defaultdict(list)
+    mentioners: dict[str, list[int]] = defaultdict(list)
+    for index, chunk in enumerate(chunks):
+        for name in chunk.defines:
+            definers[name].append(index)
+        for name in chunk.mentions:
+            mentioners[name].append(index)
+    kept: set[int] = set()
+    spreading: set[int] = set()  # kept as seed or dependent: their names pull in dependents
+    work: list[tuple[int, bool]] = [(index, True) for index in seeds]
+    while work:
+        index, spreads = work.pop()
+        if index in kept and (index in spreading or not spreads):
+            continue
+        kept.add(index)
+        chunk = chunks[index]
+        work.extend((other, False) for name in chunk.mentions for other in definers[name])
+        if spreads:
+            spreading.add(index)
+            work.extend((other, True) for name in chunk.defines for other in mentioners[name])
+    return kept
+
+
+def check_depth(nodes: Iterable[ast.AST]) -> None:
+    """Raise `InvalidSource` at the first node nested deeper than `MAX_DEPTH`."""
+    stack: list[tuple[ast.AST, int, ast.AST]] = [(node, 1, node) for node in nodes]
+    while stack:
+        node, depth, statement = stack.pop()  # statement: the innermost one holding `node`
+        if isinstance(node, ast.stmt):
+            statement = node
+        if depth > MAX_DEPTH:
+            raise InvalidSource(
+                getattr(statement, "lineno", 1),
+                getattr(statement, "col_offset", 0) + 1,
+                f"nested more than {MAX_DEPTH} levels deep: not analysed",
+            )
+        stack.extend((child, depth + 1, statement) for child in ast.iter_child_nodes(node))

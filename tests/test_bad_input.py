@@ -1,0 +1,516 @@
+"""Bad input through the real command line: every problem file gets one `error: <path>...` line
+on stderr, the other files are still processed, the exit code is 2, nothing is written that
+should not be, and no traceback ever reaches the user.
+
+Each case puts the problem file next to `good.py`, a valid file with one fixable finding, and runs
+`python -m jaxfix` in a subprocess (cwd = the test's folder) with `check` and with
+`apply --unsafe-fixes`.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import stat
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from jaxfix import cli as jaxfix_cli
+from jaxfix.runner import Outcome, load, run
+from jaxfix.sourcefile import SourceFile
+
+GOOD_NAME = "good.py"
+GOOD = """\
+import pickle
+import jax
+BLOBS = []
+@jax.jit
+def step(x):
+    BLOBS.append(pickle.dumps(x))
+    return x
+"""
+GOOD_FINDING = f"{GOOD_NAME}:6:18: JF101 `pickle.dumps` serializes a traced value inside `step`"
+GOOD_FIXED = "jax.debug.callback(_host_pickle_dumps, x, ordered=True)"
+
+COMMANDS = {
+    "check": ["check"],
+    "apply-unsafe": ["apply", "--unsafe-fixes"],
+}
+
+Snapshot = dict[str, tuple[bytes, int] | None]
+
+
+# --- helpers
+
+
+def run_jaxfix(
+    cwd: Path,
+    *args: str,
+    preexec_fn: Callable[[], object] | None = None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "jaxfix", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        stdin=subprocess.DEVNULL,
+        preexec_fn=preexec_fn,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def write_good(directory: Path) -> Path:
+    path = directory / GOOD_NAME
+    path.write_text(GOOD, encoding="utf-8")
+    return path
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Bytes and mode of every regular file under ``root`` (links and specials by their lstat)."""
+    found: Snapshot = {}
+    for dirpath, dirnames, filenames in os.walk(root):  # does not follow directory symlinks
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath, name)
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode):
+                found[str(path.relative_to(root))] = (path.read_bytes(), stat.S_IMODE(st.st_mode))
+            elif not stat.S_ISDIR(st.st_mode):
+                found[str(path.relative_to(root))] = (b"", stat.S_IFMT(st.st_mode))
+    return found
+
+
+def without(files: Snapshot, names: Iterable[str]) -> Snapshot:
+    skip = set(names)
+    return {name: value for name, value in files.items() if name not in skip}
+
+
+def stderr_lines(stderr: str) -> list[str]:
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.splitlines()
+    assert lines, "no summary line on stderr"
+    assert lines[-1].startswith("Checked "), stderr
+    return lines
+
+
+def assert_one_error(stderr: str, name: str) -> str:
+    """Exactly one error line, naming ``name``; everything else on stderr is the summary."""
+    lines = stderr_lines(stderr)
+    assert len(lines) == 2, f"expected one error line and the summary, got:\n{stderr}"
+    error = lines[0]
+    assert error.startswith(f"error: {name}:"), error
+    assert "1 error" in lines[1], lines[1]
+    return error
+
+
+def assert_no_error(stderr: str) -> None:
+    lines = stderr_lines(stderr)
+    assert len(lines) == 1, stderr
+    assert "error" not in lines[0], lines[0]
+
+
+def assert_good_processed(tmp_path: Path, command: str, stdout: str) -> None:
+    """The valid neighbour was still checked (its finding printed) or fixed (rewritten)."""
+    good = (tmp_path / GOOD_NAME).read_text(encoding="utf-8")
+    if command == "check":
+        assert GOOD_FINDING in stdout, stdout
+        assert good == GOOD
+    else:
+        assert GOOD_FIXED in good, good
+
+
+def expected_clean_exit(command: str) -> int:
+    """Exit code when the only other file is `good.py`: check finds it, apply fixes it."""
+    return 1 if command == "check" else 0
+
+
+# --- files that cannot be read, decoded or parsed
+
+
+@dataclass(frozen=True)
+class BadFile:
+    name: str
+    data: bytes
+    message: str  # what the error line must contain after the path
+
+
+BAD_FILES = [
+    BadFile(
+        "syntax.py",
+        b"import pickle\nimport jax\npickle.dumps(\n",
+        "syntax error: '(' was never closed",
+    ),
+    BadFile(
+        "not_utf8.py",
+        b"import pickle\nimport jax\n# caf\xe9\npickle.dumps(1)\n",
+        "cannot decode as utf-8: invalid byte 0xe9",
+    ),
+    BadFile(
+        "nul.py",
+        b"import pickle\nimport jax\x00\npickle.dumps(1)\n",
+        "contains NUL bytes",
+    ),
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("bad", BAD_FILES, ids=[bad.name for bad in BAD_FILES])
+def test_unparsable_file_is_one_error_and_the_rest_still_runs(
+    tmp_path: Path, bad: BadFile, command: str
+) -> None:
+    (tmp_path / bad.name).write_bytes(bad.data)
+    os.chmod(tmp_path / bad.name, 0o640)
+    write_good(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], bad.name, GOOD_NAME)
+    error = assert_one_error(result.stderr, bad.name)
+    assert bad.message in error
+    assert result.returncode == 2
+    assert_good_processed(tmp_path, command, result.stdout)
+    after = snapshot(tmp_path)
+    assert without(after, [GOOD_NAME]) == without(before, [GOOD_NAME])
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_bad_files_found_by_walking_a_directory(tmp_path: Path, command: str) -> None:
+    for bad in BAD_FILES:
+        (tmp_path / bad.name).write_bytes(bad.data)
+    write_good(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], ".")
+    lines = stderr_lines(result.stderr)
+    errors = sorted(line for line in lines if line.startswith("error: "))
+    assert len(errors) == len(BAD_FILES) == len(lines) - 1, result.stderr
+    for error, bad in zip(errors, sorted(BAD_FILES, key=lambda b: b.name), strict=True):
+        assert error.startswith(f"error: {bad.name}:") and bad.message in error, error
+    assert result.returncode == 2
+    if command == "check":
+        assert f"{GOOD_NAME}:6:18: JF101" in result.stdout
+    else:
+        assert GOOD_FIXED in (tmp_path / GOOD_NAME).read_text(encoding="utf-8")
+    assert without(snapshot(tmp_path), [GOOD_NAME]) == without(before, [GOOD_NAME])
+
+
+# --- valid but unusual files
+
+
+LATIN1 = "# -*- coding: latin-1 -*-\n# café\n" + GOOD
+
+
+def test_latin1_coding_line_is_checked(tmp_path: Path) -> None:
+    (tmp_path / "latin.py").write_bytes(LATIN1.encode("latin-1"))
+    write_good(tmp_path)
+    result = run_jaxfix(tmp_path, "check", "latin.py", GOOD_NAME)
+    assert_no_error(result.stderr)
+    assert "latin.py:8:18: JF101 `pickle.dumps`" in result.stdout
+    assert GOOD_FINDING in result.stdout
+    assert result.returncode == 1
+
+
+def test_latin1_coding_line_is_fixed_keeping_encoding_and_mode(tmp_path: Path) -> None:
+    path = tmp_path / "latin.py"
+    path.write_bytes(LATIN1.encode("latin-1"))
+    os.chmod(path, 0o640)
+    write_good(tmp_path)
+    result = run_jaxfix(tmp_path, "apply", "--unsafe-fixes", "latin.py", GOOD_NAME)
+    assert_no_error(result.stderr)
+    assert result.returncode == 0
+    data = path.read_bytes()
+    assert data.startswith(b"# -*- coding: latin-1 -*-\n# caf\xe9\n")
+    text = data.decode("latin-1")
+    assert GOOD_FIXED in text
+    assert "pickle.dumps(jax.device_get(x))" in text
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+    assert GOOD_FIXED in (tmp_path / GOOD_NAME).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_empty_file_is_valid(tmp_path: Path, command: str) -> None:
+    (tmp_path / "empty.py").write_bytes(b"")
+    write_good(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], "empty.py", GOOD_NAME)
+    assert_no_error(result.stderr)
+    assert "Checked 2 files" in result.stderr
+    assert result.returncode == expected_clean_exit(command)
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert (tmp_path / "empty.py").read_bytes() == b""
+
+
+def test_five_megabyte_file_is_checked(tmp_path: Path) -> None:
+    """Many small untraced functions and one finding at the end; only correctness is asserted."""
+    helper = "\n\ndef helper_{i}(x):\n    y = x * {i}\n    return y + 1\n"
+    tail = "\n\n@jax.jit\ndef last(x):\n    BLOBS.append(pickle.dumps(x))\n    return x\n"
+    parts = ["import pickle\nimport jax\nBLOBS = []\n"]
+    size, count = len(parts[0]) + len(tail), 0
+    while size < 5 * 1024 * 1024:
+        parts.append(helper.format(i=count))
+        size += len(parts[-1])
+        count += 1
+    parts.append(tail)
+    big = tmp_path / "big.py"
+    big.write_text("".join(parts), encoding="utf-8")
+    write_good(tmp_path)
+    lines = "".join(parts).count("\n")
+    result = run_jaxfix(tmp_path, "check", "big.py", GOOD_NAME)
+    assert_no_error(result.stderr)
+    assert result.stdout.splitlines() == [
+        f"big.py:{lines - 1}:18: JF101 `pickle.dumps` serializes a traced value inside `last` "
+        "(decorated with `jax.jit`) [*]",
+        f"{GOOD_FINDING} (decorated with `jax.jit`) [*]",
+    ]
+    assert result.returncode == 1
+
+
+# --- deeply nested expressions
+
+
+DEEP_PARENS_MODULE = "import pickle\nimport jax\nx = " + "(" * 1000 + "1" + ")" * 1000 + "\n"
+DEEP_PARENS_MODULE += "pickle.dumps(x)\n"
+DEEP_PARENS_TRACED = GOOD.replace(
+    "    BLOBS.append", "    x = " + "(" * 1000 + "x" + ")" * 1000 + "\n    BLOBS.append"
+)
+# Valid Python (CPython compiles it), but too deep for LibCST: reported, not analysed.
+LONG_SUM_TRACED = GOOD.replace(
+    "    BLOBS.append", "    x = " + " + ".join(["x"] * 5000) + "\n    BLOBS.append"
+)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (DEEP_PARENS_MODULE, "deep.py:3:205: syntax error: too many nested parentheses"),
+        (DEEP_PARENS_TRACED, "deep.py:6:209: syntax error: too many nested parentheses"),
+        (LONG_SUM_TRACED, "deep.py:6:5: nested more than 1000 levels deep: not analysed"),
+    ],
+    ids=["parens-module-level", "parens-in-jitted-function", "5000-term-sum-in-jitted-function"],
+)
+def test_deeply_nested_expression_is_one_error(
+    tmp_path: Path, text: str, message: str, command: str
+) -> None:
+    (tmp_path / "deep.py").write_text(text, encoding="utf-8")
+    write_good(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], "deep.py", GOOD_NAME)
+    assert result.returncode == 2
+    assert assert_one_error(result.stderr, "deep.py") == f"error: {message}"
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert without(snapshot(tmp_path), [GOOD_NAME]) == without(before, [GOOD_NAME])
+
+
+def _eight_megabyte_stack() -> None:
+    """The usual default, so that the outcome does not depend on the caller's ulimit."""
+    _soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    limit = 8 * 1024 * 1024
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_STACK, (limit, hard))
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_very_deep_unary_nesting_does_not_crash(tmp_path: Path, command: str) -> None:
+    text = "import pickle\nimport jax\nx = " + "-" * 100_000 + "1\npickle.dumps(x)\n"
+    (tmp_path / "deep.py").write_text(text, encoding="utf-8")
+    write_good(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_jaxfix(
+        tmp_path,
+        *COMMANDS[command],
+        "deep.py",
+        GOOD_NAME,
+        preexec_fn=_eight_megabyte_stack,
+        timeout=600,
+    )
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    assert_one_error(result.stderr, "deep.py")
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert without(snapshot(tmp_path), [GOOD_NAME]) == without(before, [GOOD_NAME])
+
+
+# --- paths that are not plain readable files
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_directory_named_like_a_python_file_is_walked_not_read(
+    tmp_path: Path, command: str
+) -> None:
+    """`x.py/` is a directory: it is walked (explicitly or during a walk), never read as a file."""
+    (tmp_path / "x.py").mkdir()
+    (tmp_path / "x.py" / "inner.py").write_text(GOOD, encoding="utf-8")
+    (tmp_path / "x.py" / "empty.py").mkdir()
+    write_good(tmp_path)
+    for args in (["x.py", GOOD_NAME], ["."]):
+        (tmp_path / "x.py" / "inner.py").write_text(GOOD, encoding="utf-8")
+        write_good(tmp_path)
+        result = run_jaxfix(tmp_path, *COMMANDS[command], *args)
+        assert_no_error(result.stderr)
+        assert "Checked 2 files" in result.stderr
+        assert result.returncode == expected_clean_exit(command)
+        assert_good_processed(tmp_path, command, result.stdout)
+        inner = (tmp_path / "x.py" / "inner.py").read_text(encoding="utf-8")
+        if command == "check":
+            assert os.path.join("x.py", "inner.py") + ":6:18: JF101" in result.stdout
+        else:
+            assert GOOD_FIXED in inner
+        assert (tmp_path / "x.py" / "empty.py").is_dir()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_directory_symlink_to_its_parent_is_not_followed(tmp_path: Path, command: str) -> None:
+    os.symlink("..", tmp_path / "up")
+    os.symlink(".", tmp_path / "self.py")
+    write_good(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], ".", timeout=600)
+    assert_no_error(result.stderr)
+    assert "Checked 1 file" in result.stderr
+    assert result.returncode == expected_clean_exit(command)
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert result.stdout.count("JF101") == (1 if command == "check" else 0)
+    assert os.readlink(tmp_path / "up") == ".."
+
+
+@pytest.mark.parametrize("walk", [False, True], ids=["explicit", "walked"])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_file_symlink_loop_is_one_error(tmp_path: Path, command: str, walk: bool) -> None:
+    os.symlink("loop_b.py", tmp_path / "loop_a.py")
+    os.symlink("loop_a.py", tmp_path / "loop_b.py")
+    write_good(tmp_path)
+    before = snapshot(tmp_path)
+    args = ["."] if walk else ["loop_a.py", GOOD_NAME]
+    result = run_jaxfix(tmp_path, *COMMANDS[command], *args)
+    lines = stderr_lines(result.stderr)
+    errors = [line for line in lines if line.startswith("error: ")]
+    expected = ["loop_a.py", "loop_b.py"] if walk else ["loop_a.py"]
+    assert errors == [f"error: {name}: symlink loop" for name in expected], result.stderr
+    assert len(lines) == len(errors) + 1
+    assert result.returncode == 2
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert without(snapshot(tmp_path), [GOOD_NAME]) == without(before, [GOOD_NAME])
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_fifo_is_not_read_and_does_not_block(tmp_path: Path, command: str) -> None:
+    os.mkfifo(tmp_path / "fifo.py")
+    write_good(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], "fifo.py", GOOD_NAME, timeout=600)
+    assert assert_one_error(result.stderr, "fifo.py") == "error: fifo.py: not a regular file"
+    assert result.returncode == 2
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo.py").st_mode)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_file_whose_read_fails_is_one_error(tmp_path: Path, command: str) -> None:
+    """We run as root, so chmod 000 reads fine: /proc/self/mem is a regular file whose read at
+    offset 0 fails with EIO for every user."""
+    if not os.path.exists("/proc/self/mem"):
+        pytest.skip("no /proc/self/mem on this system: no file whose read fails for root")
+    os.symlink("/proc/self/mem", tmp_path / "unreadable.py")
+    write_good(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], "unreadable.py", GOOD_NAME)
+    error = assert_one_error(result.stderr, "unreadable.py")
+    assert error == "error: unreadable.py: input/output error"
+    assert result.returncode == 2
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert os.readlink(tmp_path / "unreadable.py") == "/proc/self/mem"
+
+
+def test_read_only_file_is_rewritten_keeping_its_mode(tmp_path: Path) -> None:
+    """As root the write succeeds; the rewritten file must still be 0o444. A read-only bad file
+    next to it stays untouched."""
+    good = write_good(tmp_path)
+    bad = tmp_path / "syntax.py"
+    bad.write_bytes(BAD_FILES[0].data)
+    for path in (good, bad):
+        os.chmod(path, 0o444)
+    result = run_jaxfix(tmp_path, "apply", "--unsafe-fixes", "syntax.py", GOOD_NAME)
+    assert assert_one_error(result.stderr, "syntax.py").startswith("error: syntax.py:3:")
+    assert result.returncode == 2
+    assert GOOD_FIXED in good.read_text(encoding="utf-8")
+    assert stat.S_IMODE(os.stat(good).st_mode) == 0o444
+    assert (bad.read_bytes(), stat.S_IMODE(os.stat(bad).st_mode)) == (BAD_FILES[0].data, 0o444)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [GOOD_NAME, "syntax.py"]  # no temp
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_missing_path_is_one_error(tmp_path: Path, command: str) -> None:
+    write_good(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], "missing.py", GOOD_NAME)
+    error = assert_one_error(result.stderr, "missing.py")
+    assert error == "error: missing.py: no such file or directory"
+    assert result.returncode == 2
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert not (tmp_path / "missing.py").exists()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_broken_symlink_is_one_error(tmp_path: Path, command: str) -> None:
+    """A symlink whose target was deleted before the run."""
+    (tmp_path / "target.py").write_text(GOOD, encoding="utf-8")
+    os.symlink("target.py", tmp_path / "link.py")
+    (tmp_path / "target.py").unlink()
+    write_good(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], "link.py", GOOD_NAME)
+    assert assert_one_error(result.stderr, "link.py") == "error: link.py: broken symlink"
+    assert result.returncode == 2
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert not (tmp_path / "target.py").exists()
+
+
+# --- files deleted during the run (in-process: the moment must be deterministic)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_file_deleted_between_discovery_and_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    (tmp_path / "gone.py").write_text(GOOD, encoding="utf-8")
+    write_good(tmp_path)
+
+    def load_after_delete(path: Path) -> SourceFile | Outcome:
+        if path.name == "gone.py":
+            path.unlink()
+        return load(path)
+
+    monkeypatch.setattr(jaxfix_cli, "load", load_after_delete)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(jaxfix_cli.main, [*COMMANDS[command], "."])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    error = assert_one_error(result.stderr, "gone.py")
+    assert error == "error: gone.py: no such file or directory"
+    assert result.exit_code == 2
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert not (tmp_path / "gone.py").exists()
+
+
+def test_file_deleted_between_reading_and_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "gone.py").write_text(GOOD, encoding="utf-8")
+    write_good(tmp_path)
+
+    def run_then_delete(source: SourceFile, *args: Any, **kwargs: Any) -> Outcome:
+        outcome = run(source, *args, **kwargs)
+        if source.path.name == "gone.py":
+            source.path.unlink()
+        return outcome
+
+    monkeypatch.setattr(jaxfix_cli, "run", run_then_delete)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(jaxfix_cli.main, ["apply", "--unsafe-fixes", "."])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    error = assert_one_error(result.stderr, "gone.py")
+    assert error == "error: gone.py: cannot write: no such file or directory"
+    assert result.exit_code == 2
+    assert_good_processed(tmp_path, "apply-unsafe", result.stdout)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [GOOD_NAME]  # not recreated, no temp

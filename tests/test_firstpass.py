@@ -1,0 +1,193 @@
+"""The first pass: CPython's verdict on a file, and the slice of it that LibCST analyses.
+
+The slice is only a speed-up, so the key property is that the findings are the same, at the
+same positions, with and without it: checked here on every fixture and on the example project,
+each also padded with unrelated code between its statements.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from jaxfix.engine import check_text
+from jaxfix.firstpass import MAX_DEPTH, InvalidSource, parse, relevant_slice
+from jaxfix.registry import all_rules
+from tests.fixture_cases import load_cases
+
+RULES = all_rules()
+ROOT = Path(__file__).resolve().parent.parent
+TRIGGERS = {word for rule in RULES for word in rule.triggers}
+
+
+def kept_text(source: str) -> str:
+    text = textwrap.dedent(source)
+    return relevant_slice(text, ast.parse(text), TRIGGERS).text
+
+
+# --- CPython's verdict
+
+
+def test_a_syntax_error_has_cpythons_position_and_wording() -> None:
+    with pytest.raises(InvalidSource) as caught:
+        parse("import jax\nx = (1,\n", "bad.py")
+    assert (caught.value.line, caught.value.column) == (2, 5)
+    assert caught.value.problem == "syntax error: '(' was never closed"
+
+
+def test_nesting_that_overflows_cpythons_parser_is_reported() -> None:
+    with pytest.raises(InvalidSource, match="too deeply nested for Python's parser"):
+        parse("x = " + "-" * 100_000 + "1\n", "deep.py")
+
+
+# --- what the slice keeps
+
+
+def test_unrelated_statements_are_dropped_and_lines_map_back() -> None:
+    text = textwrap.dedent("""\
+        import pickle
+        import jax
+        import numpy as np
+
+        def unrelated(x):
+            return np.sum(x)
+
+        BLOBS = []
+
+        @jax.jit
+        def step(x):
+            BLOBS.append(pickle.dumps(x))
+            return x
+        """)
+    piece = relevant_slice(text, ast.parse(text), TRIGGERS)
+    assert not piece.whole
+    assert piece.text == textwrap.dedent("""\
+        import pickle
+        import jax
+        BLOBS = []
+        @jax.jit
+        def step(x):
+            BLOBS.append(pickle.dumps(x))
+            return x
+        """)
+    assert [piece.file_line(line) for line in range(1, 8)] == [1, 2, 8, 10, 11, 12, 13]
+
+
+def test_callers_and_transform_call_sites_of_a_kept_function_are_kept() -> None:
+    kept = kept_text("""\
+        import pickle
+        import jax
+
+        def save(x):
+            return pickle.dumps(x)
+
+        def middle(x):
+            return save(x)
+
+        def unrelated(x):
+            return jax.numpy.sum(x)
+
+        compiled = jax.jit(middle)
+        """)
+    assert "def middle" in kept
+    assert "compiled = jax.jit(middle)" in kept
+    assert "unrelated" not in kept
+
+
+def test_a_dependency_does_not_pull_in_the_other_users_of_its_names() -> None:
+    kept = kept_text("""\
+        import pickle
+        import jax
+
+        STATE = []
+
+        def reader():
+            return len(STATE)
+
+        def save(x):
+            STATE.append(pickle.dumps(x))
+        """)
+    assert "STATE = []" in kept
+    assert "reader" not in kept
+
+
+def test_statements_sharing_a_line_and_decorators_stay_together() -> None:
+    kept = kept_text("""\
+        import jax; import pickle
+        import numpy
+
+        @jax.jit
+        @some.decorator(
+            option=1,
+        )
+        def step(x):
+            return pickle.dumps(x)
+        """)
+    assert kept.startswith("import jax; import pickle\n@jax.jit\n@some.decorator(\n")
+
+
+def test_a_star_import_is_always_kept() -> None:
+    assert "from helpers import *" in kept_text("""\
+        from helpers import *
+        import numpy
+
+        def step(x):
+            return pickle.dumps(x)
+        """)
+
+
+def test_deep_nesting_is_reported_only_where_it_is_analysed() -> None:
+    deep = "(" + " + ".join(["x"] * (MAX_DEPTH + 5)) + ")"
+    dropped = (
+        f"import pickle\ndef unrelated(x):\n    return {deep}\ndef f(x):\n    pickle.dumps(x)\n"
+    )
+    assert "unrelated" not in kept_text(dropped)
+    kept = f"import pickle\ndef f(x):\n    y = {deep}\n    pickle.dumps(y)\n"
+    with pytest.raises(InvalidSource, match=f"nested more than {MAX_DEPTH} levels deep") as caught:
+        kept_text(kept)
+    assert caught.value.line == 3
+
+
+# --- the slice never changes a finding
+
+
+FILLER = "\n\ndef _filler_{i}(x):\n    return x + {i}\n\n"
+
+
+def padded(text: str) -> str:
+    """`text` with an unrelated function before each of its top-level statements."""
+    lines = text.splitlines(keepends=True)
+    tree = ast.parse(text)
+    starts = {
+        min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        for node in tree.body
+    }
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if number in starts:
+            out.append(FILLER.format(i=number))
+        out.append(line)
+    return "".join(out)
+
+
+def sources() -> list[tuple[str, str]]:
+    found = []
+    paths = [path for case in load_cases() for path in sorted(case.directory.glob("*.py"))]
+    paths += sorted((ROOT / "examples").rglob("*.py"))
+    for path in paths:
+        found.append((str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")))
+    return found
+
+
+SOURCES = sources()
+
+
+@pytest.mark.parametrize("padding", [False, True], ids=["as-is", "padded"])
+@pytest.mark.parametrize("text", [text for _, text in SOURCES], ids=[name for name, _ in SOURCES])
+def test_findings_are_the_same_with_and_without_the_slice(text: str, padding: bool) -> None:
+    if padding:
+        text = padded(text)
+    assert check_text(text, RULES) == check_text(text, RULES, slicing=False)
