@@ -78,6 +78,7 @@ def fix_text(
         return Result(diagnostics, text)
     firstpass.check_depth(tree.body)  # the whole file is parsed now, not only the slice
     fixed: list[Diagnostic] = []
+    codes: list[str] = []
     module = cst.parse_module(text)
     for _ in range(MAX_FIX_PASSES):
         diagnostics, wrapper = _run(module, active)
@@ -89,7 +90,7 @@ def fix_text(
         codes = sorted({d.code for d in diagnostics if d.fix in chosen})
         module = _reparse(new_code, filename, codes)
         fixed.extend(d for d in diagnostics if d.fix is not None and _contains(chosen, d.fix))
-    raise FixError(f"fixes did not converge after {MAX_FIX_PASSES} passes")
+    raise FixError(f"fixes for {', '.join(codes)} did not converge after {MAX_FIX_PASSES} passes")
 
 
 def _check(

@@ -67,7 +67,7 @@ def run(
     except RecursionError:
         outcome.error = f"{name}: too deeply nested to analyse"
     except FixError as error:
-        outcome.error = f"{name}: left unchanged: {error}"
+        outcome.error = f"{name}: internal error: {error}; the file is left unchanged"
         outcome.diagnostics = _diagnostics_or_empty(source.text, rules, name)
     except Exception as error:  # a rule crashed: report it for this file, keep going
         outcome.error = f"{name}: internal error: {type(error).__name__}: {error}"

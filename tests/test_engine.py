@@ -4,6 +4,7 @@ fixes are applied one pass at a time, imports are added and removed through LibC
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -12,6 +13,8 @@ from jaxfix.engine import MAX_FIX_PASSES, FixError, check_text, fix_text
 from jaxfix.firstpass import InvalidSource
 from jaxfix.registry import all_rules
 from jaxfix.rule import FixSafety, Rule
+from jaxfix.runner import run
+from jaxfix.sourcefile import read_source
 
 RULES = all_rules()
 
@@ -56,13 +59,34 @@ TRACED = textwrap.dedent("""\
 
 
 def test_non_converging_fix_is_refused() -> None:
-    with pytest.raises(FixError, match=f"did not converge after {MAX_FIX_PASSES} passes"):
+    expected = f"fixes for JF901 did not converge after {MAX_FIX_PASSES} passes"
+    with pytest.raises(FixError, match=expected):
         fix_text(TRACED, [_RenameEveryX])
 
 
 def test_fix_producing_invalid_code_is_refused_with_the_rule_code() -> None:
     with pytest.raises(FixError, match="fix for JF902 produced invalid code"):
         fix_text(TRACED, [_ReturnAtTopLevel])
+
+
+@pytest.mark.parametrize(
+    ("rule", "problem"),
+    [
+        (_RenameEveryX, f"fixes for JF901 did not converge after {MAX_FIX_PASSES} passes"),
+        (_ReturnAtTopLevel, "fix for JF902 produced invalid code: 'return' outside function"),
+    ],
+)
+def test_a_broken_fix_is_an_internal_error_and_nothing_is_written(
+    tmp_path: Path, rule: type[Rule], problem: str
+) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(TRACED, encoding="utf-8")
+    outcome = run(read_source(path), [rule], fix=True, unsafe_fixes=True, display="step.py")
+    assert outcome.error is not None
+    assert outcome.error.startswith(f"step.py: internal error: {problem}")
+    assert outcome.error.endswith("; the file is left unchanged")
+    assert outcome.new_text is None
+    assert path.read_text(encoding="utf-8") == TRACED
 
 
 def test_files_that_never_mention_jax_are_not_parsed() -> None:
