@@ -107,7 +107,10 @@ def hoist_statement(
     jax_name: str,
 ) -> list[cst.BaseStatement] | None:
     """`statement` rewritten as a nested host function plus its callback, or None when the
-    statement cannot be moved safely (it reads a name the host function could not see)."""
+    statement cannot be moved safely: it binds a name with `:=` (the binding would move into
+    the host function) or reads no traced name."""
+    if any(isinstance(node, cst.NamedExpr) for node in _walk_body(statement)):
+        return None
     traced, frozen = _host_parameters(analysis, statement)
     if not traced:
         return None
