@@ -33,12 +33,15 @@ _ERRNO_MESSAGES = {
 
 
 class SourceError(Exception):
-    """A source file that cannot be read or written; ``message`` is one line."""
+    """A source file that cannot be read or written; ``message`` is one line, ``position``
+    the 1-based line and column of the problem when it has one."""
 
-    def __init__(self, path: Path, message: str) -> None:
-        super().__init__(f"{path}: {message}")
+    def __init__(self, path: Path, message: str, position: tuple[int, int] | None = None) -> None:
+        where = f"{path}:{position[0]}:{position[1]}" if position else str(path)
+        super().__init__(f"{where}: {message}")
         self.path = path
         self.message = message
+        self.position = position
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,10 @@ def _decode(path: Path, raw: bytes) -> SourceFile:
         text = raw.decode(encoding)
     except UnicodeDecodeError as exc:
         bad = raw[exc.start : exc.start + 1].hex()
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1  # 1-based, in bytes
         raise SourceError(
-            path, f"cannot decode as {encoding}: invalid byte 0x{bad} at offset {exc.start}"
+            path, f"cannot decode as {encoding}: invalid byte 0x{bad}", (line, column)
         ) from exc
     except LookupError as exc:
         raise SourceError(path, f"unusable encoding: {encoding}") from exc
@@ -123,7 +128,7 @@ def _detect_encoding(path: Path, raw: bytes) -> str:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
         if exc.msg == "invalid or missing encoding declaration":
-            return "utf-8"  # undecodable first lines: let the decoder report the exact offset
+            return "utf-8"  # undecodable first lines: let the decoder report the exact position
         raise SourceError(path, " ".join(str(exc.msg).split())) from exc
     return encoding
 
