@@ -176,7 +176,7 @@ def padded(text: str) -> str:
 def sources() -> list[tuple[str, str]]:
     found = []
     paths = [path for case in load_cases() for path in sorted(case.directory.glob("*.py"))]
-    paths += sorted((ROOT / "examples").rglob("*.py"))
+    paths += sorted((ROOT / "examples" / "project").rglob("*.py"))  # examples/broken is broken
     for path in paths:
         found.append((str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")))
     return found
