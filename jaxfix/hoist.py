@@ -182,7 +182,7 @@ def _bound_inside(statement: cst.CSTNode) -> set[str]:
     for node in [statement, *_walk_body(statement)]:
         if isinstance(node, cst.WithItem) and node.asname is not None:
             names.update(_target_names(node.asname.name))
-        elif isinstance(node, cst.For | cst.CompFor | cst.NamedExpr):
+        elif isinstance(node, cst.For | cst.CompFor):  # `:=` is refused before this
             names.update(_target_names(node.target))
         elif isinstance(node, cst.Lambda):
             names.update(p.name.value for p in node.params.params)

@@ -116,7 +116,7 @@ def test_undecodable_bytes_name_encoding_and_position(tmp_path: Path) -> None:
 
 def test_undecodable_first_line(tmp_path: Path) -> None:
     path = make(tmp_path, b"\xfe = 1\n")
-    with pytest.raises(SourceError) as info:
+    with pytest.raises(SourceError, match=r"cannot decode as utf-8: invalid byte 0xfe$") as info:
         read_source(path)
     assert info.value.position == (1, 1)
 
