@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import libcst as cst
-from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope
+from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope, Scope
 
 from jaxfix.rule import ImportNeeded
 from jaxfix.tracing import TracedAnalysis, names_read
@@ -23,6 +23,17 @@ def jax_module_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, lis
     """How `at` can refer to the `jax` module: the name of an `import jax` that runs before the
     code containing `at` is defined, or `jax` plus an import to add. Returns ("", []) when the
     name `jax` is taken by something else."""
+    scope = analysis.scope_of(at)
+    imported = _imported_jax_name(analysis, at)
+    if imported is not None:
+        return (imported, []) if _names_only_imports(scope, imported) else ("", [])
+    if scope is not None and any(not isinstance(a, BuiltinAssignment) for a in scope["jax"]):
+        return "", []
+    return "jax", [ImportNeeded("jax")]
+
+
+def _imported_jax_name(analysis: TracedAnalysis, at: cst.CSTNode) -> str | None:
+    """The name that a module-level `import jax` before the statement holding `at` binds."""
     top = at
     while (parent := analysis.parent(top)) is not None and not isinstance(parent, cst.Module):
         top = parent
@@ -36,13 +47,18 @@ def jax_module_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, lis
                 for alias in small.names:
                     name = alias.evaluated_name
                     if alias.asname is None and (name == "jax" or name.startswith("jax.")):
-                        return "jax", []
+                        return "jax"
                     if alias.asname is not None and name == "jax":
-                        return alias.evaluated_alias or "jax", []
-    scope = analysis.scope_of(at)
-    if scope is not None and any(not isinstance(a, BuiltinAssignment) for a in scope["jax"]):
-        return "", []
-    return "jax", [ImportNeeded("jax")]
+                        return alias.evaluated_alias or "jax"
+    return None
+
+
+def _names_only_imports(scope: Scope | None, name: str) -> bool:
+    """Whether `name`, read in `scope`, can only mean a module import (not a local look-alike
+    such as `jax = _Pipeline()` in an enclosing function)."""
+    if scope is None:
+        return True
+    return all(isinstance(a, Assignment) and isinstance(a.node, cst.Import) for a in scope[name])
 
 
 def is_host_only_target(analysis: TracedAnalysis, target: cst.BaseExpression) -> bool:
