@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
-from jaxfix.rule import FixSafety, Rule
+from jaxfix.diagnostic import FixSafety
+from jaxfix.rule import Rule
 from jaxfix.tracing import TracedAnalysis
 
 CACHE_DECORATORS = frozenset(
@@ -76,7 +76,7 @@ class CacheOnTraced(Rule):
     message = "`{cache}` caches `{function}`, which jax traces ({reason}): tracers are unhashable"
     fix_title = "Remove the cache decorator (`jax.jit` already caches compiled code)"
     fix_safety = FixSafety.SAFE
-    triggers = ("cache", "memoize")
+    anchors = CACHE_DECORATORS | set(CACHE_METHODS)
 
     def __init__(self, traced: TracedAnalysis) -> None:
         super().__init__(traced)
@@ -103,12 +103,9 @@ class CacheOnTraced(Rule):
     def _cache_api_users(self) -> set[str]:
         """Names on which the module calls a cache method such as `.cache_clear()`."""
         if self._api_users is None:
-            pattern = m.Attribute(value=m.Name(), attr=m.OneOf(*map(m.Name, CACHE_API)))
-            self._api_users = {
-                found.value.value
-                for found in m.findall(self.traced.module, pattern)
-                if isinstance(found, cst.Attribute) and isinstance(found.value, cst.Name)
-            }
+            finder = _CacheApiUsers()
+            self.traced.module.visit(finder)
+            self._api_users = finder.names
         return self._api_users
 
     def _is_cache(self, expr: cst.BaseExpression) -> bool:
@@ -122,3 +119,16 @@ class CacheOnTraced(Rule):
         if isinstance(receiver, cst.Call):
             return bool(self.qualified_names(receiver.func) & makers)
         return isinstance(receiver, cst.Name) and self.traced.is_assigned_from(receiver, makers)
+
+
+class _CacheApiUsers(cst.CSTVisitor):
+    """Collects `name` from every `name.cache_clear`-like attribute (not with `libcst.matchers`,
+    whose import alone takes half a second)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.attr.value in CACHE_API:
+            self.names.add(node.value.value)

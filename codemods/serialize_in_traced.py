@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
+from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
-from jaxfix.rule import Fix, FixSafety, Rule
+from jaxfix.rule import Fix, Rule
 from jaxfix.tracing import TracedAnalysis
 
 # Serializer → (position, keyword) of the value it serializes; None means every argument.
@@ -94,7 +95,7 @@ class SerializeInTraced(Rule):
     message = "`{call}` serializes a traced value inside `{function}` ({reason})"
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
-    triggers = ("dump", "save", "tobytes", "tofile")
+    anchors = frozenset(SERIALIZERS) | SERIALIZING_METHODS
 
     def __init__(self, traced: TracedAnalysis) -> None:
         super().__init__(traced)

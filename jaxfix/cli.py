@@ -9,50 +9,105 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from jaxfix import __version__
+from jaxfix.batch import Job, default_jobs, run_paths
+from jaxfix.cache import DEFAULT_FOLDER, Cache, clean
 from jaxfix.discovery import DiscoveryError, iter_python_files
-from jaxfix.docs import rule_doc, safety_label
+from jaxfix.outcome import Outcome
 from jaxfix.output import Tally, apply_summary, check_summary, finding_line, unified_diff
-from jaxfix.registry import all_rules, find_rule, select_rules, unknown_selectors
-from jaxfix.rule import Rule
-from jaxfix.runner import Outcome, load, run
-from jaxfix.sourcefile import SourceError, SourceFile, read_stdin_source, write_source_atomic
+from jaxfix.sourcefile import SourceError, read_stdin_source, write_source_atomic
+
+# Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
+# which a run answered from the cache does without.
 
 STDIN = "-"
 
 
-def _split(values: Sequence[str]) -> list[str]:
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+def _split(values: Sequence[str]) -> tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
-def _rules(select: Sequence[str], ignore: Sequence[str]) -> list[type[Rule]]:
-    selectors = _split(select) + _split(ignore)
-    unknown = unknown_selectors(selectors)
+def _validate_selectors(job: Job) -> None:
+    from jaxfix.registry import unknown_selectors
+
+    unknown = unknown_selectors(job.select + job.ignore)
     if unknown:
         raise click.UsageError(f"unknown rule selector: {', '.join(unknown)}")
-    return select_rules(_split(select), _split(ignore))
 
 
-def _sources(paths: Sequence[str], stdin_filename: str | None) -> Iterator[SourceFile | Outcome]:
-    """Every source to process, or an Outcome with the error that prevented reading it."""
+def _outcomes(
+    paths: Sequence[str], job: Job, options: RunOptions, stdin_filename: str | None
+) -> Iterator[Outcome]:
+    """The outcome of every source in PATHS, in order; saves the cache at the end."""
+    cache = None if options.no_cache else Cache(options.cache_folder, _cache_settings(job))
+    if cache is None or not cache.existed:  # a cache for these selectors proves them valid
+        _validate_selectors(job)
+    items: list[Path | Outcome] = []
     for raw in paths:
         if raw == STDIN:
-            try:
-                yield read_stdin_source(sys.stdin.buffer.read(), stdin_filename or STDIN)
-            except SourceError as error:
-                yield Outcome(stdin_filename or STDIN, error=str(error))
+            items.append(_stdin_outcome(job, stdin_filename or STDIN))
             continue
         for found in iter_python_files([Path(raw)]):
             if isinstance(found, DiscoveryError):
-                yield Outcome(str(found.path), error=f"{found.path}: {found.message}")
+                items.append(Outcome(str(found.path), error=f"{found.path}: {found.message}"))
             else:
-                yield load(found)
+                items.append(found)
+    yield from run_paths(items, job, jobs=options.jobs or default_jobs(), cache=cache)
+    if cache is not None:
+        cache.save()
 
 
+def _cache_settings(job: Job) -> list[str]:
+    return [",".join(sorted(job.select)), ",".join(sorted(job.ignore))]
+
+
+def _stdin_outcome(job: Job, name: str) -> Outcome:
+    from jaxfix.registry import select_rules
+    from jaxfix.runner import run
+
+    try:
+        source = read_stdin_source(sys.stdin.buffer.read(), name)
+    except SourceError as error:
+        return Outcome(name, error=str(error))
+    rules = select_rules(job.select, job.ignore)
+    return run(source, rules, fix=job.fix, unsafe_fixes=job.unsafe_fixes, display=name)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out (never what it finds)."""
+
+    jobs: int | None
+    no_cache: bool
+    cache_dir: Path | None
+
+    @property
+    def cache_folder(self) -> Path:
+        return self.cache_dir or DEFAULT_FOLDER
+
+
+_jobs = click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: one per core).",
+)
+_no_cache = click.option(
+    "--no-cache", is_flag=True, help="Neither read nor write the result cache."
+)
+_cache_dir = click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    envvar="JAXFIX_CACHE_DIR",
+    help=f"The result cache folder (default: {DEFAULT_FOLDER}).",
+)
 _select = click.option(
     "--select", multiple=True, help="Rule codes, code prefixes or names to run (default: all)."
 )
@@ -81,20 +136,25 @@ def main() -> None:
 @_ignore
 @_unsafe
 @_stdin_name
+@_jobs
+@_no_cache
+@_cache_dir
 def check(
     paths: tuple[str, ...],
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     unsafe_fixes: bool,
     stdin_filename: str | None,
+    jobs: int | None,
+    no_cache: bool,
+    cache_dir: Path | None,
 ) -> None:
     """Report findings in PATHS (files, directories, or - for stdin)."""
-    rules = _rules(select, ignore)
+    job = Job(_split(select), _split(ignore))
     tally = Tally()
-    for item in _sources(paths, stdin_filename):
-        outcome = item if isinstance(item, Outcome) else run(item, rules, fix=False)
+    options = RunOptions(jobs, no_cache, cache_dir)
+    for outcome in _outcomes(paths, job, options, stdin_filename):
         _report(outcome, tally)
-        tally.count_remaining(outcome.diagnostics)
     click.echo(check_summary(tally, unsafe_fixes), err=True)
     sys.exit(2 if tally.errors else 1 if tally.remaining else 0)
 
@@ -106,6 +166,9 @@ def check(
 @_ignore
 @_unsafe
 @_stdin_name
+@_jobs
+@_no_cache
+@_cache_dir
 def apply(
     paths: tuple[str, ...],
     diff: bool,
@@ -113,19 +176,18 @@ def apply(
     ignore: tuple[str, ...],
     unsafe_fixes: bool,
     stdin_filename: str | None,
+    jobs: int | None,
+    no_cache: bool,
+    cache_dir: Path | None,
 ) -> None:
     """Rewrite PATHS in place with the available fixes (- rewrites stdin to stdout)."""
-    rules = _rules(select, ignore)
+    job = Job(_split(select), _split(ignore), fix=True, unsafe_fixes=unsafe_fixes)
     tally = Tally()
     color = sys.stdout.isatty()
-    for item in _sources(paths, stdin_filename):
-        if isinstance(item, Outcome):
-            _report(item, tally)
-            continue
-        outcome = run(item, rules, fix=True, unsafe_fixes=unsafe_fixes)
+    options = RunOptions(jobs, no_cache, cache_dir)
+    for outcome in _outcomes(paths, job, options, stdin_filename):
         _report(outcome, tally, show_findings=not diff)
-        tally.count_remaining(outcome.diagnostics)
-        _emit_fixed(item, outcome, tally, diff, color)
+        _emit_fixed(outcome, tally, diff, color)
     click.echo(apply_summary(tally, unsafe_fixes, dry_run=diff), err=True)
     if diff:
         sys.exit(2 if tally.errors else 1 if tally.changed_files else 0)
@@ -134,6 +196,7 @@ def apply(
 
 def _report(outcome: Outcome, tally: Tally, show_findings: bool = True) -> None:
     tally.files += 1
+    tally.count_remaining(outcome.diagnostics)
     if outcome.error:
         tally.errors += 1
         click.echo(f"error: {outcome.error}", err=True)
@@ -142,19 +205,19 @@ def _report(outcome: Outcome, tally: Tally, show_findings: bool = True) -> None:
             click.echo(finding_line(outcome.display, diagnostic))
 
 
-def _emit_fixed(
-    source: SourceFile, outcome: Outcome, tally: Tally, diff: bool, color: bool
-) -> None:
-    """Write (or show) the fixed text of one file."""
-    if outcome.new_text is None:
-        if str(source.path) == STDIN and not diff:
+def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None:
+    """Write (or show) the fixed text of one file; stdin's text always goes to stdout."""
+    source = outcome.source
+    to_stdout = source is not None and str(source.path) == STDIN and not diff
+    if outcome.new_text is None or source is None:
+        if to_stdout and source is not None:
             sys.stdout.write(source.text)
         return
     tally.changed_files += 1
     tally.fixed += len(outcome.fixed)
     if diff:
         click.echo(unified_diff(outcome.display, source.text, outcome.new_text, color), nl=False)
-    elif str(source.path) == STDIN:
+    elif to_stdout:
         sys.stdout.write(outcome.new_text)
     else:
         try:
@@ -170,6 +233,9 @@ def _emit_fixed(
 @click.argument("code")
 def explain(code: str) -> None:
     """Print the documentation of the rule CODE (e.g. JF101 or serialize-in-traced)."""
+    from jaxfix.docs import rule_doc
+    from jaxfix.registry import find_rule
+
     rule = find_rule(code)
     if rule is None:
         raise click.UsageError(f"unknown rule: {code} (see `jaxfix rules`)")
@@ -179,5 +245,20 @@ def explain(code: str) -> None:
 @main.command(name="rules")
 def list_rules() -> None:
     """List every rule: code, name, fix safety and fix title."""
+    from jaxfix.docs import safety_label
+    from jaxfix.registry import all_rules
+
     for rule in all_rules():
         click.echo(f"{rule.code}  {rule.name:<22} {safety_label(rule):<7} {rule.fix_title}")
+
+
+@main.command(name="clean")
+@_cache_dir
+def clean_cache(cache_dir: Path | None) -> None:
+    """Remove the result cache folder."""
+    folder = cache_dir or DEFAULT_FOLDER
+    try:
+        removed = clean(folder)
+    except OSError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(f"removed {folder}" if removed else f"no cache at {folder}", err=True)

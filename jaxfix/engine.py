@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from jaxfix import firstpass
-from jaxfix.rule import Diagnostic, Fix, FixSafety, Replacement, Rule
+from jaxfix import candidates, firstpass
+from jaxfix.diagnostic import Diagnostic, FixSafety
+from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.tracing import TracedAnalysis
 
 MAX_FIX_PASSES = 10
@@ -43,10 +43,17 @@ class Result:
 
 
 def applicable_rules(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
-    """The rules that could fire in `text`, judged by a cheap substring test."""
+    """The rules that could fire in `text`, judged by a cheap substring test: the text must
+    mention jax and one of the rule's anchors."""
     if PREFILTER not in text:
         return []
-    return [rule for rule in rules if any(trigger in text for trigger in rule.triggers)]
+    return [rule for rule in rules if not rule.anchors or any(w in text for w in _words(rule))]
+
+
+@functools.cache
+def _words(rule: type[Rule]) -> frozenset[str]:
+    """What the text of a file where `rule` fires must contain: its anchors' last names."""
+    return frozenset(anchor.rsplit(".", 1)[-1] for anchor in rule.anchors)
 
 
 def check_text(
@@ -96,11 +103,19 @@ def fix_text(
 def _check(
     text: str, rules: Sequence[type[Rule]], filename: str, slicing: bool = True
 ) -> tuple[list[Diagnostic], ast.Module]:
-    """Findings in the slice of `text` the rules depend on, in the file's line numbers. Their
-    fixes refer to the slice's syntax tree: only `fix_text` applies fixes, on the whole file."""
+    """Findings in the slice of `text` the rules depend on, in the file's line numbers (none,
+    without LibCST, when the first pass rules them out). Their fixes refer to the slice's syntax
+    tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all."""
     tree = firstpass.parse(text, filename)
-    triggers = {word for rule in rules for word in rule.triggers} if slicing else {""}
-    piece = firstpass.relevant_slice(text, tree, triggers)
+    seeds: set[int] | None = None
+    if slicing and all(rule.anchors for rule in rules):
+        found = candidates.collect(tree)
+        by_rule = {rule: found.statements(rule.anchors, rule.traced_only) for rule in rules}
+        rules = [rule for rule in rules if by_rule[rule]]
+        seeds = set().union(*by_rule.values())
+    piece = firstpass.relevant_slice(text, tree, seeds)
+    if piece is None:
+        return [], tree
     diagnostics, _ = _run(cst.parse_module(piece.text), rules)
     if not piece.whole:
         diagnostics = [
@@ -164,6 +179,11 @@ class _ReplaceNodes(cst.CSTTransformer):
 
 def _apply(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> str:
     """The module's code with `fixes` applied and their imports added or removed."""
+    # Imported here: `libcst.codemod` pulls in `libcst.matchers` (half a second), which only
+    # applying a fix needs.
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
     context = CodemodContext(wrapper=wrapper)
     replacements: dict[cst.CSTNode, Replacement] = {}
     for fix in fixes:

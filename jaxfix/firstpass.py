@@ -5,7 +5,7 @@ It gives CPython's verdict on the file (a syntax error reads as Python reports i
 that would overflow LibCST's native parser never reaches it), and it cuts out the top-level
 statements a rule can depend on, so that LibCST parses and resolves metadata only for those:
 
-- the *seeds*, statements containing one of the active rules' trigger words;
+- the *seeds*, statements that can hold a finding (chosen by `jaxfix.candidates`);
 - their *dependents*, statements that mention a name a seed or dependent defines (a caller,
   `jax.jit(f)`, `f.cache_clear()`), since they decide whether that code is traced;
 - the *dependencies* of all of those, statements that define a name they mention (imports,
@@ -20,7 +20,7 @@ import ast
 import bisect
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 # LibCST's parser is quadratic in the depth of an expression (a 4,000-term sum takes seconds to
@@ -90,18 +90,20 @@ def _text(lines: Sequence[str], chunk: _Chunk) -> str:
     return "".join(lines[chunk.first - 1 : chunk.last])
 
 
-def relevant_slice(text: str, tree: ast.Module, triggers: Iterable[str]) -> Slice:
-    """The part of `text` a rule with one of `triggers` can depend on; raises `InvalidSource`
-    when a kept statement is nested deeper than `MAX_DEPTH`."""
+def relevant_slice(text: str, tree: ast.Module, seeds: Collection[int] | None) -> Slice | None:
+    """The part of `text` that the top-level statements `seeds` (indices into `tree.body`)
+    depend on; None when there are no seeds, the whole file when `seeds` is None. Raises
+    `InvalidSource` when a kept statement is nested deeper than `MAX_DEPTH`."""
+    if seeds is not None and not seeds:
+        return None
     lines = _LINE.findall(text)
     chunks = _chunks(tree.body)
-    words = tuple(triggers)
-    seeds = [
-        index
-        for index, chunk in enumerate(chunks)
-        if chunk.star_import or any(word in _text(lines, chunk) for word in words)
-    ]
-    kept = _closure(chunks, seeds)
+    if seeds is None:
+        seeds = range(len(tree.body))
+    chunk_of = [index for index, chunk in enumerate(chunks) for _ in chunk.nodes]
+    seed_chunks = {chunk_of[statement] for statement in seeds}
+    seed_chunks.update(index for index, chunk in enumerate(chunks) if chunk.star_import)
+    kept = _closure(chunks, seed_chunks)
     check_depth(node for index in kept for node in chunks[index].nodes)
     if len(kept) == len(chunks):
         return Slice(text, whole=True)

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import click
 
-from jaxfix.rule import Diagnostic, FixSafety
+from jaxfix.diagnostic import Diagnostic, FixSafety
 
 
 def finding_line(path: str, diagnostic: Diagnostic) -> str:
     """`path:line:col: CODE message`, 1-based, with `[*]` when a fix exists."""
-    marker = " [*]" if diagnostic.fix is not None else ""
+    marker = " [*]" if diagnostic.fix_safety is not None else ""
     return (
         f"{path}:{diagnostic.line}:{diagnostic.column + 1}: "
         f"{diagnostic.code} {diagnostic.message}{marker}"
@@ -60,11 +60,9 @@ class Tally:
     def count_remaining(self, diagnostics: Sequence[Diagnostic]) -> None:
         self.remaining += len(diagnostics)
         for diagnostic in diagnostics:
-            if diagnostic.fix is None:
-                continue
-            if diagnostic.fix.safety is FixSafety.SAFE:
+            if diagnostic.fix_safety is FixSafety.SAFE:
                 self.safe_fixable += 1
-            else:
+            elif diagnostic.fix_safety is FixSafety.UNSAFE:
                 self.unsafe_fixable += 1
 
 

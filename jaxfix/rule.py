@@ -6,9 +6,8 @@ reads the shared traced-context analysis (`self.traced`) and calls `self.report(
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
@@ -19,17 +18,12 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from jaxfix.diagnostic import Diagnostic, FixSafety
+
 if TYPE_CHECKING:
     from jaxfix.tracing import TracedAnalysis
 
 Replacement = cst.CSTNode | cst.FlattenSentinel[cst.CSTNode] | cst.RemovalSentinel
-
-
-class FixSafety(enum.Enum):
-    """How much a fix may change what working code does (Ruff's model)."""
-
-    SAFE = "safe"  # only the failure goes away
-    UNSAFE = "unsafe"  # behaviour changes in a way a person should review
 
 
 @dataclass(frozen=True)
@@ -52,20 +46,6 @@ class Fix:
     removed_nodes: Sequence[cst.CSTNode] = ()
 
 
-@dataclass(frozen=True)
-class Diagnostic:
-    """One finding: where, which rule, what is wrong, and the fix if there is one."""
-
-    code: str
-    name: str
-    message: str
-    line: int  # 1-based
-    column: int  # 0-based, in code points (LibCST convention)
-    end_line: int
-    end_column: int
-    fix: Fix | None = field(default=None, compare=False)
-
-
 class Rule(cst.BatchableCSTVisitor):
     """Base class of every rule in `jaxfix.codemods`.
 
@@ -78,8 +58,14 @@ class Rule(cst.BatchableCSTVisitor):
     message: ClassVar[str]
     fix_title: ClassVar[str]
     fix_safety: ClassVar[FixSafety | None]
-    # The rule can only fire in files containing one of these substrings (a text prefilter).
-    triggers: ClassVar[tuple[str, ...]]
+    # The callees (of calls and decorators) at which the rule reports: full names as imports
+    # give them (`pickle.dumps`) and method names matched on any receiver (`tobytes`). A file
+    # or top-level statement that calls none of them is never analysed; empty means the rule
+    # may report anywhere (every statement is analysed).
+    anchors: ClassVar[frozenset[str]]
+    # The rule reports only in code that jax traces: a file that never refers to a transform
+    # (`jit`, `vmap`, `scan`, ...) is skipped.
+    traced_only: ClassVar[bool] = True
 
     METADATA_DEPENDENCIES = (
         PositionProvider,
@@ -105,6 +91,8 @@ class Rule(cst.BatchableCSTVisitor):
                 column=span.start.column,
                 end_line=span.end.line,
                 end_column=span.end.column,
+                fix_title=fix.title if fix else None,
+                fix_safety=fix.safety if fix else None,
                 fix=fix,
             )
         )

@@ -4,28 +4,20 @@ error for that file (so a run always goes on with the other files)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 
+from jaxfix.batch import Job
+from jaxfix.cache import digest
 from jaxfix.deepstack import call_with_deep_stack
+from jaxfix.diagnostic import Diagnostic
 from jaxfix.engine import FixError, Result, check_text, fix_text
 from jaxfix.firstpass import InvalidSource
-from jaxfix.rule import Diagnostic, Rule
+from jaxfix.outcome import Outcome
+from jaxfix.registry import select_rules
+from jaxfix.rule import Rule
 from jaxfix.sourcefile import SourceError, SourceFile, read_source
-
-
-@dataclass
-class Outcome:
-    """What happened to one file."""
-
-    display: str
-    source: SourceFile | None = None
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    fixed: list[Diagnostic] = field(default_factory=list)
-    new_text: str | None = None  # set when fixes changed the text
-    error: str | None = None  # a one-line problem, prefixed by the file's name
 
 
 def load(path: Path) -> SourceFile | Outcome:
@@ -34,6 +26,17 @@ def load(path: Path) -> SourceFile | Outcome:
         return read_source(path)
     except SourceError as error:
         return Outcome(str(path), error=str(error))
+
+
+def process(path: Path, job: Job) -> Outcome:
+    """Read, check (or fix) one file, for a worker process: the outcome in plain values."""
+    source = load(path)
+    if isinstance(source, Outcome):
+        return source
+    rules = select_rules(job.select, job.ignore)
+    outcome = run(source, rules, fix=job.fix, unsafe_fixes=job.unsafe_fixes)
+    outcome.digest = digest(source.raw)
+    return outcome.portable()
 
 
 def run(

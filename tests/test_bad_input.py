@@ -23,7 +23,9 @@ import pytest
 from click.testing import CliRunner
 
 from jaxfix import cli as jaxfix_cli
-from jaxfix.runner import Outcome, load, run
+from jaxfix import runner
+from jaxfix.outcome import Outcome
+from jaxfix.runner import load, run
 from jaxfix.sourcefile import SourceFile
 
 GOOD_NAME = "good.py"
@@ -482,7 +484,7 @@ def test_file_deleted_between_discovery_and_reading(
             path.unlink()
         return load(path)
 
-    monkeypatch.setattr(jaxfix_cli, "load", load_after_delete)
+    monkeypatch.setattr(runner, "load", load_after_delete)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(jaxfix_cli.main, [*COMMANDS[command], "."])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
@@ -505,7 +507,7 @@ def test_file_deleted_between_reading_and_writing(
             source.path.unlink()
         return outcome
 
-    monkeypatch.setattr(jaxfix_cli, "run", run_then_delete)
+    monkeypatch.setattr(runner, "run", run_then_delete)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(jaxfix_cli.main, ["apply", "--unsafe-fixes", "."])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info

@@ -9,10 +9,11 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from jaxfix.diagnostic import FixSafety
 from jaxfix.engine import MAX_FIX_PASSES, FixError, check_text, fix_text
 from jaxfix.firstpass import InvalidSource
 from jaxfix.registry import all_rules
-from jaxfix.rule import FixSafety, Rule
+from jaxfix.rule import Rule
 from jaxfix.runner import run
 from jaxfix.sourcefile import read_source
 
@@ -27,7 +28,7 @@ class _RenameEveryX(Rule):
     message = "x"
     fix_title = "Rename"
     fix_safety = FixSafety.SAFE
-    triggers = ("x",)
+    anchors = frozenset()
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value == "x" and self.traced.context_of(node) is not None:
@@ -42,7 +43,7 @@ class _ReturnAtTopLevel(Rule):
     message = "m"
     fix_title = "Break"
     fix_safety = FixSafety.SAFE
-    triggers = ("import",)
+    anchors = frozenset()
 
     def visit_Module(self, node: cst.Module) -> None:
         first = node.body[0]

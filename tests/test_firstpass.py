@@ -13,19 +13,26 @@ from pathlib import Path
 
 import pytest
 
+from jaxfix import candidates
 from jaxfix.engine import check_text
-from jaxfix.firstpass import MAX_DEPTH, InvalidSource, parse, relevant_slice
+from jaxfix.firstpass import MAX_DEPTH, InvalidSource, Slice, parse, relevant_slice
 from jaxfix.registry import all_rules
 from tests.fixture_cases import load_cases
 
 RULES = all_rules()
 ROOT = Path(__file__).resolve().parent.parent
-TRIGGERS = {word for rule in RULES for word in rule.triggers}
+ANCHORS = frozenset().union(*(rule.anchors for rule in RULES))
+
+
+def sliced(text: str) -> Slice | None:
+    tree = ast.parse(text)
+    return relevant_slice(text, tree, candidates.collect(tree).statements(ANCHORS, True))
 
 
 def kept_text(source: str) -> str:
-    text = textwrap.dedent(source)
-    return relevant_slice(text, ast.parse(text), TRIGGERS).text
+    piece = sliced(textwrap.dedent(source))
+    assert piece is not None
+    return piece.text
 
 
 # --- CPython's verdict
@@ -62,8 +69,8 @@ def test_unrelated_statements_are_dropped_and_lines_map_back() -> None:
             BLOBS.append(pickle.dumps(x))
             return x
         """)
-    piece = relevant_slice(text, ast.parse(text), TRIGGERS)
-    assert not piece.whole
+    piece = sliced(text)
+    assert piece is not None and not piece.whole
     assert piece.text == textwrap.dedent("""\
         import pickle
         import jax
@@ -107,6 +114,7 @@ def test_a_dependency_does_not_pull_in_the_other_users_of_its_names() -> None:
         def reader():
             return len(STATE)
 
+        @jax.jit
         def save(x):
             STATE.append(pickle.dumps(x))
         """)
@@ -132,8 +140,10 @@ def test_statements_sharing_a_line_and_decorators_stay_together() -> None:
 def test_a_star_import_is_always_kept() -> None:
     assert "from helpers import *" in kept_text("""\
         from helpers import *
+        import jax
         import numpy
 
+        @jax.jit
         def step(x):
             return pickle.dumps(x)
         """)
@@ -141,14 +151,13 @@ def test_a_star_import_is_always_kept() -> None:
 
 def test_deep_nesting_is_reported_only_where_it_is_analysed() -> None:
     deep = "(" + " + ".join(["x"] * (MAX_DEPTH + 5)) + ")"
-    dropped = (
-        f"import pickle\ndef unrelated(x):\n    return {deep}\ndef f(x):\n    pickle.dumps(x)\n"
-    )
+    traced = "import jax, pickle\n@jax.jit\ndef f(x):\n"
+    dropped = f"def unrelated(x):\n    return {deep}\n{traced}    pickle.dumps(x)\n"
     assert "unrelated" not in kept_text(dropped)
-    kept = f"import pickle\ndef f(x):\n    y = {deep}\n    pickle.dumps(y)\n"
+    kept = f"{traced}    y = {deep}\n    pickle.dumps(y)\n"
     with pytest.raises(InvalidSource, match=f"nested more than {MAX_DEPTH} levels deep") as caught:
         kept_text(kept)
-    assert caught.value.line == 3
+    assert caught.value.line == 4
 
 
 # --- the slice never changes a finding

@@ -29,10 +29,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, ScopeProvider
 
+from jaxfix.diagnostic import FixSafety
 from jaxfix.engine import FixError, Result, check_text, fix_text
 from jaxfix.firstpass import InvalidSource
 from jaxfix.registry import all_rules
-from jaxfix.rule import Diagnostic, FixSafety
 from tests.jax_programs import indent, jax_programs
 
 RULES = all_rules()
@@ -105,7 +105,7 @@ def check_program(text: str) -> Outcome | None:
         return None
     except Exception as error:
         raise PropertyFailure("error", f"check_text raised {error!r}") from error
-    if offered(diagnostics) != offered(whole):
+    if diagnostics != whole:  # equal findings offer equal fixes (title and safety)
         raise PropertyFailure("slicing", "the sliced analysis differs from the whole-file one")
     valid = compiles(text)
     result = _fix(text, "fix_text", unsafe=True, may_refuse=not valid)
@@ -130,16 +130,11 @@ def check_program(text: str) -> Outcome | None:
     if valid and undefined_names(result.text) - undefined_names(text):
         missing = sorted(undefined_names(result.text) - undefined_names(text))
         raise PropertyFailure("undefined", f"the fix left {missing} without a binding")
-    if any(d.fix is not None and d.fix.safety is FixSafety.SAFE for d in result.fixed):
+    if any(d.fix_safety is FixSafety.SAFE for d in result.fixed):
         safe = _fix(text, "safe fix_text", unsafe=False, may_refuse=not valid)
         if safe is not None and valid and not compiles(safe.text):
             raise PropertyFailure("compile", "the safe-fixed text does not compile")
     return Outcome(len(diagnostics), len(result.fixed))
-
-
-def offered(diagnostics: list[Diagnostic]) -> list[tuple[Diagnostic, str | None]]:
-    """Each finding with the title of the fix it offers (`Diagnostic` equality ignores fixes)."""
-    return [(d, None if d.fix is None else f"{d.fix.safety}: {d.fix.title}") for d in diagnostics]
 
 
 def _fix(text: str, what: str, *, unsafe: bool, may_refuse: bool) -> Result | None:

@@ -37,7 +37,7 @@ def test_rule_metadata(rule: type[Rule]) -> None:
     assert re.fullmatch(r"[a-z]+(-[a-z]+)+", rule.name)
     module = sys.modules[rule.__module__].__name__.rsplit(".", 1)[1]
     assert module == rule.name.replace("-", "_"), "one module per rule, named after it"
-    assert rule.triggers, "a rule needs text triggers for the prefilter"
+    assert rule.anchors, "a rule needs anchors for the first pass"
     assert rule.fix_title[0].isupper() and not rule.fix_title.endswith(".")
 
 

@@ -1,0 +1,84 @@
+"""Checking or fixing many files: unchanged files are answered from the cache, the others are
+analysed by worker processes, and the outcomes come back in the order of the paths, so that
+the output never depends on the number of workers.
+
+This module does not import the engine (nor LibCST): a run that the cache answers entirely
+never pays for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from itertools import repeat
+from pathlib import Path
+
+from jaxfix.cache import Cache
+from jaxfix.diagnostic import Diagnostic, FixSafety
+from jaxfix.outcome import Outcome
+
+
+@dataclass(frozen=True)
+class Job:
+    """What to do with each file; plain values, sent to every worker."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fix: bool = False
+    unsafe_fixes: bool = False
+
+    def would_fix(self, diagnostics: Iterable[Diagnostic]) -> bool:
+        """Whether applying this job's fixes could change a file with these findings."""
+        return self.fix and any(
+            d.fix_safety is FixSafety.SAFE or (self.unsafe_fixes and d.fix_safety is not None)
+            for d in diagnostics
+        )
+
+
+def default_jobs() -> int:
+    """The number of cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run_paths(
+    items: Iterable[Path | Outcome], job: Job, *, jobs: int, cache: Cache | None
+) -> Iterator[Outcome]:
+    """The outcome of each item in order (an Outcome item, e.g. a discovery error, as it is)."""
+    items = list(items)
+    answered: dict[int, Outcome] = {}
+    pending: list[Path] = []
+    for index, item in enumerate(items):
+        if isinstance(item, Outcome):
+            answered[index] = item
+            continue
+        cached = cache.lookup(item) if cache is not None else None
+        if cached is not None and not job.would_fix(cached):
+            answered[index] = Outcome(str(item), diagnostics=cached)
+        else:
+            pending.append(item)
+    analysed = _analyse(pending, job, jobs)
+    for index in range(len(items)):
+        if index in answered:
+            yield answered[index]
+            continue
+        outcome = next(analysed)
+        if cache is not None and outcome.digest and not outcome.error and not outcome.new_text:
+            cache.store(Path(outcome.display), outcome.digest, outcome.diagnostics)
+        yield outcome
+
+
+def _analyse(paths: Sequence[Path], job: Job, jobs: int) -> Iterator[Outcome]:
+    from jaxfix.runner import process  # imports the engine: only when a file needs analysis
+
+    workers = min(jobs, len(paths))
+    if workers <= 1:
+        yield from (process(path, job) for path in paths)
+        return
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
+        chunk = max(1, len(paths) // (workers * 16))
+        yield from pool.map(process, paths, repeat(job), chunksize=chunk)
+    finally:
+        pool.shutdown(cancel_futures=True)

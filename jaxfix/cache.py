@@ -1,0 +1,130 @@
+"""The result cache: the findings of each file, reused while its bytes, jaxfix's own code and
+the settings stay the same.
+
+One JSON file per settings key in the cache folder (`.jaxfix_cache` in the current directory
+by default), mapping each file's absolute path to the digest of its content and its findings.
+It is written atomically at the end of a run; a corrupt or foreign file is ignored (the run is
+only slower). Only files analysed without error and left unchanged are stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from jaxfix import __version__
+from jaxfix.diagnostic import Diagnostic, FixSafety
+
+DEFAULT_FOLDER = Path(".jaxfix_cache")
+FORMAT = 1
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# jaxfix's result cache\n"
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def code_fingerprint() -> str:
+    """jaxfix's version plus the size and mtime of every module of the engine and the rules,
+    so that an edited rule (in a development checkout) never reads stale results."""
+    parts = [__version__, str(FORMAT)]
+    for package in ("jaxfix", "jaxfix.codemods"):
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            for path in sorted(Path(folder).glob("*.py")):
+                stat = path.stat()
+                parts.append(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}")
+    return digest("\n".join(parts).encode())
+
+
+class Cache:
+    """The entries of one settings key, loaded at the start of a run and saved at its end."""
+
+    def __init__(self, folder: Path, settings: Iterable[str]) -> None:
+        self.folder = folder
+        key = digest("\0".join([code_fingerprint(), *settings]).encode())
+        self.path = folder / f"{key}.json"
+        self._entries: dict[str, dict[str, Any]] = self._load()
+        self.existed = bool(self._entries) or self.path.is_file()
+        self._dirty = False
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def lookup(self, path: Path) -> list[Diagnostic] | None:
+        """The findings stored for `path`, if its content is still what was analysed."""
+        entry = self._entries.get(os.path.abspath(path))
+        if entry is None:
+            return None
+        try:
+            if digest(Path(path).read_bytes()) != entry["digest"]:
+                return None
+            return [_diagnostic(item) for item in entry["diagnostics"]]
+        except (OSError, KeyError, TypeError, ValueError):
+            return None
+
+    def store(self, path: Path, content_digest: str, diagnostics: Iterable[Diagnostic]) -> None:
+        self._entries[os.path.abspath(path)] = {
+            "digest": content_digest,
+            "diagnostics": [_plain(d) for d in diagnostics],
+        }
+        self._dirty = True
+
+    def save(self) -> None:
+        """Write the entries atomically; a cache that cannot be written is silently skipped."""
+        if not self._dirty:
+            return
+        with contextlib.suppress(OSError):
+            _prepare(self.folder)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
+            try:
+                with open(fd, "w", encoding="utf-8") as handle:
+                    json.dump(self._entries, handle, separators=(",", ":"))
+                os.replace(tmp, self.path)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        self._dirty = False
+
+
+def clean(folder: Path) -> bool:
+    """Remove the cache folder; False when there was none. Refuses a folder that is not one."""
+    if not folder.exists():
+        return False
+    if not (folder / "CACHEDIR.TAG").is_file():
+        raise OSError(f"{folder} is not a jaxfix cache folder (no CACHEDIR.TAG)")
+    shutil.rmtree(folder)
+    return True
+
+
+def _prepare(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    tag = folder / "CACHEDIR.TAG"
+    if not tag.exists():
+        tag.write_text(_TAG, encoding="utf-8")
+        (folder / ".gitignore").write_text("*\n", encoding="utf-8")
+
+
+def _plain(diagnostic: Diagnostic) -> dict[str, Any]:
+    plain = dataclasses.asdict(diagnostic.portable())
+    del plain["fix"]
+    plain["fix_safety"] = diagnostic.fix_safety.value if diagnostic.fix_safety else None
+    return plain
+
+
+def _diagnostic(plain: dict[str, Any]) -> Diagnostic:
+    safety = plain.get("fix_safety")
+    return Diagnostic(**{**plain, "fix_safety": FixSafety(safety) if safety else None})

@@ -1,0 +1,224 @@
+"""Which top-level statements can hold a finding, judged on CPython's syntax tree.
+
+A name-level over-approximation of `jaxfix.tracing`, cheap enough to run on every file that
+passes the text prefilter, so that LibCST parses and resolves metadata only where a rule can
+fire. A function *may be traced* when
+
+- a decorator on it refers to a transform (`@jax.jit`, `@partial(jax.jit, ...)`, `@f.defjvp`),
+  or it is named or written inside the arguments of a call to one (`jax.jit(f)`,
+  `lax.scan(lambda c, x: ..., ...)`, `jax.jit(jax.grad(loss))`, `f.defvjp(fwd, bwd)`);
+- or a name it goes by is read in the body of a function that may be traced (it may be called,
+  as `f(x)` or `self.f(x)`, or handed to a higher-order function from traced code), or it is a
+  lambda written there.
+
+Transforms and the callees a rule reports at are matched by their full name after import
+aliases, as the analysis matches them (`d` for `from pickle import dumps as d` is
+`pickle.dumps`); method anchors by name alone. Every test errs on the side of a candidate: a
+false one costs time, a missed one would change the results (a property the tests check on
+every fixture and in fuzzing).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from jaxfix.transforms import CUSTOM_RULE_METHODS, TRANSFORMS
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(eq=False)  # identity: two functions are never equal
+class _Function:
+    """A def or lambda: the top-level statement holding it, its names and what its body reads."""
+
+    statement: int
+    names: set[str]
+    reads: set[str] = field(default_factory=set)  # names and attribute names, own body only
+    lambdas: list[_Function] = field(default_factory=list)  # written in its own body
+    decorators: list[ast.expr] = field(default_factory=list)
+
+
+@dataclass
+class _Call:
+    call: ast.Call
+    owner: _Function | None
+    statement: int
+
+
+@dataclass
+class Candidates:
+    """The facts of one file that decide which statements can hold a finding."""
+
+    functions: list[_Function] = field(default_factory=list)
+    calls: list[_Call] = field(default_factory=list)
+    lambdas: dict[ast.Lambda, _Function] = field(default_factory=dict)
+    imported: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    _traced: set[_Function] | None = None
+
+    def statements(self, anchors: Collection[str], traced_only: bool) -> set[int]:
+        """Top-level statements calling (or decorating with) one of `anchors`, in the body of a
+        function that may be traced (anywhere, when not `traced_only`). A dotted anchor is a
+        full name, matched through the file's imports (`pickle.dumps`); a plain one is a method
+        name, matched on any receiver (`x.tobytes()`)."""
+        if not anchors:
+            return set()
+        qualified = frozenset(a for a in anchors if "." in a)
+        methods = frozenset(a for a in anchors if "." not in a)
+
+        def anchored(func: ast.expr) -> bool:
+            if isinstance(func, ast.Attribute) and func.attr in methods:
+                return True
+            return not self._full_names(func).isdisjoint(qualified)
+
+        traced = self.traced()
+        found = {
+            call.statement
+            for call in self.calls
+            if (not traced_only or call.owner in traced) and anchored(call.call.func)
+        }
+        for function in traced if traced_only else self.functions:
+            if any(anchored(_decorated_by(decorator)) for decorator in function.decorators):
+                found.add(function.statement)
+        return found
+
+    def traced(self) -> set[_Function]:
+        """Every function that may be traced."""
+        if self._traced is None:
+            self._traced = self._closure(self._entry_points())
+        return self._traced
+
+    def _entry_points(self) -> list[_Function]:
+        entries: list[_Function] = []
+        names: set[str] = set()
+        for function in self.functions:
+            if any(self._refers_to_transform(d) for d in function.decorators):
+                entries.append(function)
+        for site in self.calls:
+            if not self._is_transform(site.call.func):
+                continue
+            for argument in (*site.call.args, *(k.value for k in site.call.keywords)):
+                for node in ast.walk(argument):
+                    if isinstance(node, ast.Name):
+                        names.add(node.id)
+                    elif isinstance(node, ast.Attribute):
+                        names.add(node.attr)
+                    elif isinstance(node, ast.Lambda):
+                        entries.append(self.lambdas[node])
+        entries += (f for f in self.functions if not f.names.isdisjoint(names))
+        return entries
+
+    def _closure(self, entries: Iterable[_Function]) -> set[_Function]:
+        by_name: dict[str, list[_Function]] = defaultdict(list)
+        for function in self.functions:
+            for name in function.names:
+                by_name[name].append(function)
+        seen: set[_Function] = set()
+        work = list(entries)
+        while work:
+            function = work.pop()
+            if function in seen:
+                continue
+            seen.add(function)
+            work.extend(other for name in function.reads for other in by_name.get(name, ()))
+            work.extend(function.lambdas)
+        return seen
+
+    def _refers_to_transform(self, decorator: ast.expr) -> bool:
+        if isinstance(decorator, ast.Attribute) and decorator.attr in CUSTOM_RULE_METHODS:
+            return True
+        return any(
+            isinstance(node, ast.expr) and self._is_transform(node) for node in ast.walk(decorator)
+        )
+
+    def _is_transform(self, func: ast.expr) -> bool:
+        if isinstance(func, ast.Attribute) and func.attr in CUSTOM_RULE_METHODS:
+            return True
+        return not self._full_names(func).isdisjoint(TRANSFORMS)
+
+    def _full_names(self, expr: ast.expr) -> set[str]:
+        """What `expr` can name through the file's imports (`lax.scan` -> `jax.lax.scan`)."""
+        if isinstance(expr, ast.Name):
+            return self.imported.get(expr.id, set())
+        if isinstance(expr, ast.Attribute):
+            return {f"{base}.{expr.attr}" for base in self._full_names(expr.value)}
+        return set()
+
+
+def _decorated_by(decorator: ast.expr) -> ast.expr:
+    return decorator.func if isinstance(decorator, ast.Call) else decorator
+
+
+def collect(tree: ast.Module) -> Candidates:
+    """One iterative walk over the file (deep expressions cannot overflow the stack)."""
+    found = Candidates()
+    lambda_names: dict[ast.Lambda, set[str]] = {}
+    for statement, top in enumerate(tree.body):
+        stack: list[tuple[ast.AST, _Function | None]] = [(top, None)]
+        while stack:
+            node, owner = stack.pop()
+            if isinstance(node, ast.Name):
+                if owner is not None:
+                    owner.reads.add(node.id)
+                continue
+            if isinstance(node, ast.Attribute):
+                if owner is not None:
+                    owner.reads.add(node.attr)
+            elif isinstance(node, ast.Call):
+                found.calls.append(_Call(node, owner, statement))
+            elif isinstance(node, _FUNCTIONS):
+                function = _Function(statement, {node.name}, decorators=list(node.decorator_list))
+                found.functions.append(function)
+                outer = [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
+                stack.extend((child, owner) for child in outer)
+                stack.extend((child, function) for child in node.body)
+                continue
+            elif isinstance(node, ast.Lambda):
+                function = _Function(statement, lambda_names.pop(node, set()))
+                found.functions.append(function)
+                found.lambdas[node] = function
+                if owner is not None:
+                    owner.lambdas.append(function)
+                stack.append((node.args, owner))
+                stack.append((node.body, function))
+                continue
+            elif isinstance(node, ast.Assign):
+                if isinstance(node.value, ast.Lambda):
+                    names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                    lambda_names[node.value] = names
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                _record_imports(node, found.imported)
+                continue
+            stack.extend((child, owner) for child in _children(node))
+    return found
+
+
+def _children(node: ast.AST) -> Iterator[ast.AST]:
+    """Like `ast.iter_child_nodes`, without the leaves nothing here looks at: expression
+    contexts (`Load`, `Store`) and constants, about a third of all nodes."""
+    for name in node._fields:
+        if name == "ctx":
+            continue
+        value = getattr(node, name, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, ast.AST) and type(item) is not ast.Constant:
+                    yield item
+        elif isinstance(value, ast.AST) and type(value) is not ast.Constant:
+            yield value
+
+
+def _record_imports(node: ast.Import | ast.ImportFrom, imported: dict[str, set[str]]) -> None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                imported[alias.asname].add(alias.name)
+            else:
+                head = alias.name.split(".")[0]
+                imported[head].add(head)
+        return
+    module = "." * node.level + (f"{node.module}." if node.module else "")
+    for alias in node.names:
+        imported[alias.asname or alias.name].add(module + alias.name)

@@ -1,0 +1,45 @@
+"""A finding in plain values: what the engine reports, workers send back and the cache keeps.
+
+Free of LibCST, so that a run answered from the cache never imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jaxfix.rule import Fix
+
+
+class FixSafety(enum.Enum):
+    """How much a fix may change what working code does (Ruff's model)."""
+
+    SAFE = "safe"  # only the failure goes away
+    UNSAFE = "unsafe"  # behaviour changes in a way a person should review
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding: where, which rule, what is wrong, and the fix if there is one.
+
+    `fix` holds LibCST nodes of the tree it was found in; `fix_title` and `fix_safety` describe
+    it in plain values, and stay when `portable()` drops it (for worker processes and the
+    cache)."""
+
+    code: str
+    name: str
+    message: str
+    line: int  # 1-based
+    column: int  # 0-based, in code points (LibCST convention)
+    end_line: int
+    end_column: int
+    fix_title: str | None = None
+    fix_safety: FixSafety | None = None
+    fix: Fix | None = field(default=None, compare=False, repr=False)
+
+    def portable(self) -> Diagnostic:
+        """This finding without its LibCST fix: picklable, and cheap to keep."""
+        return dataclasses.replace(self, fix=None) if self.fix is not None else self

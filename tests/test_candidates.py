@@ -1,0 +1,171 @@
+"""The candidate pass: which top-level statements LibCST must analyse.
+
+It may keep too much (that only costs time) but must never drop a statement that holds a
+finding: `test_firstpass` and the fuzzing check that on every fixture and on generated programs.
+These cases pin down both sides: what it must keep, and the common host code it rules out.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from jaxfix.candidates import collect
+from jaxfix.registry import all_rules
+
+ANCHORS = frozenset().union(*(rule.anchors for rule in all_rules()))
+
+
+def kept(source: str) -> list[str]:
+    """The first line of every top-level statement that is a candidate."""
+    text = textwrap.dedent(source)
+    tree = ast.parse(text)
+    statements = collect(tree).statements(ANCHORS, traced_only=True)
+    lines = text.splitlines()
+    return [lines[tree.body[index].lineno - 1] for index in sorted(statements)]
+
+
+KEPT = {
+    "a jitted function that pickles": """\
+        import jax, pickle
+        @jax.jit
+        def f(x):
+            pickle.dumps(x)
+        """,
+    "jit through partial and an import alias": """\
+        from functools import partial
+        from jax import jit as J
+        import pickle as P
+        @partial(J, static_argnums=0)
+        def f(n, x):
+            P.dumps(x)
+        """,
+    "a helper called from traced code, defined after it": """\
+        import jax, pickle
+        @jax.jit
+        def f(x):
+            return helper(x)
+        def helper(y):
+            pickle.dumps(y)
+        """,
+    "a lambda handed to lax.scan": """\
+        from jax import lax
+        import numpy as np
+        out = lax.scan(lambda c, x: (c, np.save("a.npy", x)), 0, xs)
+        """,
+    "a lambda applied by tree_map inside traced code": """\
+        import jax, pickle
+        @jax.jit
+        def f(tree):
+            return jax.tree_util.tree_map(lambda a: pickle.dumps(a), tree)
+        """,
+    "a method reached through self": """\
+        import jax, pickle
+        class Model:
+            @jax.jit
+            def step(self, x):
+                return self.save(x)
+            def save(self, x):
+                x.tobytes()
+        """,
+    "a custom_vjp rule registered with defvjp": """\
+        import jax, pickle
+        f = jax.custom_vjp(lambda x: x)
+        def fwd(x):
+            pickle.dumps(x)
+        f.defvjp(fwd, None)
+        """,
+    "a cache decorator on a jitted function": """\
+        import functools, jax
+        @functools.lru_cache
+        @jax.jit
+        def f(x):
+            return x
+        """,
+    "a serializing method on any receiver": """\
+        import jax
+        @jax.jit
+        def f(x):
+            return make().tobytes()
+        """,
+    "an imported serializer under another name": """\
+        import jax
+        from pickle import dumps as encode
+        @jax.vmap
+        def f(x):
+            encode(x)
+        """,
+}
+
+DROPPED = {
+    "pickling on the host": """\
+        import jax, pickle
+        def save(x):
+            pickle.dumps(x)
+        jax.jit(lambda x: x)
+        """,
+    "a module-level pickle": """\
+        import jax, pickle
+        BLOB = pickle.dumps(jax.jit)
+        """,
+    "functions given to builtins and other `map`s are not traced": """\
+        import jax, pickle
+        from concurrent.futures import ThreadPoolExecutor
+        def save(x):
+            pickle.dumps(x)
+        list(map(save, [1]))
+        ThreadPoolExecutor().map(save, [1])
+        jax.tree_util.tree_map(save, {"a": 1})
+        """,
+    "a look-alike transform that is not jax's": """\
+        import pickle
+        from orbax import checkpoint
+        @checkpoint
+        def f(x):
+            pickle.dumps(x)
+        """,
+    "a cache decorator of another library, on traced code": """\
+        import jax
+        from jax._src.util import cache
+        @cache()
+        def shapes(x):
+            return x
+        @jax.jit
+        def f(x):
+            return shapes(x)
+        """,
+    "an anchor name that is not called": """\
+        import jax
+        @jax.jit
+        def f(x, dumps):
+            return dumps
+        """,
+}
+
+
+@pytest.mark.parametrize("source", KEPT.values(), ids=KEPT.keys())
+def test_statements_that_can_hold_a_finding_are_kept(source: str) -> None:
+    assert kept(source)
+
+
+@pytest.mark.parametrize("source", DROPPED.values(), ids=DROPPED.keys())
+def test_host_code_is_ruled_out(source: str) -> None:
+    assert kept(source) == []
+
+
+def test_only_the_statements_with_a_candidate_are_seeds() -> None:
+    assert kept("""\
+        import jax, pickle
+        def host(x):
+            pickle.dumps(x)
+        @jax.jit
+        def traced(x):
+            pickle.dumps(x)
+        """) == ["def traced(x):"]
+
+
+def test_rules_that_report_outside_traced_code_see_every_anchor() -> None:
+    tree = ast.parse("import pickle\ndef save(x):\n    pickle.dumps(x)\n")
+    assert collect(tree).statements(ANCHORS, traced_only=False) == {1}
