@@ -1,4 +1,4 @@
-"""The `jaxfix` command line: `check`, `apply`, `explain` and `rules`.
+"""The `jaxfix` command line: `check`, `apply`, `explain`, `rules` and `clean`.
 
 Exit codes: 0 clean, 1 findings remain (or `--diff` would change something), 2 a usage, read,
 parse or internal error.

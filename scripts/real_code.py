@@ -84,11 +84,11 @@ class Run:
 
 
 def jaxfix(label: str, args: Sequence[str], cwd: Path) -> Run:
-    """Run ``python -m jaxfix ARGS .`` in ``cwd``."""
+    """Run ``python -m jaxfix ARGS --no-cache .`` in ``cwd``."""
     env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8"}
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "jaxfix", *args, "."],
+        [sys.executable, "-m", "jaxfix", *args, "--no-cache", "."],  # every pass analyses
         cwd=cwd,
         env=env,
         capture_output=True,

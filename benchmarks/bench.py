@@ -1,0 +1,203 @@
+"""Benchmark jaxfix against ruff and LibCST on the sources of the big JAX libraries.
+
+    .venv/bin/python benchmarks/bench.py [--copies 4] [--skip-libcst] [--cache DIR]
+
+Builds the corpus from the package registry (``benchmarks/corpus.py``: the pinned wheels of
+jax, flax, optax, equinox, dm-haiku, chex, numpyro and orbax-checkpoint, installed once into a
+cache outside the repository), copies its ``.py`` files into a temporary folder, and times, in
+one run and one after the other:
+
+- ``ruff check --select E,F`` without and with its cache (the yardsticks);
+- ``libcst.parse_module`` of every file, in one process (what a naive LibCST tool starts from);
+- ``jaxfix check`` cold (empty cache), warm (nothing changed) and after editing one file;
+- ``jaxfix apply --diff`` cold, and ``jaxfix check`` cold over the corpus copied ``--copies``
+  times (for how the cost grows with the number of files).
+
+Each command runs as a child of a small launcher process; wall time, CPU time (user + system,
+workers included) and peak memory (the largest resident set of the process and its workers)
+come from ``wait4``. The
+script prints a table and the ratios the performance targets are stated in. It is a benchmark,
+not a test: nothing here fails on a slow machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpus import DEFAULT_CACHE, PINS, copy_sources, install, site_folder
+
+BIN = Path(sys.executable).parent
+PARSE_ALL = """
+import sys, pathlib, libcst
+for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.py")):
+    try:
+        libcst.parse_module(path.read_bytes())
+    except Exception:
+        pass
+"""
+# The file edited for the one-file-edited run: a large module where a rule has candidates.
+EDITED = "jax/jax/_src/lax/lax.py"
+
+
+@dataclass
+class Timing:
+    label: str
+    wall: float
+    cpu: float
+    peak_mib: float
+    exit: int
+
+
+# Runs the command and prints its wall time, CPU time and peak memory. A separate small process,
+# because a child forked from this one would count this process's memory as its own.
+LAUNCH = """
+import os, subprocess, sys, time
+start = time.perf_counter()
+process = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, status, usage = os.wait4(process.pid, 0)
+wall = time.perf_counter() - start
+cpu = usage.ru_utime + usage.ru_stime
+print(wall, cpu, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
+"""
+
+
+def measure(label: str, command: Sequence[str], cwd: Path) -> Timing:
+    """Run `command` to completion; its wall time, CPU time and peak memory, workers included
+    (``wait4`` reports the largest resident set of the process and its descendants)."""
+    env = {**os.environ, "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCH, *command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall, cpu, peak, code = done.stdout.split()
+    return Timing(label, float(wall), float(cpu), float(peak), int(code))
+
+
+def jaxfix(*args: str) -> list[str]:
+    return [str(BIN / "jaxfix"), *args]
+
+
+def ruff(*args: str) -> list[str]:
+    return [str(BIN / "ruff"), "check", "--select", "E,F", "--quiet", *args, "."]
+
+
+def run(root: Path, big: Path, copies: int, skip_libcst: bool) -> list[Timing]:
+    cache = root.parent / "jaxfix-cache"
+    ruff_cache = root.parent / "ruff-cache"
+    jaxfix_cached = ("--cache-dir", str(cache))
+    timings = [
+        measure("ruff --no-cache", ruff("--no-cache"), root),
+        measure("ruff (warming its cache)", ruff("--cache-dir", str(ruff_cache)), root),
+        measure("ruff cached", ruff("--cache-dir", str(ruff_cache)), root),
+    ]
+    if not skip_libcst:
+        timings.append(
+            measure("libcst.parse_module, 1 process", [sys.executable, "-c", PARSE_ALL, "."], root)
+        )
+    timings += [
+        measure("jaxfix check --no-cache", jaxfix("check", "--no-cache", "."), root),
+        measure("jaxfix check cold", jaxfix("check", *jaxfix_cached, "."), root),
+        measure("jaxfix check warm", jaxfix("check", *jaxfix_cached, "."), root),
+    ]
+    edited = root / EDITED
+    edited.write_bytes(edited.read_bytes() + b"\n# edited by the benchmark\n")
+    timings += [
+        measure("jaxfix check, 1 file edited", jaxfix("check", *jaxfix_cached, "."), root),
+        measure(
+            "jaxfix apply --diff --no-cache", jaxfix("apply", "--diff", "--no-cache", "."), root
+        ),
+        measure(f"ruff --no-cache, corpus x{copies}", ruff("--no-cache"), big),
+        measure(
+            f"jaxfix check --no-cache, corpus x{copies}", jaxfix("check", "--no-cache", "."), big
+        ),
+    ]
+    return timings
+
+
+def table(timings: Sequence[Timing]) -> str:
+    header = f"{'run':<42} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'exit':>5}"
+    lines = [header, "-" * len(header)]
+    for t in timings:
+        lines.append(f"{t.label:<42} {t.wall:>8.2f} {t.cpu:>8.2f} {t.peak_mib:>9.0f} {t.exit:>5}")
+    return "\n".join(lines)
+
+
+def ratios(timings: Sequence[Timing], copies: int) -> str:
+    by = {t.label: t for t in timings}
+
+    def ratio(a: str, b: str) -> float:
+        return by[a].wall / by[b].wall
+
+    rows = [
+        ("cold check / ruff --no-cache", ratio("jaxfix check cold", "ruff --no-cache"), "<= 15"),
+        ("warm check / ruff cached", ratio("jaxfix check warm", "ruff cached"), "<= 2"),
+        (
+            "1 file edited / warm",
+            ratio("jaxfix check, 1 file edited", "jaxfix check warm"),
+            "(one file re-analysed)",
+        ),
+        (
+            "apply --diff / check (both --no-cache)",
+            ratio("jaxfix apply --diff --no-cache", "jaxfix check --no-cache"),
+            "~ 1 (no file changes)",
+        ),
+        (
+            f"corpus x{copies} / x1 (check --no-cache)",
+            ratio(f"jaxfix check --no-cache, corpus x{copies}", "jaxfix check --no-cache"),
+            f"~ {copies} (linear)",
+        ),
+    ]
+    if "libcst.parse_module, 1 process" in by:
+        rows.append(
+            (
+                "libcst.parse_module / cold check",
+                ratio("libcst.parse_module, 1 process", "jaxfix check cold"),
+                "(how much LibCST work is avoided)",
+            )
+        )
+    peak = max(t.peak_mib for t in timings if t.label.startswith("jaxfix"))
+    lines = [f"{name:<42} {value:>8.2f}   target {target}" for name, value, target in rows]
+    lines.append(f"{'peak memory of any jaxfix process, MiB':<42} {peak:>8.0f}   target <= 300")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=4, help="copies for the growth run")
+    parser.add_argument("--skip-libcst", action="store_true", help="skip the slow LibCST baseline")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="install folder root")
+    options = parser.parse_args(argv)
+    site = site_folder(options.cache)
+    install(site)
+    work = Path(tempfile.mkdtemp(prefix="jaxfix-bench-"))
+    try:
+        corpus = copy_sources(site, work / "x1")
+        copy_sources(site, work / "big", copies=options.copies)
+        print(f"corpus: {', '.join(f'{name} {version}' for name, version in PINS.items())}")
+        print(f"files: {len(corpus.original)}, lines: {corpus.lines}, cores: {os.cpu_count()}")
+        print(f"corpus x{options.copies}: {len(corpus.original) * options.copies} files\n")
+        timings = run(work / "x1", work / "big", options.copies, options.skip_libcst)
+        print(table(timings))
+        print()
+        print(ratios(timings, options.copies))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
