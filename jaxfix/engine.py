@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from jaxfix import candidates, firstpass
+from jaxfix import candidates, firstpass, suppression
 from jaxfix.diagnostic import Diagnostic, FixSafety
+from jaxfix.registry import all_rules
 from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.tracing import TracedAnalysis
 
@@ -59,13 +60,13 @@ def _words(rule: type[Rule]) -> frozenset[str]:
 def check_text(
     text: str, rules: Sequence[type[Rule]], *, filename: str = "<unknown>", slicing: bool = True
 ) -> list[Diagnostic]:
-    """Findings of `rules` in `text`. Raises `firstpass.InvalidSource` when CPython rejects it,
-    `libcst.ParserSyntaxError` when LibCST does. `slicing=False` analyses the whole file (the
-    same findings, slower: for tests of the first pass)."""
-    active = applicable_rules(text, rules)
-    if not active:
-        return []
-    return _check(text, active, filename, slicing)[0]
+    """Findings of `rules` in `text`, less the suppressed ones. Raises
+    `firstpass.InvalidSource` when CPython rejects it, `libcst.ParserSyntaxError` when LibCST
+    does. `slicing=False` analyses the whole file (the same findings, slower: for tests of the
+    first pass)."""
+    active = applicable_rules(text, _analysers(rules))
+    found = _check(text, active, filename, slicing)[0] if active else []
+    return _unsuppressed(text, found, rules)
 
 
 def fix_text(
@@ -75,12 +76,13 @@ def fix_text(
     unsafe_fixes: bool = False,
     filename: str = "<unknown>",
 ) -> Result:
-    """Apply every allowed fix until none is left. Raises `FixError` (the input untouched) when
-    a fix breaks the code or the fixes do not converge."""
-    active = applicable_rules(text, rules)
+    """Apply every allowed fix of an unsuppressed finding until none is left. Raises `FixError`
+    (the input untouched) when a fix breaks the code or the fixes do not converge."""
+    active = applicable_rules(text, _analysers(rules))
     if not active:
-        return Result([], text)
-    diagnostics, tree = _check(text, active, filename)
+        return Result(_unsuppressed(text, [], rules), text)
+    found, tree = _check(text, active, filename)
+    diagnostics = _unsuppressed(text, found, rules)
     if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
         return Result(diagnostics, text)
     firstpass.check_depth(tree.body)  # the whole file is parsed now, not only the slice
@@ -88,7 +90,8 @@ def fix_text(
     codes: list[str] = []
     module = cst.parse_module(text)
     for _ in range(MAX_FIX_PASSES):
-        diagnostics, wrapper = _run(module, active)
+        found, wrapper = _run(module, active)
+        diagnostics = _unsuppressed(module.code, found, rules)
         fixes = [d.fix for d in diagnostics if d.fix is not None and _allowed(d.fix, unsafe_fixes)]
         if not fixes:
             return Result(diagnostics, module.code, fixed)
@@ -98,6 +101,24 @@ def fix_text(
         module = _reparse(new_code, filename, codes)
         fixed.extend(d for d in diagnostics if d.fix is not None and _contains(chosen, d.fix))
     raise FixError(f"fixes for {', '.join(codes)} did not converge after {MAX_FIX_PASSES} passes")
+
+
+def _analysers(rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    return [rule for rule in rules if not rule.engine_implemented]
+
+
+def _unsuppressed(
+    text: str, diagnostics: list[Diagnostic], rules: Sequence[type[Rule]]
+) -> list[Diagnostic]:
+    """`diagnostics` less those a suppression comment silences, plus the unused suppressions
+    when JF001 is selected."""
+    found = suppression.find(text)
+    if not found:
+        return diagnostics
+    known = {key: rule.code for rule in all_rules() for key in (rule.code, rule.name)}
+    active = {rule.code for rule in _analysers(rules)}
+    report = any(rule.code == suppression.UNUSED_CODE for rule in rules)
+    return suppression.apply(diagnostics, found, known, active, report)
 
 
 def _check(

@@ -66,6 +66,8 @@ class Rule(cst.BatchableCSTVisitor):
     # The rule reports only in code that jax traces: a file that never refers to a transform
     # (`jit`, `vmap`, `scan`, ...) is skipped.
     traced_only: ClassVar[bool] = True
+    # The engine itself produces this rule's findings (no LibCST visit), e.g. JF001.
+    engine_implemented: ClassVar[bool] = False
 
     METADATA_DEPENDENCIES = (
         PositionProvider,

@@ -224,7 +224,7 @@ def test_explain_and_rules() -> None:
     assert explained.stdout.startswith("# JF101 serialize-in-traced\n")
     assert "## Fix safety" in explained.stdout
     listed = invoke("rules")
-    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["JF101", "JF102"]
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["JF001", "JF101", "JF102"]
 
 
 @pytest.mark.parametrize("command", ["check", "apply"])
@@ -245,3 +245,17 @@ def test_bundled_example_project_findings() -> None:
         ("train.py", "JF101"),
         ("train.py", "JF101"),
     ]
+
+
+def test_suppressed_findings_are_not_reported_or_fixed(tmp_path: Path) -> None:
+    source = HOISTABLE.replace(
+        "BLOBS.append(pickle.dumps(y))", "BLOBS.append(pickle.dumps(y))  # jaxfix: ignore[JF101]"
+    )
+    path = tmp_path / "step.py"
+    path.write_text(source + "z = 1  # jaxfix: ignore[JF102] -- stale\n", encoding="utf-8")
+    checked = invoke("check", str(path))
+    assert checked.exit_code == 1
+    assert checked.stdout == f"{path}:13:8: JF001 unused suppression: no `JF102` finding here\n"
+    assert invoke("check", "--ignore", "JF001", str(path)).exit_code == 0
+    assert invoke("apply", "--unsafe-fixes", "--ignore", "JF001", str(path)).exit_code == 0
+    assert path.read_text(encoding="utf-8").startswith(source)

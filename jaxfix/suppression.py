@@ -1,0 +1,118 @@
+"""Suppression comments: `# jaxfix: ignore[JF101]` and `# noqa: JF101`.
+
+A suppression names rules by code or name (several, comma-separated; a jaxfix comment may end
+with `-- reason`). It silences findings that start on its own line, or, when the comment stands
+alone on its line, on the next line. A jaxfix suppression that silences nothing (or names no
+rule) is itself reported by JF001 `unused-suppression`; `# noqa` comments belong to every
+linter, so only their `JF` codes count, and they are never reported as unused.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from jaxfix.diagnostic import Diagnostic
+
+UNUSED_CODE = "JF001"
+UNUSED_NAME = "unused-suppression"
+
+_JAXFIX = re.compile(r"#\s*jaxfix:\s*ignore\[(?P<names>[^\]]*)\](?:\s*--\s*(?P<reason>.*))?")
+_NOQA = re.compile(r"#\s*noqa:\s*(?P<names>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)", re.I)
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """One rule named by one suppression comment."""
+
+    selector: str  # as written: a code or a rule name
+    line: int  # where the comment is (1-based)
+    column: int  # 0-based
+    end_column: int
+    target_line: int  # the line whose findings it silences
+    own: bool  # a `jaxfix: ignore` comment (not a `noqa`)
+
+
+def find(text: str) -> list[Suppression]:
+    """Every suppression in `text`'s comments (never in strings)."""
+    if "jaxfix:" not in text and "noqa" not in text.lower():
+        return []
+    found: list[Suppression] = []
+    lines = text.splitlines()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                found.extend(_parse(token, lines))
+    except (tokenize.TokenError, SyntaxError):
+        pass  # a file the parser rejects is reported as such; its comments do not matter
+    return found
+
+
+def _parse(token: tokenize.TokenInfo, lines: Sequence[str]) -> list[Suppression]:
+    (line, column), (_, end_column) = token.start, token.end
+    alone = not lines[line - 1][:column].strip()
+    target = line + 1 if alone else line
+    match = _JAXFIX.search(token.string)
+    own = match is not None
+    if match is None:
+        match = _NOQA.search(token.string)
+        if match is None:
+            return []
+    names = [name.strip() for name in match.group("names").split(",") if name.strip()]
+    return [Suppression(name, line, column, end_column, target, own) for name in names]
+
+
+def apply(
+    diagnostics: Iterable[Diagnostic],
+    suppressions: Sequence[Suppression],
+    known: dict[str, str],
+    active: set[str],
+    report_unused: bool,
+) -> list[Diagnostic]:
+    """The findings no suppression silences, plus a JF001 finding for each jaxfix suppression
+    that silenced nothing when `report_unused`. `known` maps every rule's code and name to its
+    code; `active` holds the codes of the rules that ran (a suppression of a rule that did not
+    run is not known to be unused)."""
+    used: set[Suppression] = set()
+    kept: list[Diagnostic] = []
+    for diagnostic in diagnostics:
+        matching = [
+            s
+            for s in suppressions
+            if s.target_line == diagnostic.line and known.get(s.selector) == diagnostic.code
+        ]
+        used.update(matching)
+        if not matching:
+            kept.append(diagnostic)
+    if report_unused:
+        kept += [_unused(s, known) for s in suppressions if _is_unused(s, used, known, active)]
+    kept.sort(key=lambda d: (d.line, d.column, d.code))
+    return kept
+
+
+def _is_unused(
+    suppression: Suppression, used: set[Suppression], known: dict[str, str], active: set[str]
+) -> bool:
+    if not suppression.own or suppression in used:
+        return False
+    code = known.get(suppression.selector)
+    return code is None or code in active
+
+
+def _unused(suppression: Suppression, known: dict[str, str]) -> Diagnostic:
+    if suppression.selector in known:
+        message = f"unused suppression: no `{suppression.selector}` finding here"
+    else:
+        message = f"unused suppression: `{suppression.selector}` is not a jaxfix rule"
+    return Diagnostic(
+        code=UNUSED_CODE,
+        name=UNUSED_NAME,
+        message=message,
+        line=suppression.line,
+        column=suppression.column,
+        end_line=suppression.line,
+        end_column=suppression.end_column,
+    )
