@@ -119,6 +119,9 @@ _stdin_name = click.option(
     "--stdin-filename", default=None, help="The name to report for source read from `-`."
 )
 _paths = click.argument("paths", nargs=-1, required=True)
+_exit_zero = click.option(
+    "--exit-zero", is_flag=True, help="Exit 0 even when findings remain (2 still means an error)."
+)
 
 
 @click.group()
@@ -136,6 +139,7 @@ def main() -> None:
 @_ignore
 @_unsafe
 @_stdin_name
+@_exit_zero
 @_jobs
 @_no_cache
 @_cache_dir
@@ -145,6 +149,7 @@ def check(
     ignore: tuple[str, ...],
     unsafe_fixes: bool,
     stdin_filename: str | None,
+    exit_zero: bool,
     jobs: int | None,
     no_cache: bool,
     cache_dir: Path | None,
@@ -156,7 +161,7 @@ def check(
     for outcome in _outcomes(paths, job, options, stdin_filename):
         _report(outcome, tally)
     click.echo(check_summary(tally, unsafe_fixes), err=True)
-    sys.exit(2 if tally.errors else 1 if tally.remaining else 0)
+    sys.exit(2 if tally.errors else 1 if tally.remaining and not exit_zero else 0)
 
 
 @main.command()
@@ -166,6 +171,8 @@ def check(
 @_ignore
 @_unsafe
 @_stdin_name
+@_exit_zero
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when anything was fixed, too.")
 @_jobs
 @_no_cache
 @_cache_dir
@@ -176,6 +183,8 @@ def apply(
     ignore: tuple[str, ...],
     unsafe_fixes: bool,
     stdin_filename: str | None,
+    exit_zero: bool,
+    exit_non_zero_on_fix: bool,
     jobs: int | None,
     no_cache: bool,
     cache_dir: Path | None,
@@ -189,9 +198,12 @@ def apply(
         _report(outcome, tally, show_findings=not diff)
         _emit_fixed(outcome, tally, diff, color)
     click.echo(apply_summary(tally, unsafe_fixes, dry_run=diff), err=True)
+    if tally.errors:
+        sys.exit(2)
     if diff:
-        sys.exit(2 if tally.errors else 1 if tally.changed_files else 0)
-    sys.exit(2 if tally.errors else 1 if tally.remaining else 0)
+        sys.exit(1 if tally.changed_files and not exit_zero else 0)
+    failing = tally.remaining and not exit_zero
+    sys.exit(1 if failing or (exit_non_zero_on_fix and tally.changed_files) else 0)
 
 
 def _report(outcome: Outcome, tally: Tally, show_findings: bool = True) -> None:

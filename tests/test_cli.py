@@ -259,3 +259,27 @@ def test_suppressed_findings_are_not_reported_or_fixed(tmp_path: Path) -> None:
     assert invoke("check", "--ignore", "JF001", str(path)).exit_code == 0
     assert invoke("apply", "--unsafe-fixes", "--ignore", "JF001", str(path)).exit_code == 0
     assert path.read_text(encoding="utf-8").startswith(source)
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["check"], 1),
+        (["check", "--exit-zero"], 0),
+        (["apply", "--diff", "--unsafe-fixes"], 1),
+        (["apply", "--diff", "--unsafe-fixes", "--exit-zero"], 0),
+        (["apply"], 1),  # the unsafe fix is not applied: the finding remains
+        (["apply", "--exit-zero"], 0),
+        (["apply", "--unsafe-fixes"], 0),  # fixed, nothing remains
+        (["apply", "--unsafe-fixes", "--exit-non-zero-on-fix"], 1),
+        (["apply", "--unsafe-fixes", "--exit-zero", "--exit-non-zero-on-fix"], 1),
+    ],
+)
+def test_exit_code_flags(tmp_path: Path, args: list[str], code: int) -> None:
+    path = write(tmp_path, "step.py", HOISTABLE)
+    assert invoke(*args, str(path)).exit_code == code
+
+
+def test_exit_zero_still_reports_an_error_with_2(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.py", "import jax, pickle\nx = pickle.dumps(\n")
+    assert invoke("check", "--exit-zero", str(path)).exit_code == 2
