@@ -1,5 +1,6 @@
-"""Check and fix one source text: a cheap first pass cuts out the statements a rule can depend
-on; LibCST parses only those, and every selected rule runs in one batched traversal. Fixing parses
+"""Check and fix one source text: a cheap first pass (CPython's parser and the candidate pass)
+cuts out the statements a rule can depend on; LibCST parses only those, and every selected rule
+runs in one batched traversal; suppression comments then silence what they name. Fixing parses
 the whole file (only when a fix applies), applies non-overlapping fixes, re-parses, and repeats
 until nothing changes.
 

@@ -63,8 +63,8 @@ class Rule(cst.BatchableCSTVisitor):
     # or top-level statement that calls none of them is never analysed; empty means the rule
     # may report anywhere (every statement is analysed).
     anchors: ClassVar[frozenset[str]]
-    # The rule reports only in code that jax traces: a file that never refers to a transform
-    # (`jit`, `vmap`, `scan`, ...) is skipped.
+    # The rule reports only in code that jax traces: anchors count only inside functions that
+    # may be traced (see `jaxfix.candidates`).
     traced_only: ClassVar[bool] = True
     # The engine itself produces this rule's findings (no LibCST visit), e.g. JF001.
     engine_implemented: ClassVar[bool] = False
