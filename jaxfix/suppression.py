@@ -41,19 +41,18 @@ def find(text: str) -> list[Suppression]:
     if "jaxfix:" not in text and "noqa" not in text.lower():
         return []
     found: list[Suppression] = []
-    lines = text.splitlines()
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.type == tokenize.COMMENT:
-                found.extend(_parse(token, lines))
+                found.extend(_parse(token))
     except (tokenize.TokenError, SyntaxError):
         pass  # a file the parser rejects is reported as such; its comments do not matter
     return found
 
 
-def _parse(token: tokenize.TokenInfo, lines: Sequence[str]) -> list[Suppression]:
+def _parse(token: tokenize.TokenInfo) -> list[Suppression]:
     (line, column), (_, end_column) = token.start, token.end
-    alone = not lines[line - 1][:column].strip()
+    alone = not token.line[:column].strip()  # the comment's physical line
     target = line + 1 if alone else line
     match = _JAXFIX.search(token.string)
     own = match is not None
