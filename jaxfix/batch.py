@@ -16,7 +16,7 @@ from itertools import repeat
 from pathlib import Path
 
 from jaxfix.cache import Cache
-from jaxfix.diagnostic import Diagnostic, FixSafety
+from jaxfix.diagnostic import Diagnostic
 from jaxfix.outcome import Outcome
 
 
@@ -32,7 +32,7 @@ class Job:
     def would_fix(self, diagnostics: Iterable[Diagnostic]) -> bool:
         """Whether applying this job's fixes could change a file with these findings."""
         return self.fix and any(
-            d.fix_safety is FixSafety.SAFE or (self.unsafe_fixes and d.fix_safety is not None)
+            d.fix_safety is not None and d.fix_safety.applies(self.unsafe_fixes)
             for d in diagnostics
         )
 

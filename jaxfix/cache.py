@@ -53,16 +53,17 @@ class Cache:
         self.folder = folder
         key = digest("\0".join([code_fingerprint(), *settings]).encode())
         self.path = folder / f"{key}.json"
-        self._entries: dict[str, dict[str, Any]] = self._load()
-        self.existed = bool(self._entries) or self.path.is_file()
+        loaded = self._load()
+        self.existed = loaded is not None  # a run with these settings saved it
+        self._entries: dict[str, dict[str, Any]] = loaded or {}
         self._dirty = False
 
-    def _load(self) -> dict[str, dict[str, Any]]:
+    def _load(self) -> dict[str, dict[str, Any]] | None:
         try:
             data = json.loads(self.path.read_bytes())
         except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+            return None
+        return data if isinstance(data, dict) else None
 
     def lookup(self, path: Path) -> list[Diagnostic] | None:
         """The findings stored for `path`, if its content is still what was analysed."""

@@ -127,8 +127,6 @@ class Candidates:
         return seen
 
     def _refers_to_transform(self, decorator: ast.expr) -> bool:
-        if isinstance(decorator, ast.Attribute) and decorator.attr in CUSTOM_RULE_METHODS:
-            return True
         return any(
             isinstance(node, ast.expr) and self._is_transform(node) for node in ast.walk(decorator)
         )

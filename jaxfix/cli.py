@@ -67,15 +67,13 @@ def _cache_settings(job: Job) -> list[str]:
 
 
 def _stdin_outcome(job: Job, name: str) -> Outcome:
-    from jaxfix.registry import select_rules
-    from jaxfix.runner import run
+    from jaxfix.runner import run_job
 
     try:
         source = read_stdin_source(sys.stdin.buffer.read(), name)
     except SourceError as error:
         return Outcome(name, error=str(error))
-    rules = select_rules(job.select, job.ignore)
-    return run(source, rules, fix=job.fix, unsafe_fixes=job.unsafe_fixes, display=name)
+    return run_job(source, job, display=name)
 
 
 @dataclass(frozen=True)

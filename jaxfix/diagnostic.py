@@ -20,6 +20,10 @@ class FixSafety(enum.Enum):
     SAFE = "safe"  # only the failure goes away
     UNSAFE = "unsafe"  # behaviour changes in a way a person should review
 
+    def applies(self, unsafe_fixes: bool) -> bool:
+        """Whether `apply` applies a fix of this safety (`--unsafe-fixes` adds the unsafe)."""
+        return self is FixSafety.SAFE or unsafe_fixes
+
 
 @dataclass(frozen=True)
 class Diagnostic:

@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from jaxfix import candidates, firstpass, suppression
-from jaxfix.diagnostic import Diagnostic, FixSafety
+from jaxfix.diagnostic import Diagnostic
 from jaxfix.registry import all_rules
 from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.tracing import TracedAnalysis
@@ -162,7 +162,7 @@ def _run(
 
 
 def _allowed(fix: Fix, unsafe_fixes: bool) -> bool:
-    return fix.safety is FixSafety.SAFE or unsafe_fixes
+    return fix.safety.applies(unsafe_fixes)
 
 
 def _contains(fixes: Iterable[Fix], fix: Fix) -> bool:

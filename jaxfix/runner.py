@@ -33,10 +33,15 @@ def process(path: Path, job: Job) -> Outcome:
     source = load(path)
     if isinstance(source, Outcome):
         return source
-    rules = select_rules(job.select, job.ignore)
-    outcome = run(source, rules, fix=job.fix, unsafe_fixes=job.unsafe_fixes)
+    outcome = run_job(source, job)
     outcome.digest = digest(source.raw)
     return outcome.portable()
+
+
+def run_job(source: SourceFile, job: Job, display: str | None = None) -> Outcome:
+    """Check (or fix) one source with the job's rules; never raises."""
+    rules = select_rules(job.select, job.ignore)
+    return run(source, rules, fix=job.fix, unsafe_fixes=job.unsafe_fixes, display=display)
 
 
 def run(
