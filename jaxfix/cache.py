@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxfix import __version__
-from jaxfix.diagnostic import Diagnostic, FixSafety
+from jaxfix.diagnostic import Diagnostic, FixSafety, TextEdit
 
 DEFAULT_FOLDER = Path(".jaxfix_cache")
 FORMAT = 1
@@ -128,4 +128,7 @@ def _plain(diagnostic: Diagnostic) -> dict[str, Any]:
 
 def _diagnostic(plain: dict[str, Any]) -> Diagnostic:
     safety = plain.get("fix_safety")
-    return Diagnostic(**{**plain, "fix_safety": FixSafety(safety) if safety else None})
+    edits = tuple(TextEdit(**edit) for edit in plain.get("edits", ()))
+    return Diagnostic(
+        **{**plain, "fix_safety": FixSafety(safety) if safety else None, "edits": edits}
+    )

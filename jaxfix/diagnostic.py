@@ -26,6 +26,20 @@ class FixSafety(enum.Enum):
 
 
 @dataclass(frozen=True)
+class TextEdit:
+    """Replace the text from (line, column) up to (end_line, end_column) by `new_text`.
+
+    Lines are 1-based and columns 0-based code points, as in `Diagnostic`; an insertion has an
+    empty range, a deletion an empty `new_text`."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    new_text: str
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     """One finding: where, which rule, what is wrong, and the fix if there is one.
 
@@ -42,6 +56,9 @@ class Diagnostic:
     end_column: int
     fix_title: str | None = None
     fix_safety: FixSafety | None = None
+    # The fix as text edits of the whole file, in order, not overlapping (computed only when a
+    # run asks for them: machine-readable outputs, `--show-fixes`, the interactive review).
+    edits: tuple[TextEdit, ...] = ()
     fix: Fix | None = field(default=None, compare=False, repr=False)
 
     def portable(self) -> Diagnostic:

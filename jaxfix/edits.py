@@ -1,0 +1,65 @@
+"""Text edits between two versions of a file: how a fix is shown in JSON, SARIF and the editor,
+and how one fix is applied on its own (the interactive review)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+
+from jaxfix.diagnostic import TextEdit
+
+# Python's line breaks (what LibCST and the tokenizer count), not all of `str.splitlines`'.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def source_lines(text: str) -> list[str]:
+    """`text` split after each `\\n`, `\\r\\n` or `\\r`, line ends kept."""
+    return _LINE.findall(text)
+
+
+def line_edits(before: str, after: str) -> tuple[TextEdit, ...]:
+    """Whole-line edits that turn `before` into `after`: one per changed run of lines."""
+    old = source_lines(before)
+    new = source_lines(after)
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    edits: list[TextEdit] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        line, column = _position(old, i1)
+        end_line, end_column = _position(old, i2)
+        edits.append(TextEdit(line, column, end_line, end_column, "".join(new[j1:j2])))
+    return tuple(edits)
+
+
+def _position(lines: Sequence[str], index: int) -> tuple[int, int]:
+    """The (line, column) where line `index` (0-based) of `lines` starts; past an unterminated
+    last line, its end."""
+    if index == len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
+        return len(lines), len(lines[-1])
+    return index + 1, 0
+
+
+def apply_edits(text: str, edits: Sequence[TextEdit]) -> str:
+    """`text` with `edits` (not overlapping) applied."""
+    lines = source_lines(text)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:
+        if line > len(lines):
+            return len(text)
+        return starts[line - 1] + column
+
+    result: list[str] = []
+    done = 0
+    for edit in sorted(edits, key=lambda e: (e.line, e.column)):
+        start, end = offset(edit.line, edit.column), offset(edit.end_line, edit.end_column)
+        if start < done:
+            raise ValueError(f"overlapping edits at line {edit.line}")
+        result += [text[done:start], edit.new_text]
+        done = end
+    result.append(text[done:])
+    return "".join(result)
