@@ -73,6 +73,7 @@ class CacheOnTraced(Rule):
 
     code = "JF102"
     name = "cache-on-traced"
+    summary = "A memoizing cache decorator on a function that jax traces or jits"
     message = "`{cache}` caches `{function}`, which jax traces ({reason}): tracers are unhashable"
     fix_title = "Remove the cache decorator (`jax.jit` already caches compiled code)"
     fix_safety = FixSafety.SAFE

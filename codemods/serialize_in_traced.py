@@ -92,6 +92,7 @@ class SerializeInTraced(Rule):
 
     code = "JF101"
     name = "serialize-in-traced"
+    summary = "Pickling, saving or checkpointing a traced value inside traced code"
     message = "`{call}` serializes a traced value inside `{function}` ({reason})"
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE

@@ -45,6 +45,7 @@ class UnusedSuppression(Rule):
 
     code = suppression.UNUSED_CODE
     name = suppression.UNUSED_NAME
+    summary = "A `# jaxfix: ignore[...]` comment that silences no finding"
     message = "unused suppression"
     fix_title = "Remove the suppression comment"
     fix_safety = None

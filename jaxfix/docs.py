@@ -12,12 +12,19 @@ from pathlib import Path
 from jaxfix.registry import all_rules
 from jaxfix.rule import Rule
 
+# Where each rule's documentation is published (SARIF `helpUri`, LSP `codeDescription`).
+DOCS_URL = "https://github.com/jaxfix/jaxfix/blob/main/docs/rules.md"
 TABLE_START = "<!-- rules-table:start -->"
 TABLE_END = "<!-- rules-table:end -->"
 
 
 def safety_label(rule: type[Rule]) -> str:
     return rule.fix_safety.value if rule.fix_safety else "none"
+
+
+def rule_url(rule: type[Rule]) -> str:
+    """The address of the rule's section in docs/rules.md."""
+    return f"{DOCS_URL}#{rule.code.lower()}-{rule.name}"
 
 
 def rule_doc(rule: type[Rule]) -> str:

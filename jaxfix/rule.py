@@ -55,6 +55,7 @@ class Rule(cst.BatchableCSTVisitor):
 
     code: ClassVar[str]
     name: ClassVar[str]
+    summary: ClassVar[str]  # one line: what the rule finds (`jaxfix rules`, SARIF, hover)
     message: ClassVar[str]
     fix_title: ClassVar[str]
     fix_safety: ClassVar[FixSafety | None]

@@ -39,6 +39,8 @@ def test_rule_metadata(rule: type[Rule]) -> None:
     assert module == rule.name.replace("-", "_"), "one module per rule, named after it"
     assert rule.anchors or rule.engine_implemented, "a rule needs anchors for the first pass"
     assert rule.fix_title[0].isupper() and not rule.fix_title.endswith(".")
+    assert rule.summary[0].isupper() and not rule.summary.endswith(".")
+    assert "\n" not in rule.summary and len(rule.summary) <= 80
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
