@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxfix.diagnostic import FixSafety
-from jaxfix.rule import Rule
+from jaxfix.rule import Rule, RuleSettings
 from jaxfix.tracing import TracedAnalysis
 
 CACHE_DECORATORS = frozenset(
@@ -79,8 +79,8 @@ class CacheOnTraced(Rule):
     fix_safety = FixSafety.SAFE
     anchors = CACHE_DECORATORS | set(CACHE_METHODS)
 
-    def __init__(self, traced: TracedAnalysis) -> None:
-        super().__init__(traced)
+    def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
+        super().__init__(traced, settings)
         self._api_users: set[str] | None = None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

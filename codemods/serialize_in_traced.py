@@ -7,7 +7,7 @@ from libcst.metadata import ParentNodeProvider
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
-from jaxfix.rule import Fix, Rule
+from jaxfix.rule import Fix, Rule, RuleSettings
 from jaxfix.tracing import TracedAnalysis
 
 # Serializer → (position, keyword) of the value it serializes; None means every argument.
@@ -98,8 +98,8 @@ class SerializeInTraced(Rule):
     fix_safety = FixSafety.UNSAFE
     anchors = frozenset(SERIALIZERS) | SERIALIZING_METHODS
 
-    def __init__(self, traced: TracedAnalysis) -> None:
-        super().__init__(traced)
+    def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
+        super().__init__(traced, settings)
         self._reserved: list[str] = []
         self._fixes: dict[cst.CSTNode, Fix | None] = {}
 

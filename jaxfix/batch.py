@@ -8,6 +8,7 @@ never pays for it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from jaxfix.cache import Cache
 from jaxfix.diagnostic import Diagnostic
+from jaxfix.options import DEFAULT, Options
 from jaxfix.outcome import Outcome
 
 
@@ -28,6 +30,13 @@ class Job:
     ignore: tuple[str, ...] = ()
     fix: bool = False
     unsafe_fixes: bool = False
+    edits: bool = False  # findings carry their fixes as text edits
+    options: Options = DEFAULT
+
+    def key(self) -> str:
+        """What the findings depend on, for the cache (not `fix`: it stores unchanged files)."""
+        plain = dataclasses.replace(self, fix=False, unsafe_fixes=False)
+        return repr(dataclasses.astuple(plain))
 
     def would_fix(self, diagnostics: Iterable[Diagnostic]) -> bool:
         """Whether applying this job's fixes could change a file with these findings."""

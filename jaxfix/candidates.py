@@ -56,6 +56,7 @@ class Candidates:
     calls: list[_Call] = field(default_factory=list)
     lambdas: dict[ast.Lambda, _Function] = field(default_factory=dict)
     imported: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    transforms: Collection[str] = field(default_factory=lambda: TRANSFORMS)
     _traced: set[_Function] | None = None
 
     def statements(self, anchors: Collection[str], traced_only: bool) -> set[int]:
@@ -134,7 +135,7 @@ class Candidates:
     def _is_transform(self, func: ast.expr) -> bool:
         if isinstance(func, ast.Attribute) and func.attr in CUSTOM_RULE_METHODS:
             return True
-        return not self._full_names(func).isdisjoint(TRANSFORMS)
+        return not self._full_names(func).isdisjoint(self.transforms)
 
     def _full_names(self, expr: ast.expr) -> set[str]:
         """What `expr` can name through the file's imports (`lax.scan` -> `jax.lax.scan`)."""
@@ -149,9 +150,10 @@ def _decorated_by(decorator: ast.expr) -> ast.expr:
     return decorator.func if isinstance(decorator, ast.Call) else decorator
 
 
-def collect(tree: ast.Module) -> Candidates:
-    """One iterative walk over the file (deep expressions cannot overflow the stack)."""
-    found = Candidates()
+def collect(tree: ast.Module, transforms: Collection[str] = TRANSFORMS) -> Candidates:
+    """One iterative walk over the file (deep expressions cannot overflow the stack);
+    `transforms` are the full names of the functions that trace what they receive."""
+    found = Candidates(transforms=transforms)
     lambda_names: dict[ast.Lambda, set[str]] = {}
     for statement, top in enumerate(tree.body):
         stack: list[tuple[ast.AST, _Function | None]] = [(top, None)]

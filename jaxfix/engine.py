@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -21,9 +21,12 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from jaxfix import candidates, firstpass, suppression
 from jaxfix.diagnostic import Diagnostic
+from jaxfix.edits import line_edits
+from jaxfix.options import DEFAULT, Options
 from jaxfix.registry import all_rules
 from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.tracing import TracedAnalysis
+from jaxfix.transforms import TransformSpec, with_user_transforms
 
 MAX_FIX_PASSES = 10
 
@@ -44,30 +47,52 @@ class Result:
     fixed: list[Diagnostic] = field(default_factory=list)  # findings whose fix was applied
 
 
-def applicable_rules(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+def applicable_rules(
+    text: str, rules: Sequence[type[Rule]], options: Options = DEFAULT
+) -> list[type[Rule]]:
     """The rules that could fire in `text`, judged by a cheap substring test: the text must
     mention jax and one of the rule's anchors."""
     if PREFILTER not in text:
         return []
-    return [rule for rule in rules if not rule.anchors or any(w in text for w in _words(rule))]
+    return [
+        rule
+        for rule in rules
+        if not rule.anchors or any(w in text for w in _words(_anchors(rule, options)))
+    ]
+
+
+def _anchors(rule: type[Rule], options: Options) -> frozenset[str]:
+    return rule.anchors_with(options.for_rule(rule.code))
 
 
 @functools.cache
-def _words(rule: type[Rule]) -> frozenset[str]:
-    """What the text of a file where `rule` fires must contain: its anchors' last names."""
-    return frozenset(anchor.rsplit(".", 1)[-1] for anchor in rule.anchors)
+def _words(anchors: frozenset[str]) -> frozenset[str]:
+    """What the text of a file where a rule fires must contain: its anchors' last names."""
+    return frozenset(anchor.rsplit(".", 1)[-1] for anchor in anchors)
 
 
 def check_text(
-    text: str, rules: Sequence[type[Rule]], *, filename: str = "<unknown>", slicing: bool = True
+    text: str,
+    rules: Sequence[type[Rule]],
+    *,
+    filename: str = "<unknown>",
+    options: Options = DEFAULT,
+    edits: bool = False,
+    slicing: bool = True,
 ) -> list[Diagnostic]:
-    """Findings of `rules` in `text`, less the suppressed ones. Raises
-    `firstpass.InvalidSource` when CPython rejects it, `libcst.ParserSyntaxError` when LibCST
-    does. `slicing=False` analyses the whole file (the same findings, slower: for tests of the
-    first pass)."""
-    active = applicable_rules(text, _analysers(rules))
-    found = _check(text, active, filename, slicing)[0] if active else []
-    return _unsuppressed(text, found, rules)
+    """Findings of `rules` in `text`, less the suppressed ones; with `edits`, each fixable
+    finding carries its fix as text edits. Raises `firstpass.InvalidSource` when CPython
+    rejects the text, `libcst.ParserSyntaxError` when LibCST does. `slicing=False` analyses the
+    whole file (the same findings, slower: for tests of the first pass)."""
+    active = applicable_rules(text, _analysers(rules), options)
+    if not active:
+        return _unsuppressed(text, [], rules)
+    found, tree = _check(text, active, filename, options, slicing)
+    diagnostics = _fixable(_unsuppressed(text, found, rules), options)
+    if edits and any(d.fix_safety is not None for d in diagnostics):
+        firstpass.check_depth(tree.body)
+        diagnostics = _with_edits(text, diagnostics, active, filename, options)
+    return diagnostics
 
 
 def fix_text(
@@ -76,14 +101,15 @@ def fix_text(
     *,
     unsafe_fixes: bool = False,
     filename: str = "<unknown>",
+    options: Options = DEFAULT,
 ) -> Result:
     """Apply every allowed fix of an unsuppressed finding until none is left. Raises `FixError`
     (the input untouched) when a fix breaks the code or the fixes do not converge."""
-    active = applicable_rules(text, _analysers(rules))
+    active = applicable_rules(text, _analysers(rules), options)
     if not active:
         return Result(_unsuppressed(text, [], rules), text)
-    found, tree = _check(text, active, filename)
-    diagnostics = _unsuppressed(text, found, rules)
+    found, tree = _check(text, active, filename, options)
+    diagnostics = _fixable(_unsuppressed(text, found, rules), options)
     if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
         return Result(diagnostics, text)
     firstpass.check_depth(tree.body)  # the whole file is parsed now, not only the slice
@@ -91,8 +117,8 @@ def fix_text(
     codes: list[str] = []
     module = cst.parse_module(text)
     for _ in range(MAX_FIX_PASSES):
-        found, wrapper = _run(module, active)
-        diagnostics = _unsuppressed(module.code, found, rules)
+        found, wrapper = _run(module, active, options)
+        diagnostics = _fixable(_unsuppressed(module.code, found, rules), options)
         fixes = [d.fix for d in diagnostics if d.fix is not None and _allowed(d.fix, unsafe_fixes)]
         if not fixes:
             return Result(diagnostics, module.code, fixed)
@@ -102,6 +128,44 @@ def fix_text(
         module = _reparse(new_code, filename, codes)
         fixed.extend(d for d in diagnostics if d.fix is not None and _contains(chosen, d.fix))
     raise FixError(f"fixes for {', '.join(codes)} did not converge after {MAX_FIX_PASSES} passes")
+
+
+def _with_edits(
+    text: str,
+    diagnostics: list[Diagnostic],
+    rules: Sequence[type[Rule]],
+    filename: str,
+    options: Options,
+) -> list[Diagnostic]:
+    """`diagnostics` with each fix as text edits: the fixes are found again in the whole file
+    (those of the slice refer to its own syntax tree) and applied one at a time."""
+    found, wrapper = _run(cst.parse_module(text), rules, options)
+    fixes = {_place(d): d.fix for d in found if d.fix is not None}
+    result: list[Diagnostic] = []
+    for diagnostic in diagnostics:
+        fix = fixes.get(_place(diagnostic))
+        if diagnostic.fix_safety is not None and fix is not None:
+            new_code = _apply(wrapper, [fix])
+            _reparse(new_code, filename, [diagnostic.code])
+            diagnostic = dataclasses.replace(diagnostic, edits=line_edits(text, new_code))
+        result.append(diagnostic)
+    return result
+
+
+def _place(d: Diagnostic) -> tuple[str, int, int, int, int, str]:
+    return (d.code, d.line, d.column, d.end_line, d.end_column, d.message)
+
+
+def _fixable(diagnostics: list[Diagnostic], options: Options) -> list[Diagnostic]:
+    """Findings of the rules the project marks unfixable lose their fix."""
+    if not options.unfixable:
+        return diagnostics
+    return [
+        dataclasses.replace(d, fix=None, fix_title=None, fix_safety=None)
+        if d.code in options.unfixable
+        else d
+        for d in diagnostics
+    ]
 
 
 def _analysers(rules: Sequence[type[Rule]]) -> list[type[Rule]]:
@@ -123,7 +187,11 @@ def _unsuppressed(
 
 
 def _check(
-    text: str, rules: Sequence[type[Rule]], filename: str, slicing: bool = True
+    text: str,
+    rules: Sequence[type[Rule]],
+    filename: str,
+    options: Options,
+    slicing: bool = True,
 ) -> tuple[list[Diagnostic], ast.Module]:
     """Findings in the slice of `text` the rules depend on, in the file's line numbers (none,
     without LibCST, when the first pass rules them out). Their fixes refer to the slice's syntax
@@ -131,14 +199,16 @@ def _check(
     tree = firstpass.parse(text, filename)
     seeds: set[int] | None = None
     if slicing and all(rule.anchors for rule in rules):
-        found = candidates.collect(tree)
-        by_rule = {rule: found.statements(rule.anchors, rule.traced_only) for rule in rules}
+        found = candidates.collect(tree, _transforms(options))
+        by_rule = {
+            rule: found.statements(_anchors(rule, options), rule.traced_only) for rule in rules
+        }
         rules = [rule for rule in rules if by_rule[rule]]
         seeds = set().union(*by_rule.values())
     piece = firstpass.relevant_slice(text, tree, seeds)
     if piece is None:
         return [], tree
-    diagnostics, _ = _run(cst.parse_module(piece.text), rules)
+    diagnostics, _ = _run(cst.parse_module(piece.text), rules, options)
     if not piece.whole:
         diagnostics = [
             dataclasses.replace(
@@ -150,15 +220,19 @@ def _check(
 
 
 def _run(
-    module: cst.Module, rules: Sequence[type[Rule]]
+    module: cst.Module, rules: Sequence[type[Rule]], options: Options
 ) -> tuple[list[Diagnostic], MetadataWrapper]:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = TracedAnalysis(wrapper)
-    instances = [rule(analysis) for rule in rules]
+    analysis = TracedAnalysis(wrapper, _transforms(options))
+    instances = [rule(analysis, options.for_rule(rule.code)) for rule in rules]
     wrapper.visit_batched(instances)
     diagnostics = [d for rule in instances for d in rule.diagnostics]
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
     return diagnostics, wrapper
+
+
+def _transforms(options: Options) -> Mapping[str, TransformSpec]:
+    return with_user_transforms(options.transforms)
 
 
 def _allowed(fix: Fix, unsafe_fixes: bool) -> bool:

@@ -23,6 +23,8 @@ from jaxfix.diagnostic import Diagnostic, FixSafety
 if TYPE_CHECKING:
     from jaxfix.tracing import TracedAnalysis
 
+# A rule's options as a project sets them: option name -> dotted names.
+RuleSettings = Mapping[str, tuple[str, ...]]
 Replacement = cst.CSTNode | cst.FlattenSentinel[cst.CSTNode] | cst.RemovalSentinel
 
 
@@ -69,6 +71,9 @@ class Rule(cst.BatchableCSTVisitor):
     traced_only: ClassVar[bool] = True
     # The engine itself produces this rule's findings (no LibCST visit), e.g. JF001.
     engine_implemented: ClassVar[bool] = False
+    # The options a project may set for the rule (`[tool.jaxfix.rules.CODE]`): name -> what it
+    # does. Every option is a list of dotted names.
+    options: ClassVar[Mapping[str, str]] = {}
 
     METADATA_DEPENDENCIES = (
         PositionProvider,
@@ -77,10 +82,16 @@ class Rule(cst.BatchableCSTVisitor):
         ParentNodeProvider,
     )
 
-    def __init__(self, traced: TracedAnalysis) -> None:
+    def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
         super().__init__()
         self.traced = traced
+        self.settings: RuleSettings = settings or {}
         self.diagnostics: list[Diagnostic] = []
+
+    @classmethod
+    def anchors_with(cls, settings: RuleSettings) -> frozenset[str]:
+        """The rule's anchors once a project's options (e.g. extra serializers) are added."""
+        return cls.anchors
 
     def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
         """Record a finding on `node`, with an optional fix."""

@@ -14,6 +14,7 @@ from jaxfix.deepstack import call_with_deep_stack
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.engine import FixError, Result, check_text, fix_text
 from jaxfix.firstpass import InvalidSource
+from jaxfix.options import Options
 from jaxfix.outcome import Outcome
 from jaxfix.registry import select_rules
 from jaxfix.rule import Rule
@@ -40,32 +41,35 @@ def process(path: Path, job: Job) -> Outcome:
 
 def run_job(source: SourceFile, job: Job, display: str | None = None) -> Outcome:
     """Check (or fix) one source with the job's rules; never raises."""
-    rules = select_rules(job.select, job.ignore)
-    return run(source, rules, fix=job.fix, unsafe_fixes=job.unsafe_fixes, display=display)
+    return run(source, select_rules(job.select, job.ignore), job, display)
 
 
 def run(
-    source: SourceFile,
-    rules: Sequence[type[Rule]],
-    *,
-    fix: bool,
-    unsafe_fixes: bool = False,
-    display: str | None = None,
+    source: SourceFile, rules: Sequence[type[Rule]], job: Job, display: str | None = None
 ) -> Outcome:
-    """Check (or fix) one source; never raises."""
+    """Check (or fix) one source with `rules` as the job says; never raises."""
     name = display or str(source.path)
     outcome = Outcome(name, source)
+    options = job.options
     try:
-        if fix:
+        if job.fix:
             result: Result = call_with_deep_stack(
-                lambda: fix_text(source.text, rules, unsafe_fixes=unsafe_fixes, filename=name)
+                lambda: fix_text(
+                    source.text,
+                    rules,
+                    unsafe_fixes=job.unsafe_fixes,
+                    filename=name,
+                    options=options,
+                )
             )
             outcome.diagnostics, outcome.fixed = result.diagnostics, result.fixed
             if result.text != source.text:
                 outcome.new_text = result.text
         else:
             outcome.diagnostics = call_with_deep_stack(
-                lambda: check_text(source.text, rules, filename=name)
+                lambda: check_text(
+                    source.text, rules, filename=name, options=options, edits=job.edits
+                )
             )
     except InvalidSource as error:
         outcome.error = f"{name}:{error}"
@@ -76,14 +80,16 @@ def run(
         outcome.error = f"{name}: too deeply nested to analyse"
     except FixError as error:
         outcome.error = f"{name}: internal error: {error}; the file is left unchanged"
-        outcome.diagnostics = _diagnostics_or_empty(source.text, rules, name)
+        outcome.diagnostics = _diagnostics_or_empty(source.text, rules, name, options)
     except Exception as error:  # a rule crashed: report it for this file, keep going
         outcome.error = f"{name}: internal error: {type(error).__name__}: {error}"
     return outcome
 
 
-def _diagnostics_or_empty(text: str, rules: Sequence[type[Rule]], name: str) -> list[Diagnostic]:
+def _diagnostics_or_empty(
+    text: str, rules: Sequence[type[Rule]], name: str, options: Options
+) -> list[Diagnostic]:
     try:
-        return call_with_deep_stack(lambda: check_text(text, rules, filename=name))
+        return call_with_deep_stack(lambda: check_text(text, rules, filename=name, options=options))
     except Exception:
         return []

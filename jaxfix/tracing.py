@@ -151,8 +151,11 @@ class _Collector(cst.CSTVisitor):
 class TracedAnalysis:
     """The traced functions of one module and the traced values inside them."""
 
-    def __init__(self, wrapper: MetadataWrapper) -> None:
+    def __init__(
+        self, wrapper: MetadataWrapper, transforms: Mapping[str, TransformSpec] = TRANSFORMS
+    ) -> None:
         self.module = wrapper.module
+        self._transforms = transforms
         self._scopes: Mapping[cst.CSTNode, Scope | None] = wrapper.resolve(ScopeProvider)
         self._qualified = wrapper.resolve(QualifiedNameProvider)
         self._parents = wrapper.resolve(ParentNodeProvider)
@@ -286,8 +289,8 @@ class TracedAnalysis:
         """`T`, `T(**options)` or `partial(T, **options)` used as a decorator."""
         if not isinstance(expr, cst.Call):
             for name in self.imported_names(expr):
-                if name in TRANSFORMS:
-                    return name, TRANSFORMS[name], None
+                if name in self._transforms:
+                    return name, self._transforms[name], None
             return None
         func_names = self.imported_names(expr.func)
         if PARTIAL in func_names and expr.args and expr.args[0].keyword is None:
@@ -296,8 +299,8 @@ class TracedAnalysis:
                 return inner[0], inner[1], expr
         if not any(arg.keyword is None for arg in expr.args):
             for name in func_names:
-                if name in TRANSFORMS:
-                    return name, TRANSFORMS[name], expr
+                if name in self._transforms:
+                    return name, self._transforms[name], expr
         return None
 
     def _call_site_entry(self, call: cst.Call, staged_outside: bool) -> None:
@@ -316,7 +319,7 @@ class TracedAnalysis:
                     self._mark(target.function, names, False, "a custom derivative")
             return
         for name in self.imported_names(func):
-            spec = TRANSFORMS.get(name)
+            spec = self._transforms.get(name)
             if spec is None:
                 continue
             for index, arg in enumerate(call.args):
@@ -353,7 +356,7 @@ class TracedAnalysis:
     def _transform_call(self, call: cst.Call) -> tuple[str, _Target | None] | None:
         """For `T(f, ...)`: the transform's name and the function it receives."""
         for name in self.imported_names(call.func):
-            spec = TRANSFORMS.get(name)
+            spec = self._transforms.get(name)
             if spec is None:
                 continue
             for index, arg in enumerate(call.args):
@@ -499,7 +502,7 @@ class TracedAnalysis:
         names = self.imported_names(call.func)
         if names & HOST_CALLBACKS:
             return
-        if any(name in TRANSFORMS for name in names):
+        if any(name in self._transforms for name in names):
             if caller.staged:
                 self._call_site_entry(call, staged_outside=True)
             return

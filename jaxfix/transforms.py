@@ -7,6 +7,7 @@ A table keyed by fully qualified name. `staged` means the function is traced to 
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 
@@ -117,3 +118,10 @@ STATIC_QUERIES = frozenset(
 
 # Under a staged trace, every array these create is a tracer, even from constants.
 STAGED_ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
+
+
+def with_user_transforms(names: Collection[str]) -> Mapping[str, TransformSpec]:
+    """The transform table plus the project's own jit-like wrappers (traced as `jax.jit`)."""
+    if not names:
+        return TRANSFORMS
+    return {**TRANSFORMS, **{name: _JIT for name in names if name not in TRANSFORMS}}

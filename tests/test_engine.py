@@ -4,14 +4,18 @@ fixes are applied one pass at a time, imports are added and removed through LibC
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
+from jaxfix.batch import Job
 from jaxfix.diagnostic import FixSafety
+from jaxfix.edits import apply_edits
 from jaxfix.engine import MAX_FIX_PASSES, FixError, check_text, fix_text
 from jaxfix.firstpass import InvalidSource
+from jaxfix.options import Options
 from jaxfix.registry import all_rules
 from jaxfix.rule import Rule
 from jaxfix.runner import run
@@ -82,7 +86,8 @@ def test_a_broken_fix_is_an_internal_error_and_nothing_is_written(
 ) -> None:
     path = tmp_path / "step.py"
     path.write_text(TRACED, encoding="utf-8")
-    outcome = run(read_source(path), [rule], fix=True, unsafe_fixes=True, display="step.py")
+    job = Job(fix=True, unsafe_fixes=True)
+    outcome = run(read_source(path), [rule], job, display="step.py")
     assert outcome.error is not None
     assert outcome.error.startswith(f"step.py: internal error: {problem}")
     assert outcome.error.endswith("; the file is left unchanged")
@@ -256,3 +261,59 @@ def test_item_of_a_container_built_in_the_trace_is_not_host_state() -> None:
         """)
     (diagnostic,) = check_text(source, RULES)
     assert diagnostic.fix is None
+
+
+TWO_RULES = textwrap.dedent("""\
+    import functools
+    import pickle
+
+    import jax
+
+    BLOBS = []
+
+
+    @functools.lru_cache
+    @jax.jit
+    def f(x):
+        return x + 1
+
+
+    @jax.jit
+    def g(x):
+        BLOBS.append(pickle.dumps(x))
+        return x
+    """)
+
+
+def test_edits_of_each_finding_are_that_fix_alone() -> None:
+    diagnostics = check_text(TWO_RULES, RULES, edits=True)
+    assert [d.code for d in diagnostics] == ["JF102", "JF101"]
+    for diagnostic in diagnostics:
+        rule = [r for r in RULES if r.code == diagnostic.code]
+        alone = fix_text(TWO_RULES, rule, unsafe_fixes=True).text
+        assert alone != TWO_RULES
+        assert apply_edits(TWO_RULES, diagnostic.edits) == alone
+    assert check_text(TWO_RULES, RULES) == [replace(d, edits=()) for d in diagnostics]
+
+
+def test_user_declared_transform_traces_like_jit() -> None:
+    source = TWO_RULES.replace("@jax.jit\ndef g", "@my_lib.compiled\ndef g").replace(
+        "import jax\n", "import jax\nimport my_lib\n"
+    )
+    assert [d.code for d in check_text(source, RULES)] == ["JF102"]
+    options = Options(transforms=("my_lib.compiled",))
+    found = check_text(source, RULES, options=options)
+    assert [d.code for d in found] == ["JF102", "JF101"]
+    assert "decorated with `my_lib.compiled`" in found[1].message
+
+
+def test_unfixable_rules_keep_their_findings_but_lose_their_fix() -> None:
+    options = Options(unfixable=frozenset({"JF102"}))
+    found = check_text(TWO_RULES, RULES, options=options, edits=True)
+    assert [(d.code, d.fix_safety, bool(d.edits)) for d in found] == [
+        ("JF102", None, False),
+        ("JF101", FixSafety.UNSAFE, True),
+    ]
+    result = fix_text(TWO_RULES, RULES, unsafe_fixes=True, options=options)
+    assert "@functools.lru_cache" in result.text
+    assert [d.code for d in result.fixed] == ["JF101"]
