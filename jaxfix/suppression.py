@@ -20,7 +20,7 @@ from jaxfix.diagnostic import Diagnostic
 UNUSED_CODE = "JF001"
 UNUSED_NAME = "unused-suppression"
 
-_JAXFIX = re.compile(r"#\s*jaxfix:\s*ignore\[(?P<names>[^\]]*)\](?:\s*--\s*(?P<reason>.*))?")
+JAXFIX_COMMENT = re.compile(r"#\s*jaxfix:\s*ignore\[(?P<names>[^\]]*)\](?:\s*--\s*(?P<reason>.*))?")
 _NOQA = re.compile(r"#\s*noqa:\s*(?P<names>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)", re.I)
 
 
@@ -42,7 +42,7 @@ def find(text: str) -> list[Suppression]:
         return []
     found: list[Suppression] = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
             if token.type == tokenize.COMMENT:
                 found.extend(_parse(token))
     except (tokenize.TokenError, SyntaxError):
@@ -54,7 +54,7 @@ def _parse(token: tokenize.TokenInfo) -> list[Suppression]:
     (line, column), (_, end_column) = token.start, token.end
     alone = not token.line[:column].strip()  # the comment's physical line
     target = line + 1 if alone else line
-    match = _JAXFIX.search(token.string)
+    match = JAXFIX_COMMENT.search(token.string)
     own = match is not None
     if match is None:
         match = _NOQA.search(token.string)
