@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import libcst as cst
 
 from jaxfix.diagnostic import FixSafety
+from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Rule, RuleSettings
 from jaxfix.tracing import TracedAnalysis
 
@@ -21,6 +25,7 @@ CACHE_DECORATORS = frozenset(
         "cachetools.func.ttl_cache",
     }
 )
+EXTRA_DECORATORS = "extra-cache-decorators"
 # Attributes a cached function has and a plain one lacks: removing the cache would break them.
 CACHE_API = frozenset({"cache_info", "cache_clear", "cache_parameters", "cache", "call"})
 # `memory.cache` / `cache.memoize()` on objects these constructors made.
@@ -78,10 +83,18 @@ class CacheOnTraced(Rule):
     fix_title = "Remove the cache decorator (`jax.jit` already caches compiled code)"
     fix_safety = FixSafety.SAFE
     anchors = CACHE_DECORATORS | set(CACHE_METHODS)
+    options: ClassVar[Mapping[str, str]] = {
+        "extra-cache-decorators": "The project's own memoizing decorators (`my_lib.memoize`)."
+    }
 
     def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
         super().__init__(traced, settings)
         self._api_users: set[str] | None = None
+        self._decorators = CACHE_DECORATORS | set(self.settings.get(EXTRA_DECORATORS, ()))
+
+    @classmethod
+    def anchors_with(cls, settings: RuleSettings) -> frozenset[str]:
+        return cls.anchors | frozenset(settings.get(EXTRA_DECORATORS, ()))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         traced = self.traced.functions.get(node)
@@ -111,7 +124,7 @@ class CacheOnTraced(Rule):
 
     def _is_cache(self, expr: cst.BaseExpression) -> bool:
         target = expr.func if isinstance(expr, cst.Call) else expr
-        if self.qualified_names(target) & CACHE_DECORATORS:
+        if self.qualified_names(target) & self._decorators:
             return True
         if not isinstance(target, cst.Attribute) or target.attr.value not in CACHE_METHODS:
             return False
@@ -133,3 +146,7 @@ class _CacheApiUsers(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name) and node.attr.value in CACHE_API:
             self.names.add(node.value.value)
+
+
+# `CacheOnTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
+__getattr__, __dir__ = command_hooks(CacheOnTraced)

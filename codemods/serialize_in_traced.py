@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
+from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Fix, Rule, RuleSettings
 from jaxfix.tracing import TracedAnalysis
 
@@ -31,6 +35,7 @@ SERIALIZERS: dict[str, tuple[int, str] | None] = {
     "jax.numpy.save": (1, "arr"),
     "jax.numpy.savez": None,
 }
+EXTRA_SERIALIZERS = "extra-serializers"
 # Array methods that serialize their receiver.
 SERIALIZING_METHODS = frozenset({"tobytes", "tofile", "dumps", "dump"})
 # A device_get'ed array is still not JSON: no mechanical fix.
@@ -97,11 +102,21 @@ class SerializeInTraced(Rule):
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
     anchors = frozenset(SERIALIZERS) | SERIALIZING_METHODS
+    options: ClassVar[Mapping[str, str]] = {
+        "extra-serializers": "The project's own functions that serialize or save their first"
+        " argument (`my_lib.io.save_blob`)."
+    }
 
     def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
         super().__init__(traced, settings)
         self._reserved: list[str] = []
         self._fixes: dict[cst.CSTNode, Fix | None] = {}
+        extra = self.settings.get(EXTRA_SERIALIZERS, ())
+        self._serializers = {**dict.fromkeys(extra, (0, "")), **SERIALIZERS}
+
+    @classmethod
+    def anchors_with(cls, settings: RuleSettings) -> frozenset[str]:
+        return cls.anchors | frozenset(settings.get(EXTRA_SERIALIZERS, ()))
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.traced.context_of(node)
@@ -128,8 +143,8 @@ class SerializeInTraced(Rule):
     def _serializer(self, call: cst.Call) -> tuple[str, list[cst.BaseExpression]] | None:
         """The serializer's display name and the values it serializes."""
         for name in sorted(self.qualified_names(call.func)):
-            if name in SERIALIZERS:
-                return _display(call.func, name), _payloads(call, SERIALIZERS[name])
+            if name in self._serializers:
+                return _display(call.func, name), _payloads(call, self._serializers[name])
         func = call.func
         if (
             isinstance(func, cst.Attribute)
@@ -243,3 +258,7 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
             found.append(child)
         found.extend(_calls_in(child))
     return found
+
+
+# `SerializeInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
+__getattr__, __dir__ = command_hooks(SerializeInTraced)

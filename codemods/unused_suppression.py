@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jaxfix import suppression
+from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Rule
 
 
@@ -52,3 +53,7 @@ class UnusedSuppression(Rule):
     anchors = frozenset()
     traced_only = False
     engine_implemented = True
+
+
+# `UnusedSuppressionCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
+__getattr__, __dir__ = command_hooks(UnusedSuppression)

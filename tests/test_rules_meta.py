@@ -79,3 +79,18 @@ def test_generated_docs_are_current() -> None:
     )
     readme = (ROOT / "README.md").read_text()
     assert readme_with_table(readme) == readme, "run `python -m jaxfix.docs`"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_every_rule_module_exposes_its_libcst_command(rule: type[Rule]) -> None:
+    import pickle
+
+    from libcst.codemod import CodemodCommand
+
+    module = sys.modules[rule.__module__]
+    name = f"{rule.__name__}Command"
+    command = getattr(module, name)
+    assert issubclass(command, CodemodCommand) and name in dir(module)
+    assert (command.__module__, command.__qualname__) == (rule.__module__, name)
+    assert pickle.loads(pickle.dumps(command)) is command, "libcst.tool's workers need it"
+    assert command.DESCRIPTION.startswith(f"{rule.code} {rule.name}: {rule.summary}. ")
