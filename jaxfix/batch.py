@@ -13,7 +13,6 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from itertools import repeat
 from pathlib import Path
 
 from jaxfix.cache import Cache
@@ -52,42 +51,47 @@ def default_jobs() -> int:
 
 
 def run_paths(
-    items: Iterable[Path | Outcome], job: Job, *, jobs: int, cache: Cache | None
+    items: Iterable[tuple[Path, Job] | Outcome], *, jobs: int, cache: Cache | None
 ) -> Iterator[Outcome]:
-    """The outcome of each item in order (an Outcome item, e.g. a discovery error, as it is)."""
+    """The outcome of each (file, job) item in order; an Outcome item (e.g. a discovery error)
+    is passed through as it is."""
     items = list(items)
     answered: dict[int, Outcome] = {}
-    pending: list[Path] = []
+    pending: list[tuple[Path, Job]] = []
     for index, item in enumerate(items):
         if isinstance(item, Outcome):
             answered[index] = item
             continue
-        cached = cache.lookup(item) if cache is not None else None
+        path, job = item
+        cached = cache.lookup(path, job.key()) if cache is not None else None
         if cached is not None and not job.would_fix(cached):
-            answered[index] = Outcome(str(item), diagnostics=cached)
+            answered[index] = Outcome(str(path), diagnostics=cached)
         else:
             pending.append(item)
-    analysed = _analyse(pending, job, jobs)
-    for index in range(len(items)):
+    analysed = _analyse(pending, jobs)
+    for index, item in enumerate(items):
         if index in answered:
             yield answered[index]
             continue
         outcome = next(analysed)
         if cache is not None and outcome.digest and not outcome.error and not outcome.new_text:
-            cache.store(Path(outcome.display), outcome.digest, outcome.diagnostics)
+            assert not isinstance(item, Outcome)
+            cache.store(item[0], item[1].key(), outcome.digest, outcome.diagnostics)
         yield outcome
 
 
-def _analyse(paths: Sequence[Path], job: Job, jobs: int) -> Iterator[Outcome]:
+def _analyse(pending: Sequence[tuple[Path, Job]], jobs: int) -> Iterator[Outcome]:
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
-    workers = min(jobs, len(paths))
+    workers = min(jobs, len(pending))
+    paths = [path for path, _ in pending]
+    file_jobs = [job for _, job in pending]
     if workers <= 1:
-        yield from (process(path, job) for path in paths)
+        yield from map(process, paths, file_jobs)
         return
     pool = ProcessPoolExecutor(max_workers=workers)
     try:
-        chunk = max(1, len(paths) // (workers * 16))
-        yield from pool.map(process, paths, repeat(job), chunksize=chunk)
+        chunk = max(1, len(pending) // (workers * 16))
+        yield from pool.map(process, paths, file_jobs, chunksize=chunk)
     finally:
         pool.shutdown(cancel_futures=True)

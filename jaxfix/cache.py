@@ -1,8 +1,9 @@
 """The result cache: the findings of each file, reused while its bytes, jaxfix's own code and
 the settings stay the same.
 
-One JSON file per settings key in the cache folder (`.jaxfix_cache` in the current directory
-by default), mapping each file's absolute path to the digest of its content and its findings.
+One JSON file per version of jaxfix's code in the cache folder (`.jaxfix_cache` in the current
+directory by default), mapping each file's absolute path to the digest of the job (selection,
+options) and of its content, and its findings.
 It is written atomically at the end of a run; a corrupt or foreign file is ignored (the run is
 only slower). Only files analysed without error and left unchanged are stored.
 """
@@ -25,7 +26,7 @@ from jaxfix import __version__
 from jaxfix.diagnostic import Diagnostic, FixSafety, TextEdit
 
 DEFAULT_FOLDER = Path(".jaxfix_cache")
-FORMAT = 1
+FORMAT = 2
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# jaxfix's result cache\n"
 
 
@@ -47,28 +48,30 @@ def code_fingerprint() -> str:
 
 
 class Cache:
-    """The entries of one settings key, loaded at the start of a run and saved at its end."""
+    """The entries of one version of jaxfix's code, loaded at the start of a run and saved at
+    its end. An entry holds the findings of one file under one job (`Job.key`)."""
 
-    def __init__(self, folder: Path, settings: Iterable[str]) -> None:
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
-        key = digest("\0".join([code_fingerprint(), *settings]).encode())
-        self.path = folder / f"{key}.json"
+        self.path = folder / f"{code_fingerprint()}.json"
         loaded = self._load()
-        self.existed = loaded is not None  # a run with these settings saved it
-        self._entries: dict[str, dict[str, Any]] = loaded or {}
+        self._entries: dict[str, dict[str, Any]] = loaded.get("files", {})
+        self._valid: set[str] = set(loaded.get("valid", []))
         self._dirty = False
 
-    def _load(self) -> dict[str, dict[str, Any]] | None:
+    def _load(self) -> dict[str, Any]:
         try:
             data = json.loads(self.path.read_bytes())
         except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
+            return {}
+        valid = isinstance(data, dict) and isinstance(data.get("files"), dict)
+        return data if valid and isinstance(data.get("valid", []), list) else {}
 
-    def lookup(self, path: Path) -> list[Diagnostic] | None:
-        """The findings stored for `path`, if its content is still what was analysed."""
+    def lookup(self, path: Path, job_key: str) -> list[Diagnostic] | None:
+        """The findings stored for `path` under this job, if its content is still what was
+        analysed."""
         entry = self._entries.get(os.path.abspath(path))
-        if entry is None:
+        if entry is None or entry.get("job") != digest(job_key.encode()):
             return None
         try:
             if digest(Path(path).read_bytes()) != entry["digest"]:
@@ -77,23 +80,35 @@ class Cache:
         except (OSError, KeyError, TypeError, ValueError):
             return None
 
-    def store(self, path: Path, content_digest: str, diagnostics: Iterable[Diagnostic]) -> None:
+    def store(
+        self, path: Path, job_key: str, content_digest: str, diagnostics: Iterable[Diagnostic]
+    ) -> None:
         self._entries[os.path.abspath(path)] = {
+            "job": digest(job_key.encode()),
             "digest": content_digest,
             "diagnostics": [_plain(d) for d in diagnostics],
         }
+        self._dirty = True
+
+    def is_valid(self, settings: str) -> bool:
+        """Whether these settings were validated by an earlier run (which needs the rules)."""
+        return digest(settings.encode()) in self._valid
+
+    def mark_valid(self, settings: str) -> None:
+        self._valid.add(digest(settings.encode()))
         self._dirty = True
 
     def save(self) -> None:
         """Write the entries atomically; a cache that cannot be written is silently skipped."""
         if not self._dirty:
             return
+        data = {"files": self._entries, "valid": sorted(self._valid)}
         with contextlib.suppress(OSError):
             _prepare(self.folder)
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
             try:
                 with open(fd, "w", encoding="utf-8") as handle:
-                    json.dump(self._entries, handle, separators=(",", ":"))
+                    json.dump(data, handle, separators=(",", ":"))
                 os.replace(tmp, self.path)
             finally:
                 with contextlib.suppress(OSError):

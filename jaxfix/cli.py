@@ -6,74 +6,52 @@ parse or internal error.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
 from jaxfix import __version__
 from jaxfix.batch import Job, default_jobs, run_paths
 from jaxfix.cache import DEFAULT_FOLDER, Cache, clean
-from jaxfix.discovery import DiscoveryError, iter_python_files
+from jaxfix.config import ConfigError, ConfigFinder, Overrides, job_for, validate
+from jaxfix.diagnostic import Diagnostic
+from jaxfix.formats import FORMATS, STREAMING_FORMATS, FileResult, render
+from jaxfix.formats import statistics as render_statistics
 from jaxfix.outcome import Outcome
-from jaxfix.output import Tally, apply_summary, check_summary, finding_line, unified_diff
-from jaxfix.sourcefile import SourceError, read_stdin_source, write_source_atomic
+from jaxfix.output import (
+    Tally,
+    apply_summary,
+    check_summary,
+    finding_line,
+    plural,
+    unified_diff,
+)
+from jaxfix.sourcefile import (
+    SourceError,
+    SourceFile,
+    read_source,
+    read_stdin_source,
+    write_source_atomic,
+)
+from jaxfix.terminal import wants_color, with_progress
 
 # Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
 # which a run answered from the cache does without.
 
 STDIN = "-"
+# Outputs that show each fix's edits (computed only for them: it costs a parse per fix).
+FORMATS_WITH_EDITS = frozenset({"full", "json", "sarif"})
 
 
 def _split(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
-
-
-def _validate_selectors(job: Job) -> None:
-    from jaxfix.registry import unknown_selectors
-
-    unknown = unknown_selectors(job.select + job.ignore)
-    if unknown:
-        raise click.UsageError(f"unknown rule selector: {', '.join(unknown)}")
-
-
-def _outcomes(
-    paths: Sequence[str], job: Job, options: RunOptions, stdin_filename: str | None
-) -> Iterator[Outcome]:
-    """The outcome of every source in PATHS, in order; saves the cache at the end."""
-    cache = None if options.no_cache else Cache(options.cache_folder, _cache_settings(job))
-    if cache is None or not cache.existed:  # a cache for these selectors proves them valid
-        _validate_selectors(job)
-    items: list[Path | Outcome] = []
-    for raw in paths:
-        if raw == STDIN:
-            items.append(_stdin_outcome(job, stdin_filename or STDIN))
-            continue
-        for found in iter_python_files([Path(raw)]):
-            if isinstance(found, DiscoveryError):
-                items.append(Outcome(str(found.path), error=f"{found.path}: {found.message}"))
-            else:
-                items.append(found)
-    yield from run_paths(items, job, jobs=options.jobs or default_jobs(), cache=cache)
-    if cache is not None:
-        cache.save()
-
-
-def _cache_settings(job: Job) -> list[str]:
-    return [",".join(sorted(job.select)), ",".join(sorted(job.ignore))]
-
-
-def _stdin_outcome(job: Job, name: str) -> Outcome:
-    from jaxfix.runner import run_job
-
-    try:
-        source = read_stdin_source(sys.stdin.buffer.read(), name)
-    except SourceError as error:
-        return Outcome(name, error=str(error))
-    return run_job(source, job, display=name)
 
 
 @dataclass(frozen=True)
@@ -83,42 +61,171 @@ class RunOptions:
     jobs: int | None
     no_cache: bool
     cache_dir: Path | None
+    config: Path | None
+    isolated: bool
+    stdin_filename: str | None
 
     @property
     def cache_folder(self) -> Path:
         return self.cache_dir or DEFAULT_FOLDER
 
 
-_jobs = click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Worker processes (default: one per core).",
-)
-_no_cache = click.option(
-    "--no-cache", is_flag=True, help="Neither read nor write the result cache."
-)
+def _overrides(values: dict[str, Any]) -> Overrides:
+    """The command line's settings, which win over the configuration files'."""
+    select = _split(values.pop("select"))
+    exclude = _split(values.pop("exclude"))
+    return Overrides(
+        select=select or None,
+        extend_select=_split(values.pop("extend_select")),
+        ignore=_split(values.pop("ignore")),
+        unsafe_fixes=values.pop("unsafe_fixes"),
+        exclude=exclude or None,
+        extend_exclude=_split(values.pop("extend_exclude")),
+        force_exclude=values.pop("force_exclude"),
+        respect_gitignore=values.pop("respect_gitignore"),
+    )
+
+
+def _run_options(values: dict[str, Any]) -> RunOptions:
+    return RunOptions(
+        jobs=values.pop("jobs"),
+        no_cache=values.pop("no_cache"),
+        cache_dir=values.pop("cache_dir"),
+        config=values.pop("config"),
+        isolated=values.pop("isolated"),
+        stdin_filename=values.pop("stdin_filename"),
+    )
+
+
+class _BadConfig(click.ClickException):
+    """A configuration file that cannot be used: `Error: <file>: <problem>`, exit 2."""
+
+    exit_code = 2
+
+
+def _finder(overrides: Overrides, options: RunOptions) -> ConfigFinder:
+    _validate_overrides(overrides)
+    return ConfigFinder(overrides, forced=options.config, isolated=options.isolated)
+
+
+def _outcomes(
+    paths: Sequence[str], finder: ConfigFinder, options: RunOptions, *, fix: bool, edits: bool
+) -> Iterator[Outcome]:
+    """The outcome of every source in PATHS, in order; saves the cache at the end."""
+    from jaxfix.targets import targets
+
+    cache = None if options.no_cache else Cache(options.cache_folder)
+    items: list[tuple[Path, Job] | Outcome] = []
+    try:
+        for raw in paths:
+            if raw == STDIN:
+                items.append(_stdin_outcome(finder, options.stdin_filename, fix=fix, edits=edits))
+            else:
+                items.extend(targets([Path(raw)], finder, fix=fix, edits=edits))
+        _validate_configs(finder, cache)
+    except ConfigError as error:
+        raise _BadConfig(str(error)) from error
+    jobs = options.jobs or default_jobs()
+    files = sum(1 for item in items if not isinstance(item, Outcome))
+    results = run_paths(items, jobs=jobs, cache=cache)
+    yield from with_progress(results, files, "Applying" if fix else "Checking")
+    if cache is not None:
+        cache.save()
+
+
+def _validate_overrides(overrides: Overrides) -> None:
+    given = (*(overrides.select or ()), *overrides.extend_select, *overrides.ignore)
+    if not given:
+        return
+    from jaxfix.registry import unknown_selectors  # imports the rules, so LibCST
+
+    if unknown := unknown_selectors(given):
+        raise click.UsageError(f"unknown rule selector: {', '.join(unknown)}")
+
+
+def _validate_configs(finder: ConfigFinder, cache: Cache | None) -> None:
+    """Check the configuration files' rule selectors and options (which needs the rules, so
+    LibCST) unless an earlier run with the same files proved them valid."""
+    configs = finder.loaded()
+    key = repr(configs)
+    if not configs or (cache is not None and cache.is_valid(key)):
+        return
+    validate(configs)
+    if cache is not None:
+        cache.mark_valid(key)
+
+
+def _stdin_outcome(finder: ConfigFinder, name: str | None, *, fix: bool, edits: bool) -> Outcome:
+    from jaxfix.runner import run_job
+
+    display = name or STDIN
+    config = finder.for_path(Path(name) if name else Path.cwd())
+    job = job_for(config, Path(display), fix=fix, edits=edits)
+    try:
+        source = read_stdin_source(sys.stdin.buffer.read(), display)
+    except SourceError as error:
+        return Outcome(display, error=str(error))
+    return run_job(source, job, display=display)
+
+
+def _common(command: Callable[..., None]) -> Callable[..., None]:
+    """The options `check` and `apply` share, in the order `--help` lists them."""
+    decorators = [
+        click.argument("paths", nargs=-1, required=True),
+        click.option(
+            "--select", multiple=True, help="Rule codes, prefixes or names to run (default: all)."
+        ),
+        click.option("--extend-select", multiple=True, help="Rules to run besides `select`."),
+        click.option("--ignore", multiple=True, help="Rule codes, prefixes or names to skip."),
+        click.option(
+            "--unsafe-fixes/--no-unsafe-fixes",
+            default=None,
+            help="Also apply (or count) fixes labelled unsafe.",
+        ),
+        click.option(
+            "--config",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="Use this pyproject.toml for every file (default: the nearest one).",
+        ),
+        click.option("--isolated", is_flag=True, help="Ignore every configuration file."),
+        click.option("--exclude", multiple=True, help="Patterns to skip (replaces `exclude`)."),
+        click.option("--extend-exclude", multiple=True, help="Patterns to skip besides those."),
+        click.option(
+            "--force-exclude/--no-force-exclude",
+            default=None,
+            help="Apply the excludes to files named on the command line too (for pre-commit).",
+        ),
+        click.option(
+            "--respect-gitignore/--no-respect-gitignore",
+            default=None,
+            help="Skip what .gitignore files ignore (default: yes).",
+        ),
+        click.option("--stdin-filename", help="The name to report for source read from `-`."),
+        click.option(
+            "--exit-zero",
+            is_flag=True,
+            help="Exit 0 even when findings remain (2 still means an error).",
+        ),
+        click.option(
+            "--jobs",
+            "-j",
+            type=click.IntRange(min=1),
+            help="Worker processes (default: one per core).",
+        ),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache."),
+        _cache_dir,
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
 _cache_dir = click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     envvar="JAXFIX_CACHE_DIR",
     help=f"The result cache folder (default: {DEFAULT_FOLDER}).",
-)
-_select = click.option(
-    "--select", multiple=True, help="Rule codes, code prefixes or names to run (default: all)."
-)
-_ignore = click.option("--ignore", multiple=True, help="Rule codes, prefixes or names to skip.")
-_unsafe = click.option(
-    "--unsafe-fixes", is_flag=True, help="Also apply (or count) fixes labelled unsafe."
-)
-_stdin_name = click.option(
-    "--stdin-filename", default=None, help="The name to report for source read from `-`."
-)
-_paths = click.argument("paths", nargs=-1, required=True)
-_exit_zero = click.option(
-    "--exit-zero", is_flag=True, help="Exit 0 even when findings remain (2 still means an error)."
 )
 
 
@@ -132,87 +239,230 @@ def main() -> None:
 
 
 @main.command()
-@_paths
-@_select
-@_ignore
-@_unsafe
-@_stdin_name
-@_exit_zero
-@_jobs
-@_no_cache
-@_cache_dir
-def check(
-    paths: tuple[str, ...],
-    select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    unsafe_fixes: bool,
-    stdin_filename: str | None,
-    exit_zero: bool,
-    jobs: int | None,
-    no_cache: bool,
-    cache_dir: Path | None,
-) -> None:
+@_common
+@click.option(
+    "--output-format",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="How findings are printed.",
+)
+@click.option("--show-fixes", is_flag=True, help="Show the diff of each fixable finding.")
+@click.option("--statistics", is_flag=True, help="Print a count per rule instead of findings.")
+@click.option(
+    "--add-ignore",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[=REASON]",
+    help="Insert a `# jaxfix: ignore[...]` comment (with `-- REASON`) for every finding.",
+)
+def check(paths: tuple[str, ...], **values: Any) -> None:
     """Report findings in PATHS (files, directories, or - for stdin)."""
-    job = Job(_split(select), _split(ignore))
+    fmt, show_fixes, statistics = (
+        values.pop("output_format"),
+        values.pop("show_fixes"),
+        values.pop("statistics"),
+    )
+    add_ignore: str | None = values.pop("add_ignore")
+    exit_zero = values.pop("exit_zero")
+    overrides, options = _overrides(values), _run_options(values)
+    if add_ignore is not None:
+        sys.exit(_add_ignores(paths, overrides, options, add_ignore or None))
+    edits = fmt in FORMATS_WITH_EDITS or show_fixes
+    color = wants_color(sys.stdout)
     tally = Tally()
-    options = RunOptions(jobs, no_cache, cache_dir)
-    for outcome in _outcomes(paths, job, options, stdin_filename):
-        _report(outcome, tally)
-    click.echo(check_summary(tally, unsafe_fixes), err=True)
+    results: list[FileResult] = []
+    streaming = fmt in STREAMING_FORMATS and not statistics
+    for outcome in _outcomes(paths, _finder(overrides, options), options, fix=False, edits=edits):
+        _count(outcome, tally)
+        result = _file_result(outcome, with_text=fmt == "full" or show_fixes)
+        if streaming:
+            if outcome.diagnostics:
+                click.echo(render(fmt, [result], color=color, show_fixes=show_fixes), nl=False)
+        else:
+            results.append(result)
+    if statistics:
+        click.echo(render_statistics(results, color=color), nl=False)
+    elif not streaming:
+        click.echo(render(fmt, results, color=color, show_fixes=show_fixes), nl=False)
+    _summary(check_summary(tally, overrides.unsafe_fixes or False), tally)
     sys.exit(2 if tally.errors else 1 if tally.remaining and not exit_zero else 0)
 
 
 @main.command()
-@_paths
+@_common
 @click.option("--diff", is_flag=True, help="Write nothing; print a unified diff of the fixes.")
-@_select
-@_ignore
-@_unsafe
-@_stdin_name
-@_exit_zero
+@click.option(
+    "--interactive", "-i", is_flag=True, help="Ask before each fix (y/n/a/d/q), showing its diff."
+)
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when anything was fixed, too.")
-@_jobs
-@_no_cache
-@_cache_dir
-def apply(
-    paths: tuple[str, ...],
-    diff: bool,
-    select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    unsafe_fixes: bool,
-    stdin_filename: str | None,
-    exit_zero: bool,
-    exit_non_zero_on_fix: bool,
-    jobs: int | None,
-    no_cache: bool,
-    cache_dir: Path | None,
-) -> None:
+def apply(paths: tuple[str, ...], **values: Any) -> None:
     """Rewrite PATHS in place with the available fixes (- rewrites stdin to stdout)."""
-    job = Job(_split(select), _split(ignore), fix=True, unsafe_fixes=unsafe_fixes)
+    diff, interactive = values.pop("diff"), values.pop("interactive")
+    exit_zero, on_fix = values.pop("exit_zero"), values.pop("exit_non_zero_on_fix")
+    overrides, options = _overrides(values), _run_options(values)
+    if interactive and (diff or STDIN in paths):
+        raise click.UsageError("--interactive needs files to rewrite (not --diff, not -)")
     tally = Tally()
-    color = sys.stdout.isatty()
-    options = RunOptions(jobs, no_cache, cache_dir)
-    for outcome in _outcomes(paths, job, options, stdin_filename):
-        _report(outcome, tally, show_findings=not diff)
-        _emit_fixed(outcome, tally, diff, color)
-    click.echo(apply_summary(tally, unsafe_fixes, dry_run=diff), err=True)
+    color = wants_color(sys.stdout)
+    if interactive:
+        _review_all(paths, overrides, options, tally, color)
+    else:
+        for outcome in _outcomes(
+            paths, _finder(overrides, options), options, fix=True, edits=False
+        ):
+            _count(outcome, tally)
+            if not diff:
+                for diagnostic in outcome.diagnostics:
+                    click.echo(finding_line(outcome.display, diagnostic))
+            _emit_fixed(outcome, tally, diff, color)
+    _summary(apply_summary(tally, overrides.unsafe_fixes or False, dry_run=diff), tally)
     if tally.errors:
         sys.exit(2)
     if diff:
         sys.exit(1 if tally.changed_files and not exit_zero else 0)
     failing = tally.remaining and not exit_zero
-    sys.exit(1 if failing or (exit_non_zero_on_fix and tally.changed_files) else 0)
+    sys.exit(1 if failing or (on_fix and tally.changed_files) else 0)
 
 
-def _report(outcome: Outcome, tally: Tally, show_findings: bool = True) -> None:
+def _summary(text: str, tally: Tally) -> None:
+    """The summary line on stderr: red when something is left or failed, green when clean."""
+    if wants_color(sys.stderr):
+        text = click.style(
+            text, fg="red" if tally.remaining or tally.errors else "green", bold=True
+        )
+    click.echo(text, err=True, color=wants_color(sys.stderr))
+
+
+def _count(outcome: Outcome, tally: Tally) -> None:
     tally.files += 1
     tally.count_remaining(outcome.diagnostics)
     if outcome.error:
         tally.errors += 1
         click.echo(f"error: {outcome.error}", err=True)
-    if show_findings:
-        for diagnostic in outcome.diagnostics:
-            click.echo(finding_line(outcome.display, diagnostic))
+
+
+def _file_result(outcome: Outcome, with_text: bool) -> FileResult:
+    text = None
+    if with_text and outcome.diagnostics:
+        text = outcome.source.text if outcome.source else _read_text(outcome.display)
+    return FileResult(outcome.display, text, outcome.diagnostics)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return read_source(Path(path)).text
+    except SourceError:
+        return None
+
+
+def _add_ignores(
+    paths: Sequence[str], overrides: Overrides, options: RunOptions, reason: str | None
+) -> int:
+    """`check --add-ignore`: a suppression comment for every finding; the exit code."""
+    from jaxfix.add_ignore import add_suppressions
+
+    if STDIN in paths:
+        raise click.UsageError("--add-ignore needs files to rewrite (not -)")
+    try:
+        add_suppressions("", [], reason)  # validates the reason before any file is touched
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--add-ignore") from error
+    tally = Tally()
+    added = 0
+    outcomes = _outcomes(paths, _finder(overrides, options), options, fix=False, edits=False)
+    for outcome in outcomes:
+        _count(outcome, tally)
+        if outcome.error or not outcome.diagnostics:
+            continue
+        try:
+            source = read_source(Path(outcome.display))
+            text, skipped = add_suppressions(source.text, outcome.diagnostics, reason)
+            if text != source.text:
+                write_source_atomic(source, text)
+        except (SourceError, ValueError) as error:
+            tally.errors += 1
+            click.echo(f"error: {error}", err=True)
+            continue
+        for diagnostic in skipped:
+            click.echo(f"{finding_line(outcome.display, diagnostic)} (no place for a comment)")
+        suppressed = len(outcome.diagnostics) - len(skipped)
+        added += suppressed
+        tally.remaining -= suppressed
+        tally.changed_files += text != source.text
+    click.echo(
+        f"Added {plural(added, 'suppression')} in {plural(tally.changed_files, 'file')}"
+        f" ({tally.files} checked), {tally.remaining} remaining"
+        + (f", {plural(tally.errors, 'error')}" if tally.errors else "")
+        + ".",
+        err=True,
+    )
+    return 2 if tally.errors else 1 if tally.remaining else 0
+
+
+def _review_all(
+    paths: Sequence[str], overrides: Overrides, options: RunOptions, tally: Tally, color: bool
+) -> None:
+    """`apply --interactive`: analyse every file (in parallel), then ask about each fix in turn
+    and write each file once its questions are answered."""
+    from jaxfix.interactive import review_file
+    from jaxfix.runner import run_job
+
+    finder = _finder(overrides, options)
+    stopped = False
+    for outcome in list(_outcomes(paths, finder, options, fix=False, edits=True)):
+        _count(outcome, tally)
+        if stopped or outcome.error or not any(d.edits for d in outcome.diagnostics):
+            continue
+        try:
+            source = read_source(Path(outcome.display))
+        except SourceError as error:
+            tally.errors += 1
+            click.echo(f"error: {error}", err=True)
+            continue
+        job = job_for(finder.for_path(source.path), source.path, fix=False, edits=True)
+
+        def check(text: str, source: SourceFile = source, job: Job = job) -> list[Diagnostic]:
+            checked = run_job(dataclasses.replace(source, text=text), job)
+            if checked.error:
+                raise _ReviewFailed(checked.error)
+            return checked.diagnostics
+
+        try:
+            review = review_file(
+                outcome.display,
+                source.text,
+                check,
+                ask=_ask,
+                say=click.echo,
+                unsafe_fixes=job.unsafe_fixes,
+                color=color,
+                first=outcome.diagnostics,
+            )
+        except _ReviewFailed as error:
+            tally.errors += 1
+            click.echo(f"error: {error}; the file is left unchanged", err=True)
+            continue
+        tally.remaining += len(review.remaining) - len(outcome.diagnostics)
+        if review.applied:
+            reviewed = dataclasses.replace(outcome, source=source, new_text=review.text)
+            reviewed.fixed = review.applied
+            _emit_fixed(reviewed, tally, diff=False, color=color)
+        stopped = review.quit
+
+
+class _ReviewFailed(Exception):
+    """Re-checking a file during the review failed (e.g. a fix broke the code)."""
+
+
+def _ask(prompt: str) -> str:
+    """One answer from the terminal; end of input and Ctrl-C end the review (`q`)."""
+    try:
+        return input(prompt)
+    except (EOFError, KeyboardInterrupt):
+        click.echo()
+        raise
 
 
 def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None:
@@ -253,13 +503,38 @@ def explain(code: str) -> None:
 
 
 @main.command(name="rules")
-def list_rules() -> None:
-    """List every rule: code, name, fix safety and fix title."""
-    from jaxfix.docs import safety_label
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="A table, or JSON for tools.",
+)
+def list_rules(output_format: str) -> None:
+    """List every rule: code, name, fix safety and summary."""
+    from jaxfix.docs import rule_url, safety_label
     from jaxfix.registry import all_rules
 
-    for rule in all_rules():
-        click.echo(f"{rule.code}  {rule.name:<22} {safety_label(rule):<7} {rule.fix_title}")
+    rules = all_rules()
+    if output_format == "json":
+        rows = [
+            {
+                "code": rule.code,
+                "name": rule.name,
+                "summary": rule.summary,
+                "fix": rule.fix_title if rule.fix_safety else None,
+                "fix_safety": safety_label(rule),
+                "options": dict(rule.options),
+                "url": rule_url(rule),
+            }
+            for rule in rules
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    width = max(len(rule.name) for rule in rules)
+    click.echo(f"{'code':<6} {'name':<{width}} {'fix':<6} summary")
+    for rule in rules:
+        click.echo(f"{rule.code:<6} {rule.name:<{width}} {safety_label(rule):<6} {rule.summary}")
 
 
 @main.command(name="clean")

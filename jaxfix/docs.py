@@ -31,16 +31,22 @@ def rule_doc(rule: type[Rule]) -> str:
     """A rule's documentation as Markdown, headed by its code and name."""
     body = inspect.cleandoc(rule.__doc__ or "")
     fix = f"{rule.fix_title} ({safety_label(rule)})" if rule.fix_safety else "none"
-    return f"# {rule.code} {rule.name}\n\nFix: {fix}.\n\n{body}\n"
+    options = "".join(
+        f"- `{name}` (list of dotted names): {text}\n" for name, text in rule.options.items()
+    )
+    if options:
+        options = f"Options, in `[tool.jaxfix.rules.{rule.code}]`:\n\n{options}\n"
+    return f"# {rule.code} {rule.name}\n\n{rule.summary}.\n\nFix: {fix}.\n\n{options}{body}\n"
 
 
 def rules_table() -> str:
     """The Markdown table of every rule: code, name, what it flags, fix and its safety."""
-    rows = ["| code | name | fix | safety |", "| --- | --- | --- | --- |"]
+    rows = ["| code | name | finds | fix | safety |", "| --- | --- | --- | --- | --- |"]
     for rule in all_rules():
         anchor = f"docs/rules.md#{rule.code.lower()}-{rule.name}"
         rows.append(
-            f"| [{rule.code}]({anchor}) | `{rule.name}` | {rule.fix_title} | {safety_label(rule)} |"
+            f"| [{rule.code}]({anchor}) | `{rule.name}` | {rule.summary} | {rule.fix_title}"
+            f" | {safety_label(rule)} |"
         )
     return "\n".join(rows) + "\n"
 

@@ -23,7 +23,7 @@ from jaxfix import candidates, firstpass, suppression
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.edits import line_edits
 from jaxfix.options import DEFAULT, Options
-from jaxfix.registry import all_rules
+from jaxfix.registry import all_rules, matches
 from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.tracing import TracedAnalysis
 from jaxfix.transforms import TransformSpec, with_user_transforms
@@ -62,7 +62,7 @@ def applicable_rules(
 
 
 def _anchors(rule: type[Rule], options: Options) -> frozenset[str]:
-    return rule.anchors_with(options.for_rule(rule.code))
+    return rule.anchors_with(options.for_rule(rule.code, rule.name))
 
 
 @functools.cache
@@ -157,13 +157,19 @@ def _place(d: Diagnostic) -> tuple[str, int, int, int, int, str]:
 
 
 def _fixable(diagnostics: list[Diagnostic], options: Options) -> list[Diagnostic]:
-    """Findings of the rules the project marks unfixable lose their fix."""
-    if not options.unfixable:
+    """Findings of the rules the project does not let jaxfix fix lose their fix."""
+    if options.fixable is None and not options.unfixable:
         return diagnostics
+    allowed = {
+        rule.code
+        for rule in all_rules()
+        if (options.fixable is None or matches(rule, options.fixable))
+        and not matches(rule, options.unfixable)
+    }
     return [
-        dataclasses.replace(d, fix=None, fix_title=None, fix_safety=None)
-        if d.code in options.unfixable
-        else d
+        d
+        if d.code in allowed
+        else dataclasses.replace(d, fix=None, fix_title=None, fix_safety=None)
         for d in diagnostics
     ]
 
@@ -224,7 +230,7 @@ def _run(
 ) -> tuple[list[Diagnostic], MetadataWrapper]:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     analysis = TracedAnalysis(wrapper, _transforms(options))
-    instances = [rule(analysis, options.for_rule(rule.code)) for rule in rules]
+    instances = [rule(analysis, options.for_rule(rule.code, rule.name)) for rule in rules]
     wrapper.visit_batched(instances)
     diagnostics = [d for rule in instances for d in rule.diagnostics]
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))

@@ -14,14 +14,20 @@ class Options:
     # The project's own jit-like wrappers (`my_lib.compiled`): each traces the function it is
     # applied to as `jax.jit` does.
     transforms: tuple[str, ...] = ()
-    # Rule options: (rule code, option name, values), e.g. ("JF101", "extra-serializers", (...)).
+    # Rule options: (rule code or name, option, values), e.g. ("JF101", "extra-serializers", ...).
     rule_options: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
-    # Codes of the rules whose fixes must not be applied nor offered (`fixable` / `unfixable`).
-    unfixable: frozenset[str] = frozenset()
+    # Selectors of the rules whose fixes may be applied or offered (None: every rule's), and of
+    # those whose fixes may not (`fixable` / `unfixable`).
+    fixable: tuple[str, ...] | None = None
+    unfixable: tuple[str, ...] = ()
 
-    def for_rule(self, code: str) -> Mapping[str, tuple[str, ...]]:
-        """The options set for the rule with this code."""
-        return {name: values for rule, name, values in self.rule_options if rule == code}
+    def for_rule(self, code: str, name: str) -> Mapping[str, tuple[str, ...]]:
+        """The options set for the rule with this code and name."""
+        return {
+            option: values
+            for rule, option, values in self.rule_options
+            if rule.upper() == code or rule == name
+        }
 
 
 DEFAULT = Options()

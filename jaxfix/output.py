@@ -66,13 +66,13 @@ class Tally:
                 self.unsafe_fixable += 1
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def check_summary(tally: Tally, unsafe_fixes: bool) -> str:
     """E.g. `Checked 4 files: 3 findings, 2 fixable with `jaxfix apply --unsafe-fixes`.`"""
-    text = f"Checked {_plural(tally.files, 'file')}: {_plural(tally.remaining, 'finding')}"
+    text = f"Checked {plural(tally.files, 'file')}: {plural(tally.remaining, 'finding')}"
     safe, unsafe = tally.safe_fixable, tally.unsafe_fixable
     if unsafe_fixes and safe + unsafe:
         text += f", {safe + unsafe} fixable with `jaxfix apply --unsafe-fixes`"
@@ -89,8 +89,8 @@ def apply_summary(tally: Tally, unsafe_fixes: bool, dry_run: bool) -> str:
     """E.g. `Checked 4 files: fixed 2 findings in 1 file, 1 remaining.`"""
     verb = "would fix" if dry_run else "fixed"
     text = (
-        f"Checked {_plural(tally.files, 'file')}: {verb} {_plural(tally.fixed, 'finding')}"
-        f" in {_plural(tally.changed_files, 'file')}, {tally.remaining} remaining"
+        f"Checked {plural(tally.files, 'file')}: {verb} {plural(tally.fixed, 'finding')}"
+        f" in {plural(tally.changed_files, 'file')}, {tally.remaining} remaining"
     )
     if tally.unsafe_fixable and not unsafe_fixes:
         text += f" ({tally.unsafe_fixable} fixable with `--unsafe-fixes`)"
@@ -98,4 +98,4 @@ def apply_summary(tally: Tally, unsafe_fixes: bool, dry_run: bool) -> str:
 
 
 def _errors(tally: Tally) -> str:
-    return f", {_plural(tally.errors, 'error')}" if tally.errors else ""
+    return f", {plural(tally.errors, 'error')}" if tally.errors else ""

@@ -2,64 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 from click.testing import CliRunner, Result
 
 from jaxfix.cli import main
-
-RETURNED = """\
-import pickle
-
-import jax
-
-
-@jax.jit
-def encode(x):
-    return pickle.dumps(x)
-"""
-
-HOISTABLE = """\
-import pickle
-
-import jax
-
-BLOBS = []
-
-
-@jax.jit
-def step(x):
-    y = x * 2
-    BLOBS.append(pickle.dumps(y))
-    return y
-"""
-
-CACHED = """\
-import functools
-
-import jax
-
-
-@functools.lru_cache
-@jax.jit
-def f(x):
-    return x + 1
-"""
-
-CLEAN = """\
-import pickle
-
-import jax.numpy as jnp
-
-payload = pickle.dumps(jnp.ones(3))
-"""
+from tests.programs import CACHED, CLEAN, HOISTABLE, RETURNED
 
 
 def invoke(*args: str, input: str | None = None) -> Result:
     return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def findings(stdout: str) -> list[str]:
+    """The finding lines of text output (not the indented fix lines under them)."""
+    return [line for line in stdout.splitlines() if not line.startswith(" ")]
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -86,9 +48,13 @@ def test_check_marks_fixable_findings_and_counts_them(tmp_path: Path) -> None:
     write(tmp_path, "b.py", CACHED)
     result = invoke("check", str(tmp_path))
     assert result.exit_code == 1
-    lines = result.stdout.splitlines()
+    lines = findings(result.stdout)
     assert [line.split(": ")[1].split()[0] for line in lines] == ["JF101", "JF102"]
     assert all(line.endswith("[*]") for line in lines)
+    assert result.stdout.splitlines()[1::2] == [
+        "    fix (unsafe): Move the serialization to a host callback (`jax.debug.callback`)",
+        "    fix (safe): Remove the cache decorator (`jax.jit` already caches compiled code)",
+    ]
     assert result.stderr == (
         "Checked 2 files: 2 findings, 1 fixable with `jaxfix apply` "
         "(1 more with `--unsafe-fixes`).\n"
@@ -126,9 +92,9 @@ def test_select_and_ignore(tmp_path: Path) -> None:
     write(tmp_path, "a.py", HOISTABLE)
     write(tmp_path, "b.py", CACHED)
     only_cache = invoke("check", "--select", "JF102", str(tmp_path))
-    assert [line.split()[1] for line in only_cache.stdout.splitlines()] == ["JF102"]
+    assert [line.split()[1] for line in findings(only_cache.stdout)] == ["JF102"]
     by_name = invoke("check", "--ignore", "cache-on-traced", str(tmp_path))
-    assert [line.split()[1] for line in by_name.stdout.splitlines()] == ["JF101"]
+    assert [line.split()[1] for line in findings(by_name.stdout)] == ["JF101"]
     by_prefix = invoke("check", "--ignore", "JF1", str(tmp_path))
     assert (by_prefix.exit_code, by_prefix.stdout) == (0, "")
 
@@ -224,7 +190,22 @@ def test_explain_and_rules() -> None:
     assert explained.stdout.startswith("# JF101 serialize-in-traced\n")
     assert "## Fix safety" in explained.stdout
     listed = invoke("rules")
-    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["JF001", "JF101", "JF102"]
+    header, *rows = listed.stdout.splitlines()
+    assert header.split() == ["code", "name", "fix", "summary"]
+    assert [row.split()[:3] for row in rows] == [
+        ["JF001", "unused-suppression", "none"],
+        ["JF101", "serialize-in-traced", "unsafe"],
+        ["JF102", "cache-on-traced", "safe"],
+    ]
+    assert rows[2].endswith("A memoizing cache decorator on a function that jax traces or jits")
+    as_json = json.loads(invoke("rules", "--output-format", "json").stdout)
+    assert [(r["code"], r["fix_safety"]) for r in as_json] == [
+        ("JF001", "none"),
+        ("JF101", "unsafe"),
+        ("JF102", "safe"),
+    ]
+    assert as_json[1]["options"] == {"extra-serializers": ANY}
+    assert as_json[2]["url"].endswith("docs/rules.md#jf102-cache-on-traced")
 
 
 @pytest.mark.parametrize("command", ["check", "apply"])
@@ -236,9 +217,7 @@ def test_requires_a_path(command: str) -> None:
 def test_bundled_example_project_findings() -> None:
     example = Path(__file__).parent.parent / "examples" / "project"
     result = invoke("check", str(example))
-    found = [
-        (Path(line.split(":")[0]).name, line.split()[1]) for line in result.stdout.splitlines()
-    ]
+    found = [(Path(line.split(":")[0]).name, line.split()[1]) for line in findings(result.stdout)]
     assert found == [
         ("model.py", "JF102"),
         ("train.py", "JF101"),

@@ -308,7 +308,7 @@ def test_user_declared_transform_traces_like_jit() -> None:
 
 
 def test_unfixable_rules_keep_their_findings_but_lose_their_fix() -> None:
-    options = Options(unfixable=frozenset({"JF102"}))
+    options = Options(unfixable=("cache-on-traced",))
     found = check_text(TWO_RULES, RULES, options=options, edits=True)
     assert [(d.code, d.fix_safety, bool(d.edits)) for d in found] == [
         ("JF102", None, False),

@@ -1,0 +1,331 @@
+"""`[tool.jaxfix]` in `pyproject.toml`: finding, reading and validating a project's settings,
+and resolving them (with the command line's overrides) into what to do with each file.
+
+The settings of a file come from the nearest `pyproject.toml` at or above it that has a
+`[tool.jaxfix]` table (or the one `--config` names); paths and patterns in it are relative to
+that file's folder. Unknown keys and bad values are errors naming the file and the key.
+Free of LibCST: rule selectors are checked against the registry only when needed.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pathspec import GitIgnoreSpec
+
+from jaxfix.batch import Job
+from jaxfix.options import Options
+
+PYPROJECT = "pyproject.toml"
+# Folders skipped when walking (besides hidden ones, virtual environments and .gitignore'd ones).
+DEFAULT_EXCLUDE = ("build", "dist", "_build", "buck-out", "__pypackages__")
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used: one line naming the file and the key."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The settings of one `[tool.jaxfix]` table, as written (defaults where absent)."""
+
+    path: Path | None = None  # the pyproject.toml; None for the defaults
+    select: tuple[str, ...] | None = None  # None: every rule
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False
+    respect_gitignore: bool = True
+    fixable: tuple[str, ...] | None = None  # None: every rule
+    unfixable: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    transforms: tuple[str, ...] = ()
+    rules: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (rule selector, option, values)
+
+    @property
+    def root(self) -> Path:
+        """The folder patterns are relative to: the config file's, else the current one."""
+        return self.path.parent if self.path is not None else Path.cwd()
+
+    @cached_property
+    def _excludes(self) -> GitIgnoreSpec:
+        return GitIgnoreSpec.from_lines([*self.exclude, *self.extend_exclude])
+
+    def excludes(self, path: Path, below: Path | None = None) -> bool:
+        """Whether `exclude` / `extend-exclude` name `path` or a folder above it; with `below`
+        (a folder given on the command line, which is walked even when excluded), only the
+        folders under it count."""
+        relative = _relative(path, self.root)
+        if relative is None:
+            return False
+        parts = relative.split("/")
+        start = 1
+        if below is not None:
+            base = _relative(below, self.root)
+            start = 1 + (len(base.split("/")) if base is not None and base != "." else 0)
+        # A folder's match covers what is inside it: only a match of its own counts, so that a
+        # folder named on the command line is walked even when it is excluded.
+        inherited = False
+        for end in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:end])
+            matched = self._excludes.match_file(prefix if end == len(parts) else prefix + "/")
+            if matched and not inherited and end >= start:
+                return True
+            inherited = matched
+        return False
+
+    def ignored_for(self, path: Path) -> tuple[str, ...]:
+        """The selectors `per-file-ignores` names for `path`."""
+        relative = _relative(path, self.root)
+        if relative is None:
+            return ()
+        return tuple(
+            selector
+            for pattern, selectors in self.per_file_ignores
+            if GitIgnoreSpec.from_lines([pattern]).match_file(relative)
+            for selector in selectors
+        )
+
+    def selectors(self) -> list[tuple[str, str]]:
+        """Every rule selector the file uses, with the key it is under (for validation)."""
+        found = [(key, s) for key, values in self._selector_keys() for s in values]
+        found += [
+            (f"per-file-ignores.{p!r}", s) for p, values in self.per_file_ignores for s in values
+        ]
+        return found
+
+    def _selector_keys(self) -> list[tuple[str, Sequence[str]]]:
+        return [
+            ("select", self.select or ()),
+            ("extend-select", self.extend_select),
+            ("ignore", self.ignore),
+            ("fixable", self.fixable or ()),
+            ("unfixable", self.unfixable),
+        ]
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line sets; None means "as the configuration says"."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    unsafe_fixes: bool | None = None
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool | None = None
+    respect_gitignore: bool | None = None
+
+    def apply(self, config: Config) -> Config:
+        """`config` with these overrides: `--select` and `--exclude` replace, the others add."""
+        return replace(
+            config,
+            select=self.select if self.select is not None else config.select,
+            extend_select=(*config.extend_select, *self.extend_select),
+            ignore=(*config.ignore, *self.ignore),
+            unsafe_fixes=_pick(self.unsafe_fixes, config.unsafe_fixes),
+            exclude=self.exclude if self.exclude is not None else config.exclude,
+            extend_exclude=(*config.extend_exclude, *self.extend_exclude),
+            force_exclude=_pick(self.force_exclude, config.force_exclude),
+            respect_gitignore=_pick(self.respect_gitignore, config.respect_gitignore),
+        )
+
+
+def _pick(override: bool | None, value: bool) -> bool:
+    return value if override is None else override
+
+
+def job_for(config: Config, path: Path, *, fix: bool, edits: bool = False) -> Job:
+    """What to do with the file at `path` under `config`."""
+    select = () if config.select is None else (*config.select, *config.extend_select)
+    return Job(
+        select=select,
+        ignore=(*config.ignore, *config.ignored_for(path)),
+        fix=fix,
+        unsafe_fixes=config.unsafe_fixes,
+        edits=edits,
+        options=Options(
+            transforms=config.transforms,
+            rule_options=config.rules,
+            fixable=config.fixable,
+            unfixable=config.unfixable,
+        ),
+    )
+
+
+class ConfigFinder:
+    """The configuration of each file: the nearest `pyproject.toml` with `[tool.jaxfix]` above
+    it, or the forced one; each file read once, each folder looked up once."""
+
+    def __init__(self, overrides: Overrides, forced: Path | None = None, isolated: bool = False):
+        self.overrides = overrides
+        self._forced = forced
+        self._isolated = isolated
+        self._by_folder: dict[Path, Config] = {}
+        self._loaded: dict[Path, Config] = {}
+
+    def for_path(self, path: Path) -> Config:
+        """The settings (with the overrides) that apply to `path` (a file or a folder)."""
+        if self._isolated:
+            return self.overrides.apply(Config())
+        if self._forced is not None:
+            return self._load(self._forced)
+        folder = Path(os.path.abspath(path))
+        if not folder.is_dir():
+            folder = folder.parent
+        return self._for_folder(folder)
+
+    def _for_folder(self, folder: Path) -> Config:
+        if folder not in self._by_folder:
+            candidate = folder / PYPROJECT
+            if candidate.is_file() and _has_table(candidate):
+                self._by_folder[folder] = self._load(candidate)
+            elif folder.parent == folder:
+                self._by_folder[folder] = self.overrides.apply(Config())
+            else:
+                self._by_folder[folder] = self._for_folder(folder.parent)
+        return self._by_folder[folder]
+
+    def _load(self, path: Path) -> Config:
+        if path not in self._loaded:
+            self._loaded[path] = self.overrides.apply(load(path))
+        return self._loaded[path]
+
+    def loaded(self) -> list[Config]:
+        """Every configuration file read so far."""
+        return list(self._loaded.values())
+
+
+def _has_table(path: Path) -> bool:
+    try:
+        return "jaxfix" in _read(path).get("tool", {})
+    except ConfigError:
+        return True  # let `load` report it
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from error
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from error
+
+
+def load(path: Path) -> Config:
+    """The `[tool.jaxfix]` table of the file at `path` (a missing table gives the defaults)."""
+    table = _read(path).get("tool", {}).get("jaxfix", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.jaxfix] must be a table")
+    values: dict[str, Any] = {}
+    for key, raw in table.items():
+        parse = _KEYS.get(key)
+        if parse is None:
+            raise ConfigError(f"{path}: [tool.jaxfix] unknown key `{key}`{_suggest(key)}")
+        try:
+            values[key.replace("-", "_")] = parse(raw)
+        except ValueError as error:
+            raise ConfigError(f"{path}: [tool.jaxfix] `{key}`: {error}") from error
+    return Config(path=path, **values)
+
+
+def _strings(raw: object) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise ValueError(f"expected a list of strings, got {_shown(raw)}")
+    return tuple(raw)
+
+
+def _boolean(raw: object) -> bool:
+    if not isinstance(raw, bool):
+        raise ValueError(f"expected true or false, got {_shown(raw)}")
+    return raw
+
+
+def _dotted_names(raw: object) -> tuple[str, ...]:
+    names = _strings(raw)
+    for name in names:
+        if not all(part.isidentifier() for part in name.split(".")) or "." not in name:
+            raise ValueError(f"expected dotted names like `my_lib.compiled`, got {name!r}")
+    return names
+
+
+def _per_file_ignores(raw: object) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a table of pattern = [rules], got {_shown(raw)}")
+    return tuple((str(pattern), _strings(selectors)) for pattern, selectors in raw.items())
+
+
+def _rule_options(raw: object) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise ValueError(f"expected tables like [tool.jaxfix.rules.JF101], got {_shown(raw)}")
+    return tuple(
+        (str(rule), str(option), _dotted_names(values))
+        for rule, options in raw.items()
+        for option, values in options.items()
+    )
+
+
+def _shown(raw: object) -> str:
+    text = repr(raw)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_KEYS: Mapping[str, Callable[[object], Any]] = {
+    "select": _strings,
+    "extend-select": _strings,
+    "ignore": _strings,
+    "per-file-ignores": _per_file_ignores,
+    "exclude": _strings,
+    "extend-exclude": _strings,
+    "force-exclude": _boolean,
+    "respect-gitignore": _boolean,
+    "fixable": _strings,
+    "unfixable": _strings,
+    "unsafe-fixes": _boolean,
+    "transforms": _dotted_names,
+    "rules": _rule_options,
+}
+
+
+def _suggest(key: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, list(_KEYS), n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+    except ValueError:
+        return None
+
+
+def validate(configs: Iterable[Config]) -> None:
+    """Raise ConfigError for a selector that names no rule, or an option no rule has."""
+    from jaxfix.registry import find_rule, unknown_selectors
+
+    for config in configs:
+        where = config.path or "command line"
+        for key, selector in config.selectors():
+            if unknown_selectors([selector]):
+                raise ConfigError(f"{where}: [tool.jaxfix] `{key}`: unknown rule `{selector}`")
+        for name, option, _ in config.rules:
+            rule = find_rule(name)
+            if rule is None:
+                raise ConfigError(f"{where}: [tool.jaxfix.rules] unknown rule `{name}`")
+            if option not in rule.options:
+                known = ", ".join(f"`{o}`" for o in rule.options) or "none"
+                raise ConfigError(
+                    f"{where}: [tool.jaxfix.rules.{name}] unknown option `{option}`"
+                    f" (options of {rule.code}: {known})"
+                )

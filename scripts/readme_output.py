@@ -1,0 +1,33 @@
+"""Rewrite the output of every ```console block of README.md that runs `$ jaxfix ...` with what
+the command prints now (what tests/test_readme.py checks). Review the diff before committing."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from jaxfix.cli import main
+
+ROOT = Path(__file__).parent.parent
+BLOCK = re.compile(r"```console\n\$ (jaxfix [^\n]*)\n(.*?)```", re.S)
+
+
+def output(command: str) -> str:
+    result = CliRunner().invoke(main, shlex.split(command)[1:])
+    return result.stdout + result.stderr
+
+
+def main_() -> None:
+    os.chdir(ROOT)
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    new = BLOCK.sub(lambda m: f"```console\n$ {m[1]}\n{output(m[1])}```", text)
+    readme.write_text(new, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main_()
