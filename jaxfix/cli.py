@@ -40,7 +40,7 @@ from jaxfix.sourcefile import (
     read_stdin_source,
     write_source_atomic,
 )
-from jaxfix.terminal import wants_color, with_progress
+from jaxfix.terminal import echo, wants_color, with_progress
 
 # Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
 # which a run answered from the cache does without.
@@ -279,7 +279,7 @@ def check(paths: tuple[str, ...], **values: Any) -> None:
         result = _file_result(outcome, with_text=fmt == "full" or show_fixes)
         if streaming:
             if outcome.diagnostics:
-                click.echo(render(fmt, [result], color=color, show_fixes=show_fixes), nl=False)
+                echo(render(fmt, [result], color=color, show_fixes=show_fixes), nl=False)
         else:
             results.append(result)
     if statistics:
@@ -315,7 +315,7 @@ def apply(paths: tuple[str, ...], **values: Any) -> None:
             _count(outcome, tally)
             if not diff:
                 for diagnostic in outcome.diagnostics:
-                    click.echo(finding_line(outcome.display, diagnostic))
+                    echo(finding_line(outcome.display, diagnostic))
             _emit_fixed(outcome, tally, diff, color)
     _summary(apply_summary(tally, overrides.unsafe_fixes or False, dry_run=diff), tally)
     if tally.errors:
@@ -340,7 +340,7 @@ def _count(outcome: Outcome, tally: Tally) -> None:
     tally.count_remaining(outcome.diagnostics)
     if outcome.error:
         tally.errors += 1
-        click.echo(f"error: {outcome.error}", err=True)
+        echo(f"error: {outcome.error}", err=True)
 
 
 def _file_result(outcome: Outcome, with_text: bool) -> FileResult:
@@ -383,10 +383,10 @@ def _add_ignores(
                 write_source_atomic(source, text)
         except (SourceError, ValueError) as error:
             tally.errors += 1
-            click.echo(f"error: {error}", err=True)
+            echo(f"error: {error}", err=True)
             continue
         for diagnostic in skipped:
-            click.echo(f"{finding_line(outcome.display, diagnostic)} (no place for a comment)")
+            echo(f"{finding_line(outcome.display, diagnostic)} (no place for a comment)")
         suppressed = len(outcome.diagnostics) - len(skipped)
         added += suppressed
         tally.remaining -= suppressed
@@ -419,7 +419,7 @@ def _review_all(
             source = read_source(Path(outcome.display))
         except SourceError as error:
             tally.errors += 1
-            click.echo(f"error: {error}", err=True)
+            echo(f"error: {error}", err=True)
             continue
         job = job_for(finder.for_path(source.path), source.path, fix=False, edits=True)
 
@@ -442,7 +442,7 @@ def _review_all(
             )
         except _ReviewFailed as error:
             tally.errors += 1
-            click.echo(f"error: {error}; the file is left unchanged", err=True)
+            echo(f"error: {error}; the file is left unchanged", err=True)
             continue
         tally.remaining += len(review.remaining) - len(outcome.diagnostics)
         if review.applied:
@@ -476,7 +476,7 @@ def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None
     tally.changed_files += 1
     tally.fixed += len(outcome.fixed)
     if diff:
-        click.echo(unified_diff(outcome.display, source.text, outcome.new_text, color), nl=False)
+        echo(unified_diff(outcome.display, source.text, outcome.new_text, color), nl=False)
     elif to_stdout:
         sys.stdout.write(outcome.new_text)
     else:
@@ -486,7 +486,7 @@ def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None
             tally.errors += 1
             tally.changed_files -= 1
             tally.fixed -= len(outcome.fixed)
-            click.echo(f"error: {error}", err=True)
+            echo(f"error: {error}", err=True)
 
 
 @main.command()

@@ -10,11 +10,17 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from typing import TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 T = TypeVar("T")
 # A run over fewer files than this finishes before a bar would help.
 PROGRESS_MIN_FILES = 20
+_active: Progress | None = None  # the progress bar on screen
 
 
 def wants_color(stream: TextIO) -> bool:
@@ -30,7 +36,9 @@ def _isatty(stream: TextIO) -> bool:
 
 
 def with_progress(items: Iterator[T], total: int, description: str) -> Iterator[T]:
-    """`items`, with a transient progress bar on stderr when it is a color terminal."""
+    """`items`, with a transient progress bar on stderr when it is a color terminal; while it
+    shows, `echo` prints above it."""
+    global _active
     if total < PROGRESS_MIN_FILES or not wants_color(sys.stderr):
         yield from items
         return
@@ -43,8 +51,28 @@ def with_progress(items: Iterator[T], total: int, description: str) -> Iterator[
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task(description, total=total)
-        for item in items:
-            yield item
-            progress.advance(task)
+    console = Console(stderr=True)
+    progress = Progress(
+        *columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=False
+    )
+    with progress:
+        _active = progress
+        try:
+            task = progress.add_task(description, total=total)
+            for item in items:
+                yield item
+                progress.advance(task)
+        finally:
+            _active = None
+
+
+def echo(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """`click.echo` to stdout (or stderr), printed above the progress bar while one shows."""
+    stream = sys.stderr if err else sys.stdout
+    if _active is not None and _isatty(stream):
+        from rich.text import Text
+
+        block = text + "\n" if nl else text
+        _active.console.print(Text.from_ansi(block, end=""), end="", soft_wrap=True)
+        return
+    click.echo(text, err=err, nl=nl)
