@@ -10,17 +10,16 @@ import dataclasses
 import gc
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
 from jaxfix import __version__
-from jaxfix.batch import Job, default_jobs, run_paths
-from jaxfix.cache import DEFAULT_FOLDER, Cache, clean
-from jaxfix.config import ConfigError, ConfigFinder, Overrides, job_for, validate
+from jaxfix.batch import Job
+from jaxfix.cache import DEFAULT_FOLDER, clean
+from jaxfix.config import Overrides, job_for
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.formats import FORMATS, STREAMING_FORMATS, FileResult, render
 from jaxfix.formats import statistics as render_statistics
@@ -33,41 +32,23 @@ from jaxfix.output import (
     plural,
     unified_diff,
 )
+from jaxfix.run import STDIN, RunOptions, finder_for, outcomes
 from jaxfix.sourcefile import (
     SourceError,
     SourceFile,
     read_source,
-    read_stdin_source,
     write_source_atomic,
 )
-from jaxfix.terminal import echo, wants_color, with_progress
+from jaxfix.terminal import echo, wants_color
 
 # Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
 # which a run answered from the cache does without.
-
-STDIN = "-"
 # Outputs that show each fix's edits (computed only for them: it costs a parse per fix).
 FORMATS_WITH_EDITS = frozenset({"full", "json", "sarif"})
 
 
 def _split(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How a run is carried out (never what it finds)."""
-
-    jobs: int | None
-    no_cache: bool
-    cache_dir: Path | None
-    config: Path | None
-    isolated: bool
-    stdin_filename: str | None
-
-    @property
-    def cache_folder(self) -> Path:
-        return self.cache_dir or DEFAULT_FOLDER
 
 
 def _overrides(values: dict[str, Any]) -> Overrides:
@@ -95,77 +76,6 @@ def _run_options(values: dict[str, Any]) -> RunOptions:
         isolated=values.pop("isolated"),
         stdin_filename=values.pop("stdin_filename"),
     )
-
-
-class _BadConfig(click.ClickException):
-    """A configuration file that cannot be used: `Error: <file>: <problem>`, exit 2."""
-
-    exit_code = 2
-
-
-def _finder(overrides: Overrides, options: RunOptions) -> ConfigFinder:
-    _validate_overrides(overrides)
-    return ConfigFinder(overrides, forced=options.config, isolated=options.isolated)
-
-
-def _outcomes(
-    paths: Sequence[str], finder: ConfigFinder, options: RunOptions, *, fix: bool, edits: bool
-) -> Iterator[Outcome]:
-    """The outcome of every source in PATHS, in order; saves the cache at the end."""
-    from jaxfix.targets import targets
-
-    cache = None if options.no_cache else Cache(options.cache_folder)
-    items: list[tuple[Path, Job] | Outcome] = []
-    try:
-        for raw in paths:
-            if raw == STDIN:
-                items.append(_stdin_outcome(finder, options.stdin_filename, fix=fix, edits=edits))
-            else:
-                items.extend(targets([Path(raw)], finder, fix=fix, edits=edits))
-        _validate_configs(finder, cache)
-    except ConfigError as error:
-        raise _BadConfig(str(error)) from error
-    jobs = options.jobs or default_jobs()
-    files = sum(1 for item in items if not isinstance(item, Outcome))
-    results = run_paths(items, jobs=jobs, cache=cache)
-    yield from with_progress(results, files, "Applying" if fix else "Checking")
-    if cache is not None:
-        cache.save()
-
-
-def _validate_overrides(overrides: Overrides) -> None:
-    given = (*(overrides.select or ()), *overrides.extend_select, *overrides.ignore)
-    if not given:
-        return
-    from jaxfix.registry import unknown_selectors  # imports the rules, so LibCST
-
-    if unknown := unknown_selectors(given):
-        raise click.UsageError(f"unknown rule selector: {', '.join(unknown)}")
-
-
-def _validate_configs(finder: ConfigFinder, cache: Cache | None) -> None:
-    """Check the configuration files' rule selectors and options (which needs the rules, so
-    LibCST) unless an earlier run with the same files proved them valid."""
-    configs = finder.loaded()
-    key = repr(configs)
-    if not configs or (cache is not None and cache.is_valid(key)):
-        return
-    validate(configs)
-    if cache is not None:
-        cache.mark_valid(key)
-
-
-def _stdin_outcome(finder: ConfigFinder, name: str | None, *, fix: bool, edits: bool) -> Outcome:
-    from jaxfix.runner import run_job
-
-    display = name or STDIN
-    config = finder.for_path(Path(name) if name else Path.cwd())
-    job = job_for(config, Path(display), fix=fix, edits=edits)
-    try:
-        source = read_stdin_source(sys.stdin.buffer.read(), display)
-    except SourceError as error:
-        return Outcome(display, error=str(error))
-    return run_job(source, job, display=display)
 
 
 def _common(command: Callable[..., None]) -> Callable[..., None]:
@@ -274,7 +184,7 @@ def check(paths: tuple[str, ...], **values: Any) -> None:
     tally = Tally()
     results: list[FileResult] = []
     streaming = fmt in STREAMING_FORMATS and not statistics
-    for outcome in _outcomes(paths, _finder(overrides, options), options, fix=False, edits=edits):
+    for outcome in outcomes(paths, finder_for(overrides, options), options, fix=False, edits=edits):
         _count(outcome, tally)
         result = _file_result(outcome, with_text=fmt == "full" or show_fixes)
         if streaming:
@@ -309,8 +219,8 @@ def apply(paths: tuple[str, ...], **values: Any) -> None:
     if interactive:
         _review_all(paths, overrides, options, tally, color)
     else:
-        for outcome in _outcomes(
-            paths, _finder(overrides, options), options, fix=True, edits=False
+        for outcome in outcomes(
+            paths, finder_for(overrides, options), options, fix=True, edits=False
         ):
             _count(outcome, tally)
             if not diff:
@@ -371,8 +281,8 @@ def _add_ignores(
         raise click.BadParameter(str(error), param_hint="--add-ignore") from error
     tally = Tally()
     added = 0
-    outcomes = _outcomes(paths, _finder(overrides, options), options, fix=False, edits=False)
-    for outcome in outcomes:
+    found = outcomes(paths, finder_for(overrides, options), options, fix=False, edits=False)
+    for outcome in found:
         _count(outcome, tally)
         if outcome.error or not outcome.diagnostics:
             continue
@@ -409,9 +319,9 @@ def _review_all(
     from jaxfix.interactive import review_file
     from jaxfix.runner import run_job
 
-    finder = _finder(overrides, options)
+    finder = finder_for(overrides, options)
     stopped = False
-    for outcome in list(_outcomes(paths, finder, options, fix=False, edits=True)):
+    for outcome in list(outcomes(paths, finder, options, fix=False, edits=True)):
         _count(outcome, tally)
         if stopped or outcome.error or not any(d.edits for d in outcome.diagnostics):
             continue

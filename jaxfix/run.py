@@ -1,0 +1,110 @@
+"""One run of `check` or `apply`: the files the paths and the configuration give, analysed
+(in parallel, through the cache) into outcomes, in the order of the paths."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from jaxfix.batch import Job, default_jobs, run_paths
+from jaxfix.cache import DEFAULT_FOLDER, Cache
+from jaxfix.config import ConfigError, ConfigFinder, Overrides, job_for, validate
+from jaxfix.outcome import Outcome
+from jaxfix.sourcefile import SourceError, read_stdin_source
+from jaxfix.terminal import with_progress
+
+# Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
+# which a run answered from the cache does without.
+
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out (never what it finds)."""
+
+    jobs: int | None
+    no_cache: bool
+    cache_dir: Path | None
+    config: Path | None
+    isolated: bool
+    stdin_filename: str | None
+
+    @property
+    def cache_folder(self) -> Path:
+        return self.cache_dir or DEFAULT_FOLDER
+
+
+class BadConfig(click.ClickException):
+    """A configuration file that cannot be used: `Error: <file>: <problem>`, exit 2."""
+
+    exit_code = 2
+
+
+def finder_for(overrides: Overrides, options: RunOptions) -> ConfigFinder:
+    _validate_overrides(overrides)
+    return ConfigFinder(overrides, forced=options.config, isolated=options.isolated)
+
+
+def outcomes(
+    paths: Sequence[str], finder: ConfigFinder, options: RunOptions, *, fix: bool, edits: bool
+) -> Iterator[Outcome]:
+    """The outcome of every source in PATHS, in order; saves the cache at the end."""
+    from jaxfix.targets import targets
+
+    cache = None if options.no_cache else Cache(options.cache_folder)
+    items: list[tuple[Path, Job] | Outcome] = []
+    try:
+        for raw in paths:
+            if raw == STDIN:
+                items.append(_stdin_outcome(finder, options.stdin_filename, fix=fix, edits=edits))
+            else:
+                items.extend(targets([Path(raw)], finder, fix=fix, edits=edits))
+        _validate_configs(finder, cache)
+    except ConfigError as error:
+        raise BadConfig(str(error)) from error
+    jobs = options.jobs or default_jobs()
+    files = sum(1 for item in items if not isinstance(item, Outcome))
+    results = run_paths(items, jobs=jobs, cache=cache)
+    yield from with_progress(results, files, "Applying" if fix else "Checking")
+    if cache is not None:
+        cache.save()
+
+
+def _validate_overrides(overrides: Overrides) -> None:
+    given = (*(overrides.select or ()), *overrides.extend_select, *overrides.ignore)
+    if not given:
+        return
+    from jaxfix.registry import unknown_selectors  # imports the rules, so LibCST
+
+    if unknown := unknown_selectors(given):
+        raise click.UsageError(f"unknown rule selector: {', '.join(unknown)}")
+
+
+def _validate_configs(finder: ConfigFinder, cache: Cache | None) -> None:
+    """Check the configuration files' rule selectors and options (which needs the rules, so
+    LibCST) unless an earlier run with the same files proved them valid."""
+    configs = finder.loaded()
+    key = repr(configs)
+    if not configs or (cache is not None and cache.is_valid(key)):
+        return
+    validate(configs)
+    if cache is not None:
+        cache.mark_valid(key)
+
+
+def _stdin_outcome(finder: ConfigFinder, name: str | None, *, fix: bool, edits: bool) -> Outcome:
+    from jaxfix.runner import run_job
+
+    display = name or STDIN
+    config = finder.for_path(Path(name) if name else Path.cwd())
+    job = job_for(config, Path(display), fix=fix, edits=edits)
+    try:
+        source = read_stdin_source(sys.stdin.buffer.read(), display)
+    except SourceError as error:
+        return Outcome(display, error=str(error))
+    return run_job(source, job, display=display)
