@@ -39,6 +39,7 @@ from jaxfix.sourcefile import (
     read_source,
     write_source_atomic,
 )
+from jaxfix.suppression import UNUSED_CODE
 from jaxfix.terminal import echo, wants_color
 
 # Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
@@ -148,7 +149,20 @@ def main() -> None:
     gc.set_threshold(100_000, 50, 1000)
 
 
-@main.command()
+ADD_IGNORE = "--add-ignore"
+
+
+class _CheckCommand(click.Command):
+    """`check`, whose `--add-ignore` takes its reason only as `--add-ignore=REASON`: a bare
+    `--add-ignore` never swallows the path after it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        end = args.index("--") if "--" in args else len(args)
+        args = [ADD_IGNORE + "=" if arg == ADD_IGNORE else arg for arg in args[:end]] + args[end:]
+        return super().parse_args(ctx, args)
+
+
+@main.command(cls=_CheckCommand)
 @_common
 @click.option(
     "--output-format",
@@ -160,9 +174,7 @@ def main() -> None:
 @click.option("--show-fixes", is_flag=True, help="Show the diff of each fixable finding.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of findings.")
 @click.option(
-    "--add-ignore",
-    is_flag=False,
-    flag_value="",
+    ADD_IGNORE,
     default=None,
     metavar="[=REASON]",
     help="Insert a `# jaxfix: ignore[...]` comment (with `-- REASON`) for every finding.",
@@ -257,7 +269,7 @@ def _file_result(outcome: Outcome, with_text: bool) -> FileResult:
     text = None
     if with_text and outcome.diagnostics:
         text = outcome.source.text if outcome.source else _read_text(outcome.display)
-    return FileResult(outcome.display, text, outcome.diagnostics)
+    return FileResult(outcome.display, text, outcome.diagnostics, outcome.error)
 
 
 def _read_text(path: str) -> str | None:
@@ -297,7 +309,7 @@ def _add_ignores(
             continue
         for diagnostic in skipped:
             echo(f"{finding_line(outcome.display, diagnostic)} (no place for a comment)")
-        suppressed = len(outcome.diagnostics) - len(skipped)
+        suppressed = sum(d.code != UNUSED_CODE for d in outcome.diagnostics) - len(skipped)
         added += suppressed
         tally.remaining -= suppressed
         tally.changed_files += text != source.text

@@ -1,6 +1,6 @@
 """The `junit` format: JUnit XML, which CI services (GitLab, Jenkins, Azure) show as test
 reports. One `testsuite` per checked file; each finding is a failing `testcase`, and a file
-without findings one passing `testcase`."""
+without findings one passing `testcase`, a file that could not be analysed an `error`."""
 
 from __future__ import annotations
 
@@ -33,7 +33,11 @@ def _suite(result: FileResult) -> ET.Element:
     suite = ET.Element("testsuite", name=_xml(result.path))
     for diagnostic in result.diagnostics:
         suite.append(_failure_case(result.path, diagnostic))
-    if not result.diagnostics:
+    if result.error is not None:
+        case = _case(result.path, "analysis", line=None)
+        ET.SubElement(case, "error", message=_xml(result.error), type="error")
+        suite.append(case)
+    elif not result.diagnostics:
         suite.append(_case(result.path, PASSED, line=None))
     _count(suite)
     suite.set("skipped", "0")
@@ -68,7 +72,7 @@ def _count(element: ET.Element) -> None:
     found = list(element.iter("testcase"))
     element.set("tests", str(len(found)))
     element.set("failures", str(sum(case.find("failure") is not None for case in found)))
-    element.set("errors", "0")
+    element.set("errors", str(sum(case.find("error") is not None for case in found)))
 
 
 def _xml(text: str) -> str:

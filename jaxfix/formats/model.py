@@ -16,12 +16,13 @@ from jaxfix.edits import apply_edits
 @dataclass(frozen=True)
 class FileResult:
     """One checked file: its path as displayed (as given on the command line), its source
-    (for context lines and diffs; None when it could not be read) and its findings, each
-    fixable one with its fix as text edits in `Diagnostic.edits`."""
+    (for context lines and diffs; None when it could not be read), its findings, each
+    fixable one with its fix as text edits in `Diagnostic.edits`, and its error, if any."""
 
     path: str
     text: str | None
     diagnostics: Sequence[Diagnostic]
+    error: str | None = None  # the one-line problem when the file could not be analysed
 
     def fixed_text(self, diagnostic: Diagnostic) -> str | None:
         """The file with only this finding's fix applied; None without edits or source."""
