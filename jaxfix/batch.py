@@ -9,6 +9,7 @@ never pays for it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -34,8 +35,7 @@ class Job:
 
     def key(self) -> str:
         """What the findings depend on, for the cache (not `fix`: it stores unchanged files)."""
-        plain = dataclasses.replace(self, fix=False, unsafe_fixes=False)
-        return repr(dataclasses.astuple(plain))
+        return _key(dataclasses.replace(self, fix=False, unsafe_fixes=False))
 
     def would_fix(self, diagnostics: Iterable[Diagnostic]) -> bool:
         """Whether applying this job's fixes could change a file with these findings."""
@@ -43,6 +43,11 @@ class Job:
             d.fix_safety is not None and d.fix_safety.applies(self.unsafe_fixes)
             for d in diagnostics
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _key(job: Job) -> str:
+    return repr(job)  # many files share a job: computed once for each
 
 
 def default_jobs() -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import json
@@ -32,6 +33,11 @@ _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# jaxfix's result cache\n"
 
 def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _job_digest(job_key: str) -> str:
+    return digest(job_key.encode())
 
 
 def code_fingerprint() -> str:
@@ -71,7 +77,7 @@ class Cache:
         """The findings stored for `path` under this job, if its content is still what was
         analysed."""
         entry = self._entries.get(os.path.abspath(path))
-        if entry is None or entry.get("job") != digest(job_key.encode()):
+        if entry is None or entry.get("job") != _job_digest(job_key):
             return None
         try:
             if digest(Path(path).read_bytes()) != entry["digest"]:
@@ -84,7 +90,7 @@ class Cache:
         self, path: Path, job_key: str, content_digest: str, diagnostics: Iterable[Diagnostic]
     ) -> None:
         self._entries[os.path.abspath(path)] = {
-            "job": digest(job_key.encode()),
+            "job": _job_digest(job_key),
             "digest": content_digest,
             "diagnostics": [_plain(d) for d in diagnostics],
         }

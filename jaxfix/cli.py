@@ -42,8 +42,9 @@ from jaxfix.sourcefile import (
 from jaxfix.suppression import UNUSED_CODE
 from jaxfix.terminal import echo, wants_color
 
-# Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
-# which a run answered from the cache does without.
+# The rules and the engine are imported only where needed: they import LibCST (a quarter of a
+# second), which a run answered from the cache does without.
+
 # Outputs that show each fix's edits (computed only for them: it costs a parse per fix).
 FORMATS_WITH_EDITS = frozenset({"full", "json", "sarif"})
 

@@ -75,22 +75,38 @@ class Config:
         # folder named on the command line is walked even when it is excluded.
         inherited = False
         for end in range(1, len(parts) + 1):
-            prefix = "/".join(parts[:end])
-            matched = self._excludes.match_file(prefix if end == len(parts) else prefix + "/")
+            matched = self._matches("/".join(parts[:end]) + ("" if end == len(parts) else "/"))
             if matched and not inherited and end >= start:
                 return True
             inherited = matched
         return False
 
+    @cached_property
+    def _seen(self) -> dict[str, bool]:
+        return {}
+
+    def _matches(self, relative: str) -> bool:
+        """Whether the exclude patterns match `relative` (a folder ends with `/`); memoized, as
+        every file of a folder asks about the same folders."""
+        if relative not in self._seen:
+            self._seen[relative] = self._excludes.match_file(relative)
+        return self._seen[relative]
+
+    @cached_property
+    def _per_file_specs(self) -> list[tuple[GitIgnoreSpec, tuple[str, ...]]]:
+        return [
+            (GitIgnoreSpec.from_lines([p]), selectors) for p, selectors in self.per_file_ignores
+        ]
+
     def ignored_for(self, path: Path) -> tuple[str, ...]:
         """The selectors `per-file-ignores` names for `path`."""
-        relative = _relative(path, self.root)
+        relative = _relative(path, self.root) if self.per_file_ignores else None
         if relative is None:
             return ()
         return tuple(
             selector
-            for pattern, selectors in self.per_file_ignores
-            if GitIgnoreSpec.from_lines([pattern]).match_file(relative)
+            for spec, selectors in self._per_file_specs
+            if spec.match_file(relative)
             for selector in selectors
         )
 
@@ -304,10 +320,11 @@ def _suggest(key: str) -> str:
 
 
 def _relative(path: Path, root: Path) -> str | None:
-    try:
-        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
-    except ValueError:
+    """`path` relative to `root` with forward slashes; None when it is not under `root`."""
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
         return None
+    return relative.replace(os.sep, "/")
 
 
 def validate(configs: Iterable[Config]) -> None:

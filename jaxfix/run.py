@@ -15,6 +15,7 @@ from jaxfix.cache import DEFAULT_FOLDER, Cache
 from jaxfix.config import ConfigError, ConfigFinder, Overrides, job_for, validate
 from jaxfix.outcome import Outcome
 from jaxfix.sourcefile import SourceError, read_stdin_source
+from jaxfix.targets import targets
 from jaxfix.terminal import with_progress
 
 # Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
@@ -46,6 +47,7 @@ class BadConfig(click.ClickException):
 
 
 def finder_for(overrides: Overrides, options: RunOptions) -> ConfigFinder:
+    """Where each file's settings come from; the command line's selectors checked first."""
     _validate_overrides(overrides)
     return ConfigFinder(overrides, forced=options.config, isolated=options.isolated)
 
@@ -54,8 +56,6 @@ def outcomes(
     paths: Sequence[str], finder: ConfigFinder, options: RunOptions, *, fix: bool, edits: bool
 ) -> Iterator[Outcome]:
     """The outcome of every source in PATHS, in order; saves the cache at the end."""
-    from jaxfix.targets import targets
-
     cache = None if options.no_cache else Cache(options.cache_folder)
     items: list[tuple[Path, Job] | Outcome] = []
     try:
