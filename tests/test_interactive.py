@@ -3,14 +3,13 @@ does, what is offered, what is shown, and that nothing declined comes back or lo
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 
 import pytest
 
 from jaxfix.diagnostic import Diagnostic, FixSafety, TextEdit
-from jaxfix.edits import apply_edits, line_edits, source_lines
+from jaxfix.edits import apply_edits, source_lines
 from jaxfix.engine import check_text, fix_text
 from jaxfix.interactive import EXTRA_DECISIONS, HINT, PROMPT, Review, review_file
 from jaxfix.registry import all_rules
@@ -72,41 +71,11 @@ def make_right():
     return step
 """
 
-HELD_BACK = "# noqa: {codes} -- held back by tests/test_interactive.py\n"
-
-
 @functools.cache
 def engine_check(text: str) -> tuple[Diagnostic, ...]:
-    """The real engine's findings of `text`, each fixable one carrying its own fix alone as
-    edits (the fix as `jaxfix apply` would make it if the other findings were suppressed).
+    """The real engine's findings of `text`, each fixable one carrying its own fix as edits.
     Cached: the tests review the same few texts, and LibCST is slow."""
-    found = check_text(text, RULES)
-    fixable = [d for d in found if d.fix_safety is not None]
-    return tuple(
-        dataclasses.replace(d, edits=line_edits(text, _fixed_alone(text, d, fixable)))
-        if d.fix_safety is not None
-        else d
-        for d in found
-    )
-
-
-def _fixed_alone(text: str, target: Diagnostic, fixable: Sequence[Diagnostic]) -> str:
-    """`text` with only `target` fixed: a suppression comment on its own line above each other
-    fixable finding holds it back, and is taken out again after the fix."""
-    others = [d for d in fixable if d is not target]
-    assert all(d.line != target.line for d in others), "one fixable finding per line"
-    codes: dict[int, set[str]] = {}
-    for d in others:
-        codes.setdefault(d.line, set()).add(d.code)
-    lines = source_lines(text)
-    marks = set()
-    for line in sorted(codes, reverse=True):
-        indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())]
-        mark = indent + HELD_BACK.format(codes=", ".join(sorted(codes[line])))
-        marks.add(mark)
-        lines.insert(line - 1, mark)
-    fixed = fix_text("".join(lines), RULES, unsafe_fixes=True).text
-    return "".join(line for line in source_lines(fixed) if line not in marks)
+    return tuple(check_text(text, RULES, edits=True))
 
 
 class Script:
