@@ -71,6 +71,7 @@ def make_right():
     return step
 """
 
+
 @functools.cache
 def engine_check(text: str) -> tuple[Diagnostic, ...]:
     """The real engine's findings of `text`, each fixable one carrying its own fix as edits.
