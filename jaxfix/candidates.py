@@ -185,9 +185,13 @@ def collect(tree: ast.Module, transforms: Collection[str] = TRANSFORMS) -> Candi
                 stack.append((node.body, function))
                 continue
             elif isinstance(node, ast.Assign):
+                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
                 if isinstance(node.value, ast.Lambda):
-                    names = {t.id for t in node.targets if isinstance(t, ast.Name)}
                     lambda_names[node.value] = names
+                elif isinstance(node.value, ast.Name | ast.Attribute):  # `my_jit = jax.jit`
+                    aliased = found._full_names(node.value)
+                    for name in names if aliased else ():
+                        found.imported[name] |= aliased
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 _record_imports(node, found.imported)
                 continue

@@ -40,6 +40,8 @@ from jaxfix.transforms import (
 )
 
 FunctionNode = cst.FunctionDef | cst.Lambda
+# How many `a = b` aliases a name is followed through (a cycle `a = b; b = a` ends there).
+MAX_ALIASES = 8
 
 
 @dataclass
@@ -171,18 +173,36 @@ class TracedAnalysis:
 
     # ----- public queries -------------------------------------------------------------------
 
-    def imported_names(self, node: cst.CSTNode) -> set[str]:
-        """Fully qualified names `node` refers to through an import or a builtin."""
+    def imported_names(self, node: cst.CSTNode, depth: int = 0) -> set[str]:
+        """Fully qualified names `node` refers to through an import or a builtin, also through
+        a name bound once to another (`my_jit = jax.jit`)."""
         names = self._qualified.get(node)
         if isinstance(names, LazyValue):
             names = names()
         if not names or any(q.source is QualifiedNameSource.LOCAL for q in names):
+            alias = self._aliased(node) if depth < MAX_ALIASES else None
+            if alias is not None:
+                return self.imported_names(alias, depth + 1)
             return set()  # unknown, or also bound locally: a look-alike, not the import
         return {
             q.name
             for q in names
             if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
         }
+
+    def _aliased(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """For a name bound exactly once, by `name = other.name`, the expression it aliases."""
+        if not isinstance(node, cst.Name):
+            return None
+        assignments = self._assignments(node)
+        if len(assignments) != 1:
+            return None
+        target = self._parents.get(assignments[0].node)
+        assign = self._parents.get(target) if isinstance(target, cst.AssignTarget) else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return None
+        value = assign.value
+        return value if isinstance(value, cst.Name | cst.Attribute) else None
 
     def owner_function(self, node: cst.CSTNode) -> FunctionNode | None:
         """The innermost function whose *body* contains `node`."""

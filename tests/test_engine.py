@@ -317,3 +317,29 @@ def test_unfixable_rules_keep_their_findings_but_lose_their_fix() -> None:
     result = fix_text(TWO_RULES, RULES, unsafe_fixes=True, options=options)
     assert "@functools.lru_cache" in result.text
     assert [d.code for d in result.fixed] == ["JF101"]
+
+
+ALIASED = textwrap.dedent("""\
+    import pickle
+
+    import jax
+
+    compiled = jax.jit
+    dumps = pickle.dumps
+    BLOBS = []
+
+
+    @compiled
+    def step(x):
+        BLOBS.append(dumps(x))
+        return x
+    """)
+
+
+def test_names_bound_to_an_import_are_followed_and_the_slice_keeps_them() -> None:
+    found = check_text(ALIASED, RULES)
+    assert [(d.code, d.line) for d in found] == [("JF101", 12)]
+    assert found == check_text(ALIASED, RULES, slicing=False)
+    fixed = fix_text(ALIASED, RULES, unsafe_fixes=True).text
+    assert "jax.debug.callback(_host_dumps, x, ordered=True)" in fixed
+    assert check_text(fixed, RULES) == []

@@ -640,10 +640,22 @@ def xfail(reason: str) -> pytest.MarkDecorator:
             """,
             {"f": {"x"}},
             id="jax.jit through a module-level alias",
-            marks=xfail(
-                "imported_names only accepts IMPORT/BUILTIN qualified names, so `my_jit = "
-                "jax.jit` is not followed to jax.jit"
-            ),
+        ),
+        pytest.param(
+            """
+            import jax
+
+            my_jit = jax.jit
+            my_jit = print
+
+            @my_jit
+            def f(x):
+                return x + 1
+
+            f(1.0)
+            """,
+            {},
+            id="an alias bound twice is not followed",
         ),
         pytest.param(
             """
