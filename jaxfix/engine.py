@@ -295,8 +295,11 @@ def _apply(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> str:
         for removed in fix.removed_nodes:
             RemoveImportsVisitor.remove_unused_import_by_node(context, removed)
     module = wrapper.module.visit(_ReplaceNodes(replacements))
-    module = AddImportsVisitor(context).transform_module(module)
-    module = RemoveImportsVisitor(context).transform_module(module)
+    # Each visitor re-resolves the metadata of the whole module: run it only when needed.
+    if any(fix.imports_needed for fix in fixes):
+        module = AddImportsVisitor(context).transform_module(module)
+    if any(fix.removed_nodes for fix in fixes):
+        module = RemoveImportsVisitor(context).transform_module(module)
     return _tidy_top(wrapper.module, module).code
 
 
