@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from jaxfix import candidates, firstpass, suppression
-from jaxfix.diagnostic import Diagnostic
+from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import line_edits
 from jaxfix.options import DEFAULT, Options
 from jaxfix.registry import all_rules, matches
@@ -87,11 +87,10 @@ def check_text(
     active = applicable_rules(text, _analysers(rules), options)
     if not active:
         return _unsuppressed(text, [], rules)
-    found, tree = _check(text, active, filename, options, slicing)
+    found, tree, seeds = _check(text, active, filename, options, slicing)
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
     if edits and any(d.fix_safety is not None for d in diagnostics):
-        firstpass.check_depth(tree.body)
-        diagnostics = _with_edits(text, diagnostics, active, filename, options)
+        diagnostics = _with_edits(text, tree, seeds, diagnostics, active, filename, options)
     return diagnostics
 
 
@@ -108,7 +107,7 @@ def fix_text(
     active = applicable_rules(text, _analysers(rules), options)
     if not active:
         return Result(_unsuppressed(text, [], rules), text)
-    found, tree = _check(text, active, filename, options)
+    found, tree, _ = _check(text, active, filename, options)
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
     if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
         return Result(diagnostics, text)
@@ -132,24 +131,72 @@ def fix_text(
 
 def _with_edits(
     text: str,
+    tree: ast.Module,
+    seeds: set[int] | None,
     diagnostics: list[Diagnostic],
     rules: Sequence[type[Rule]],
     filename: str,
     options: Options,
 ) -> list[Diagnostic]:
-    """`diagnostics` with each fix as text edits: the fixes are found again in the whole file
-    (those of the slice refer to its own syntax tree) and applied one at a time."""
-    found, wrapper = _run(cst.parse_module(text), rules, options)
-    fixes = {_place(d): d.fix for d in found if d.fix is not None}
+    """`diagnostics` with each fix as text edits of the file, the fixes applied one at a time.
+    They are applied to a slice that holds what they change and what decides their import
+    changes (every import, every use of a name a fix stops using): the whole file's edits, at
+    the cost of a slice."""
+    dropped = {name for d in diagnostics if d.fix for name in _names_in(d.fix.removed_nodes)}
+    piece = firstpass.relevant_slice(text, tree, seeds, for_fixes=dropped)
+    assert piece is not None, "a finding implies a statement to slice"
+    found, wrapper = _run(cst.parse_module(piece.text), rules, options)
+    fixes = {_place(_in_file(d, piece)): d.fix for d in found if d.fix is not None}
     result: list[Diagnostic] = []
     for diagnostic in diagnostics:
         fix = fixes.get(_place(diagnostic))
         if diagnostic.fix_safety is not None and fix is not None:
             new_code = _apply(wrapper, [fix])
             _reparse(new_code, filename, [diagnostic.code])
-            diagnostic = dataclasses.replace(diagnostic, edits=line_edits(text, new_code))
+            edits = [_edit_in_file(e, piece) for e in line_edits(piece.text, new_code)]
+            diagnostic = dataclasses.replace(diagnostic, edits=tuple(edits))
         result.append(diagnostic)
     return result
+
+
+def _names_in(nodes: Iterable[cst.CSTNode]) -> set[str]:
+    """The names (and attribute roots) written in `nodes`."""
+    found: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.add(node.value)
+
+    for node in nodes:
+        node.visit(_Names())
+    return found
+
+
+def _in_file(d: Diagnostic, piece: firstpass.Slice) -> Diagnostic:
+    """A finding of the slice at its place in the file."""
+    if piece.whole:
+        return d
+    return dataclasses.replace(
+        d, line=piece.file_line(d.line), end_line=piece.file_line(d.end_line)
+    )
+
+
+def _edit_in_file(edit: TextEdit, piece: firstpass.Slice) -> TextEdit:
+    """A whole-line edit of the slice as an edit of the file: a line the edit starts at maps to
+    its line in the file; an insertion goes right after the slice line before it (where the
+    file has it), and an edit ending at the start of a line ends after the line before it."""
+    if piece.whole:
+        return edit
+    if edit.line == edit.end_line and edit.column == edit.end_column == 0 and edit.line > 1:
+        line = end_line = piece.file_line(edit.line - 1) + 1
+    else:
+        line = piece.file_line(edit.line)
+        end_line = (
+            piece.file_line(edit.end_line - 1) + 1
+            if edit.end_column == 0
+            else piece.file_line(edit.end_line)
+        )
+    return dataclasses.replace(edit, line=line, end_line=end_line)
 
 
 def _place(d: Diagnostic) -> tuple[str, int, int, int, int, str]:
@@ -198,7 +245,7 @@ def _check(
     filename: str,
     options: Options,
     slicing: bool = True,
-) -> tuple[list[Diagnostic], ast.Module]:
+) -> tuple[list[Diagnostic], ast.Module, set[int] | None]:
     """Findings in the slice of `text` the rules depend on, in the file's line numbers (none,
     without LibCST, when the first pass rules them out). Their fixes refer to the slice's syntax
     tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all."""
@@ -213,16 +260,9 @@ def _check(
         seeds = set().union(*by_rule.values())
     piece = firstpass.relevant_slice(text, tree, seeds)
     if piece is None:
-        return [], tree
+        return [], tree, seeds
     diagnostics, _ = _run(cst.parse_module(piece.text), rules, options)
-    if not piece.whole:
-        diagnostics = [
-            dataclasses.replace(
-                d, line=piece.file_line(d.line), end_line=piece.file_line(d.end_line)
-            )
-            for d in diagnostics
-        ]
-    return diagnostics, tree
+    return [_in_file(d, piece) for d in diagnostics], tree, seeds
 
 
 def _run(

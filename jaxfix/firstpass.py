@@ -86,14 +86,21 @@ class _Chunk:
         return "*" in self.defines
 
 
-def _text(lines: Sequence[str], chunk: _Chunk) -> str:
-    return "".join(lines[chunk.first - 1 : chunk.last])
-
-
-def relevant_slice(text: str, tree: ast.Module, seeds: Collection[int] | None) -> Slice | None:
+def relevant_slice(
+    text: str,
+    tree: ast.Module,
+    seeds: Collection[int] | None,
+    *,
+    for_fixes: Collection[str] | None = None,
+) -> Slice | None:
     """The part of `text` that the top-level statements `seeds` (indices into `tree.body`)
     depend on; None when there are no seeds, the whole file when `seeds` is None. Raises
-    `InvalidSource` when a kept statement is nested deeper than `MAX_DEPTH`."""
+    `InvalidSource` when a kept statement is nested deeper than `MAX_DEPTH`.
+
+    `for_fixes` (names) makes the slice one that fixes can be applied to as to the whole file:
+    it also keeps every import (new imports go where they would in the file) and every
+    statement that uses one of these names (an import a fix stops using is removed only when
+    nothing else uses it)."""
     if seeds is not None and not seeds:
         return None
     lines = _LINE.findall(text)
@@ -103,7 +110,11 @@ def relevant_slice(text: str, tree: ast.Module, seeds: Collection[int] | None) -
     chunk_of = [index for index, chunk in enumerate(chunks) for _ in chunk.nodes]
     seed_chunks = {chunk_of[statement] for statement in seeds}
     seed_chunks.update(index for index, chunk in enumerate(chunks) if chunk.star_import)
+    dropped = for_fixes or ()
+    seed_chunks.update(i for i, c in enumerate(chunks) if not c.defines.isdisjoint(dropped))
     kept = _closure(chunks, seed_chunks)
+    if for_fixes is not None:
+        kept.update(i for i, chunk in enumerate(chunks) if all(map(_is_import, chunk.nodes)))
     check_depth(node for index in kept for node in chunks[index].nodes)
     if len(kept) == len(chunks):
         return Slice(text, whole=True)
@@ -113,12 +124,21 @@ def relevant_slice(text: str, tree: ast.Module, seeds: Collection[int] | None) -
     line = 1
     for index in sorted(kept):
         chunk = chunks[index]
+        # For fixes, the blank and comment lines above a statement come with it: LibCST lays
+        # out what a fix inserts or removes around them as it would in the file.
+        first = (
+            (chunks[index - 1].last + 1 if index else 1) if for_fixes is not None else chunk.first
+        )
         starts.append(line)
-        offsets.append(chunk.first - line)
-        block = _text(lines, chunk)
+        offsets.append(first - line)
+        block = "".join(lines[first - 1 : chunk.last])
         parts.append(block if block.endswith(("\n", "\r")) else block + "\n")
-        line += chunk.last - chunk.first + 1
+        line += chunk.last - first + 1
     return Slice("".join(parts), False, tuple(starts), tuple(offsets))
+
+
+def _is_import(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Import | ast.ImportFrom)
 
 
 def _chunks(body: Sequence[ast.stmt]) -> list[_Chunk]:

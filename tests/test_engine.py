@@ -20,6 +20,7 @@ from jaxfix.registry import all_rules
 from jaxfix.rule import Rule
 from jaxfix.runner import run
 from jaxfix.sourcefile import read_source
+from tests.fixture_cases import Case, load_cases
 
 RULES = all_rules()
 
@@ -343,3 +344,46 @@ def test_names_bound_to_an_import_are_followed_and_the_slice_keeps_them() -> Non
     fixed = fix_text(ALIASED, RULES, unsafe_fixes=True).text
     assert "jax.debug.callback(_host_dumps, x, ordered=True)" in fixed
     assert check_text(fixed, RULES) == []
+
+
+@pytest.mark.parametrize("case", load_cases(), ids=lambda case: case.id)
+def test_edits_from_the_slice_are_those_of_the_whole_file(case: Case) -> None:
+    text = case.before.read_text(encoding="utf-8")
+    assert check_text(text, RULES, edits=True) == check_text(text, RULES, edits=True, slicing=False)
+
+
+FAR_USE = textwrap.dedent("""\
+    \"\"\"A cache removed from a jitted function while `functools` is still used far below.\"\"\"
+    import functools
+    import pickle
+
+    import jax
+
+
+    @functools.lru_cache
+    @jax.jit
+    def f(x):
+        return x + 1
+
+
+    def unrelated():
+        return 3
+
+
+    @jax.jit
+    def g(x):
+        pickle.dumps(x)
+        return x
+
+
+    WRAPS = functools.wraps
+    """)
+
+
+@pytest.mark.parametrize("keep_use", [True, False])
+def test_sliced_edits_remove_an_import_only_when_nothing_else_uses_it(keep_use: bool) -> None:
+    text = FAR_USE if keep_use else FAR_USE.replace("WRAPS = functools.wraps\n", "")
+    (cache, _) = check_text(text, RULES, edits=True)
+    fixed = apply_edits(text, cache.edits)
+    assert fixed == fix_text(text, [r for r in RULES if r.code == "JF102"]).text
+    assert ("import functools" in fixed) is keep_use
