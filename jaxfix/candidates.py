@@ -94,8 +94,15 @@ class Candidates:
     def _entry_points(self) -> list[_Function]:
         entries: list[_Function] = []
         names: set[str] = set()
+        # Functions that apply a transform (to what they receive, maybe): decorators that trace.
+        wrappers = {
+            name
+            for site in self.calls
+            if site.owner is not None and self._is_transform(site.call.func)
+            for name in site.owner.names
+        }
         for function in self.functions:
-            if any(self._refers_to_transform(d) for d in function.decorators):
+            if any(self._refers_to_transform(d, wrappers) for d in function.decorators):
                 entries.append(function)
         for site in self.calls:
             if not self._is_transform(site.call.func):
@@ -127,9 +134,11 @@ class Candidates:
             work.extend(function.lambdas)
         return seen
 
-    def _refers_to_transform(self, decorator: ast.expr) -> bool:
+    def _refers_to_transform(self, decorator: ast.expr, wrappers: set[str]) -> bool:
         return any(
-            isinstance(node, ast.expr) and self._is_transform(node) for node in ast.walk(decorator)
+            isinstance(node, ast.expr)
+            and (self._is_transform(node) or (isinstance(node, ast.Name) and node.id in wrappers))
+            for node in ast.walk(decorator)
         )
 
     def _is_transform(self, func: ast.expr) -> bool:

@@ -311,7 +311,7 @@ class TracedAnalysis:
             for name in self.imported_names(expr):
                 if name in self._transforms:
                     return name, self._transforms[name], None
-            return None
+            return self._project_wrapper(expr)
         func_names = self.imported_names(expr.func)
         if PARTIAL in func_names and expr.args and expr.args[0].keyword is None:
             inner = self._transform_of(expr.args[0].value)
@@ -321,6 +321,31 @@ class TracedAnalysis:
             for name in func_names:
                 if name in self._transforms:
                     return name, self._transforms[name], expr
+        return None
+
+    def _project_wrapper(
+        self, expr: cst.BaseExpression
+    ) -> tuple[str, TransformSpec, cst.Call | None] | None:
+        """A function of this module that returns a transform applied to its first parameter
+        (`def compiled(fn): return jax.jit(fn, donate_argnums=0)`): a decorator that traces."""
+        function = self.function_of_name(expr) if isinstance(expr, cst.Name) else None
+        if not isinstance(function, cst.FunctionDef) or not function.params.params:
+            return None
+        parameter = function.params.params[0].name.value
+        for statement in function.body.body:
+            line = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+            value = line.value if isinstance(line, cst.Return) else None
+            if not isinstance(value, cst.Call) or not value.args:
+                continue
+            first = value.args[0]
+            if first.keyword is not None or not (
+                isinstance(first.value, cst.Name) and first.value.value == parameter
+            ):
+                continue
+            for name in self.imported_names(value.func):
+                spec = self._transforms.get(name)
+                if spec is not None and spec.fun_positions[:1] == (0,):
+                    return f"{function.name.value}`, which applies `{name}", spec, value
         return None
 
     def _call_site_entry(self, call: cst.Call, staged_outside: bool) -> None:

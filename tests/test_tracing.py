@@ -645,6 +645,46 @@ def xfail(reason: str) -> pytest.MarkDecorator:
             """
             import jax
 
+            def compiled(fn):
+                return jax.jit(fn, static_argnums=1)
+
+            @compiled
+            def f(x, n):
+                return x * n
+
+            f(1.0, 2)
+            """,
+            {"f": {"x"}},
+            id="a project function returning jax.jit of its argument is a tracing decorator",
+        ),
+        pytest.param(
+            """
+            import jax
+
+            def timed(fn):
+                helper = jax.jit(lambda v: v)
+                return fn
+
+            def other(fn, g):
+                return jax.jit(g)
+
+            @timed
+            def f(x):
+                return x + 1
+
+            @other
+            def h(x):
+                return x + 1
+
+            f(1.0)
+            """,
+            {"<lambda>": {"v"}},
+            id="a wrapper that jits something else is not a tracing decorator",
+        ),
+        pytest.param(
+            """
+            import jax
+
             my_jit = jax.jit
             my_jit = print
 
