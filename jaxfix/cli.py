@@ -1,4 +1,4 @@
-"""The `jaxfix` command line: `check`, `apply`, `explain`, `rules` and `clean`.
+"""The `jaxfix` command line: `check`, `apply`, `explain`, `rules`, `lsp` and `clean`.
 
 Exit codes: 0 clean, 1 findings remain (or `--diff` would change something), 2 a usage, read,
 parse or internal error.
@@ -458,6 +458,14 @@ def list_rules(output_format: str) -> None:
     click.echo(f"{'code':<6} {'name':<{width}} {'fix':<6} summary")
     for rule in rules:
         click.echo(f"{rule.code:<6} {rule.name:<{width}} {safety_label(rule):<6} {rule.summary}")
+
+
+@main.command()
+def lsp() -> None:
+    """Run the language server on stdio: diagnostics and quick fixes in any LSP editor."""
+    from jaxfix.lsp.server import serve
+
+    serve()
 
 
 @main.command(name="clean")

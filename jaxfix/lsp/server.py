@@ -1,0 +1,288 @@
+"""The language server: pygls features over the analysis of open Python documents.
+
+Diagnostics are published on open and save, and on change after a short debounce; each
+analysis runs in a worker thread, and its result is dropped when the document changed (or
+closed) meanwhile. Code actions and hover answer for the text the editor has now, from
+results computed once per document version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+
+from jaxfix import __version__
+from jaxfix.lsp import actions, analysis, convert
+from jaxfix.lsp.analysis import Analysis, PerVersion, Snapshot
+from jaxfix.lsp.hover import hover as hover_at
+from jaxfix.lsp.positions import UTF16, LineIndex
+from jaxfix.lsp.protocol import JaxfixProtocol
+from jaxfix.lsp.settings import Settings, read_settings
+
+DEBOUNCE = 0.05  # seconds without a change before a changed document is checked
+PYPROJECT = "pyproject.toml"
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+class JaxfixServer(LanguageServer):
+    """The server's state: the open Python documents, the settings, the analyses."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "jaxfix",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            protocol_cls=JaxfixProtocol,
+        )
+        self.settings = Settings()
+        self.generation = 0  # of the projects' pyproject.toml files
+        self.open: set[str] = set()
+        self.checks = PerVersion(analysis.check)
+        self.fixes = PerVersion(analysis.with_edits)
+        self.fixed = PerVersion(analysis.fixed_text)
+        self._pending: dict[str, asyncio.Task[None]] = {}
+        self._shown: set[str] = set()
+
+    def snapshot(self, uri: str) -> Snapshot | None:
+        """The document's current version, if it is an open Python document."""
+        if uri not in self.open:
+            return None
+        document = self.workspace.get_text_document(uri)
+        path = Path(document.path)
+        return Snapshot(uri, document.version, document.source, path, self.generation)
+
+    def index(self, snapshot: Snapshot) -> LineIndex:
+        return LineIndex(snapshot.text, self.workspace.position_encoding or UTF16)
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Check the document after `delay` seconds, instead of any check still pending."""
+        self.cancel(uri)
+        task = asyncio.ensure_future(self._check_later(uri, delay))
+        self._pending[uri] = task
+        task.add_done_callback(lambda done: self._task_done(uri, done))
+
+    def cancel(self, uri: str) -> None:
+        if (pending := self._pending.pop(uri, None)) is not None:
+            pending.cancel()
+
+    def schedule_all(self) -> None:
+        for uri in self.open:
+            self.schedule(uri, 0)
+
+    def cancel_all(self) -> None:
+        for task in self._pending.values():
+            task.cancel()
+
+    def project_changed(self) -> None:
+        """A pyproject.toml changed: analyse every open document again with its settings."""
+        self.generation += 1
+        self._shown.clear()
+        self.schedule_all()
+
+    def _task_done(self, uri: str, task: asyncio.Task[None]) -> None:
+        if self._pending.get(uri) is task:
+            del self._pending[uri]
+        if not task.cancelled() and (error := task.exception()) is not None:
+            self.log(f"checking {uri} failed: {type(error).__name__}: {error}", error=True)
+
+    async def _check_later(self, uri: str, delay: float) -> None:
+        await asyncio.sleep(delay)
+        snapshot = self.snapshot(uri)
+        if snapshot is None:
+            return
+        found = await self.checks.get(snapshot)
+        if self.snapshot(uri) != snapshot:
+            return  # changed or closed meanwhile: a newer check publishes
+        self._report(found)
+        index = self.index(snapshot)
+        shown = [convert.diagnostic(d, index, self.settings.severity) for d in found.diagnostics]
+        self.publish(uri, shown, snapshot.version)
+
+    def publish(self, uri: str, shown: list[types.Diagnostic], version: int | None) -> None:
+        params = types.PublishDiagnosticsParams(uri=uri, diagnostics=shown, version=version)
+        self.text_document_publish_diagnostics(params)
+
+    def _report(self, found: Analysis) -> None:
+        """Tell the user about an unusable pyproject.toml or a crash, and log why a document
+        could not be analysed (a syntax error, while typing, is no news)."""
+        if found.config_error is not None:
+            self.show_once(f"jaxfix: {found.config_error} (using the default settings)")
+        if found.crashed:
+            self.show_once(f"jaxfix: {found.error}")
+        elif found.error is not None:
+            self.log(found.error)
+
+    def show_once(self, message: str) -> None:
+        """Show and log an error unless it was shown since the settings last changed (it
+        would come back at every keystroke)."""
+        if message not in self._shown:
+            self._shown.add(message)
+            self.log(message, error=True)
+            params = types.ShowMessageParams(type=types.MessageType.Error, message=message)
+            self.window_show_message(params)
+
+    def log(self, message: str, error: bool = False) -> None:
+        kind = types.MessageType.Error if error else types.MessageType.Log
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def apply_settings(self, raw: object) -> None:
+        self.settings, problems = read_settings(raw, self.settings)
+        for problem in problems:
+            self.log(f"jaxfix settings: {problem}", error=True)
+
+    def target(self, snapshot: Snapshot) -> actions.Target:
+        workspace = self.client_capabilities.workspace
+        edit = workspace.workspace_edit if workspace else None
+        versioned = bool(edit and edit.document_changes)
+        index = self.index(snapshot)
+        return actions.Target(
+            snapshot.uri, snapshot.version, index, self.settings.severity, versioned
+        )
+
+    def markdown(self) -> bool:
+        """Whether the client shows Markdown in hovers (one that does not say is assumed to)."""
+        document = self.client_capabilities.text_document
+        formats = document.hover.content_format if document and document.hover else None
+        return formats is None or types.MarkupKind.Markdown in formats
+
+    def report_server_error(self, error: Exception, source: type[Exception]) -> None:
+        """Log what pygls could not handle (a malformed message, a failing handler)."""
+        self.log(f"{source.__name__}: {error}", error=True)
+
+
+def initialize(ls: JaxfixServer, params: types.InitializeParams) -> None:
+    ls.apply_settings(params.initialization_options)
+
+
+async def initialized(ls: JaxfixServer, params: types.InitializedParams) -> None:
+    """Ask the client to report changes of pyproject.toml files, where it can."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    watcher = types.FileSystemWatcher(glob_pattern=f"**/{PYPROJECT}")
+    registration = types.Registration(
+        id="jaxfix-pyproject",
+        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=[watcher]),
+    )
+    try:
+        await ls.client_register_capability_async(types.RegistrationParams([registration]))
+    except JsonRpcException as error:  # saving pyproject.toml in the editor still applies it
+        ls.log(f"cannot watch {PYPROJECT} files: {error}")
+
+
+def did_open(ls: JaxfixServer, params: types.DidOpenTextDocumentParams) -> None:
+    document = params.text_document
+    if document.language_id == "python" or document.uri.endswith(PYTHON_SUFFIXES):
+        ls.open.add(document.uri)
+        ls.schedule(document.uri, 0)
+
+
+def did_change(ls: JaxfixServer, params: types.DidChangeTextDocumentParams) -> None:
+    if params.text_document.uri in ls.open:
+        ls.schedule(params.text_document.uri, DEBOUNCE)
+
+
+def did_save(ls: JaxfixServer, params: types.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if uri.endswith(f"/{PYPROJECT}"):
+        ls.project_changed()
+    elif uri in ls.open:
+        ls.schedule(uri, 0)
+
+
+def did_close(ls: JaxfixServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if uri not in ls.open:
+        return
+    ls.open.discard(uri)
+    ls.cancel(uri)
+    for cache in (ls.checks, ls.fixes, ls.fixed):
+        cache.forget(uri)
+    ls.publish(uri, [], None)
+
+
+def did_change_watched_files(ls: JaxfixServer, params: types.DidChangeWatchedFilesParams) -> None:
+    if any(change.uri.endswith(f"/{PYPROJECT}") for change in params.changes):
+        ls.project_changed()
+
+
+def did_change_configuration(ls: JaxfixServer, params: types.DidChangeConfigurationParams) -> None:
+    ls.apply_settings(params.settings)
+    ls.schedule_all()
+
+
+async def code_action(
+    ls: JaxfixServer, params: types.CodeActionParams
+) -> list[types.CodeAction] | None:
+    """Quick fixes and suppressions at the range; fix-all when asked for by kind. The fixes'
+    edits are computed only when a fixable finding is in the range (editors ask at every
+    move of the cursor)."""
+    snapshot = ls.snapshot(params.text_document.uri)
+    if snapshot is None:
+        return None
+    only: Sequence[str] | None = params.context.only
+    target = ls.target(snapshot)
+    found: list[types.CodeAction] = []
+    if actions.wanted(actions.QUICK_FIX, only):
+        checked = await ls.checks.get(snapshot)
+        here = actions.touching(checked.diagnostics, params.range, target)
+        if any(d.fix_safety is not None for d in here):
+            here = actions.touching(await ls.fixes.get(snapshot), params.range, target)
+        found += await asyncio.to_thread(actions.line_actions, here, target)
+    if only is not None and actions.wanted(actions.FIX_ALL, only):
+        new_text = await ls.fixed.get(snapshot)
+        if new_text is not None:
+            found.append(actions.fix_all(new_text, target))
+    return found
+
+
+async def hover(ls: JaxfixServer, params: types.HoverParams) -> types.Hover | None:
+    snapshot = ls.snapshot(params.text_document.uri)
+    if snapshot is None:
+        return None
+    found = await ls.checks.get(snapshot)
+    return hover_at(found.diagnostics, ls.index(snapshot), params.position, ls.markdown())
+
+
+def shutdown(ls: JaxfixServer, params: None) -> None:
+    ls.cancel_all()
+
+
+FEATURES: list[tuple[str, Any, object]] = [
+    (types.INITIALIZE, initialize, None),
+    (types.INITIALIZED, initialized, None),
+    (types.TEXT_DOCUMENT_DID_OPEN, did_open, None),
+    (types.TEXT_DOCUMENT_DID_CHANGE, did_change, None),
+    (types.TEXT_DOCUMENT_DID_SAVE, did_save, types.SaveOptions(include_text=False)),
+    (types.TEXT_DOCUMENT_DID_CLOSE, did_close, None),
+    (types.WORKSPACE_DID_CHANGE_WATCHED_FILES, did_change_watched_files, None),
+    (types.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration, None),
+    (
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        code_action,
+        types.CodeActionOptions(code_action_kinds=list(actions.KINDS), resolve_provider=False),
+    ),
+    (types.TEXT_DOCUMENT_HOVER, hover, None),
+    (types.SHUTDOWN, shutdown, None),
+]
+
+
+def create_server() -> JaxfixServer:
+    """A server with every feature registered."""
+    server = JaxfixServer()
+    for name, handler, options in FEATURES:
+        server.feature(name, options)(handler)
+    return server
+
+
+def serve() -> None:
+    """Run the language server on stdin and stdout until the client says `exit`."""
+    create_server().start_io()

@@ -1,0 +1,437 @@
+"""`jaxfix lsp` end to end: a real LSP client (pytest-lsp) drives the server over stdio.
+
+One server per module serves most tests (each on documents of its own); a second one runs
+with UTF-8 positions, a severity from `initializationOptions` and a rule that crashes; a
+third is shut down. The quick fixes are judged by the fixtures: applied one after another to
+`before.py`, they give `after.py` byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import attrs
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import client_capabilities
+
+from jaxfix.diagnostic import FixSafety, TextEdit
+from jaxfix.docs import rule_doc, rule_url
+from jaxfix.engine import fix_text
+from jaxfix.lsp.actions import wanted
+from jaxfix.lsp.convert import narrow
+from jaxfix.lsp.positions import UTF8, UTF16, UTF32, LineIndex
+from jaxfix.lsp.settings import Settings, read_settings
+from jaxfix.registry import all_rules, find_rule
+from tests.fixture_cases import Case, load_cases
+from tests.lsp_client import (
+    Client,
+    apply,
+    change_document,
+    close_document,
+    code_actions,
+    diagnostics,
+    document_edits,
+    open_document,
+    replaced,
+    send_unchecked,
+    server_config,
+    until,
+    whole,
+)
+
+asyncio_module = pytest.mark.asyncio(loop_scope="module")
+CASES = load_cases()
+FIXED = [case for case in CASES if case.fixed]
+SAFE = [case for case in FIXED if set(case.codes) == {"JF102"}]
+UNSAFE_ONLY = [case for case in FIXED if set(case.codes) == {"JF101"}]
+FIX_ALL = "source.fixAll.jaxfix"
+CRASH_SERVER = Path(__file__).parent / "lsp_crash_server.py"
+
+CACHED = """\
+import functools
+
+import jax
+
+
+@functools.lru_cache
+@jax.jit
+def f(x):
+    return x
+"""
+CLEAN = CACHED.replace("@functools.lru_cache\n", "")
+# Non-ASCII text before the flagged call on its line: "π" is 1 UTF-16 unit (2 UTF-8 bytes),
+# the emoji 2 units (4 bytes); both 1 code point.
+WIDE = """\
+import pickle
+
+import jax
+
+BLOBS = []
+
+
+@jax.jit
+def f(x):
+    BLOBS.append(("π😀", pickle.dumps(x)))
+    return x
+"""
+WIDE_LINE = 9  # 0-based
+
+
+def capabilities(*encodings: str) -> types.ClientCapabilities:
+    """VS Code's capabilities; with `encodings`, offering these position encodings."""
+    base = client_capabilities("visual-studio-code")
+    if not encodings:
+        return base
+    general = types.GeneralClientCapabilities(position_encodings=list(encodings))
+    return attrs.evolve(base, general=general)
+
+
+@pytest_lsp.fixture(config=server_config("-m", "jaxfix.lsp"), scope="module")
+async def client(lsp_client: Client) -> AsyncIterator[None]:
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=server_config(str(CRASH_SERVER)), scope="module")
+async def utf8_client(lsp_client: Client) -> AsyncIterator[None]:
+    params = types.InitializeParams(
+        capabilities=capabilities(UTF8, UTF16),
+        initialization_options={"jaxfix": {"severity": "error"}},
+    )
+    result = await lsp_client.initialize_session(params)
+    assert result.capabilities.position_encoding == UTF8
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=server_config("-m", "jaxfix.lsp"), loop_scope="module")
+async def fresh_client(lsp_client: Client) -> AsyncIterator[None]:
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities()))
+    yield
+
+
+def uri_of(tmp_path: Path, name: str = "doc.py") -> str:
+    return (tmp_path / name).as_uri()
+
+
+async def opened(client: Client, uri: str, text: str) -> list[types.Diagnostic]:
+    open_document(client, uri, text)
+    return await diagnostics(client, uri, 1)
+
+
+# Positions, edits and settings, without a server.
+
+
+def test_columns_count_the_negotiated_code_units() -> None:
+    index = LineIndex(WIDE)
+    line = WIDE.splitlines()[WIDE_LINE]
+    column = line.index("pickle")
+    assert index.position(WIDE_LINE + 1, column) == types.Position(WIDE_LINE, column + 1)
+    assert LineIndex(WIDE, UTF8).position(WIDE_LINE + 1, column).character == column + 4
+    assert LineIndex(WIDE, UTF32).position(WIDE_LINE + 1, column).character == column
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [
+        ("a\nb\n", types.Position(2, 0)),
+        ("a\r\nb😀", types.Position(1, 3)),
+        ("", types.Position(0, 0)),
+    ],
+    ids=["terminated", "unterminated", "empty"],
+)
+def test_positions_past_the_text_are_its_end(text: str, end: types.Position) -> None:
+    index = LineIndex(text)
+    assert index.position(99, 0) == end
+    assert index.position(*index.location(len(text))) == end
+
+
+def test_a_line_edit_is_narrowed_to_what_changes() -> None:
+    text = "x = 1\r\ny = f(a, b)\r\nz = 3\r\n"
+    edit = TextEdit(2, 0, 3, 0, "y = f(a, c)\r\n")
+    start, end, new_text = narrow(edit, LineIndex(text))
+    assert (text[start:end], new_text) == ("b", "c")
+    # No end of the edit falls between the `\r` and the `\n` of a line break.
+    start, end, new_text = narrow(TextEdit(1, 0, 2, 0, "x = 1\rb\n"), LineIndex(text))
+    assert (text[start:end], new_text) == ("\r\n", "\rb\n")
+
+
+def test_kinds_cover_their_subkinds() -> None:
+    assert wanted(FIX_ALL, None) and wanted(FIX_ALL, [types.CodeActionKind.Source])
+    assert wanted(FIX_ALL, ["source.fixAll"]) and wanted(FIX_ALL, [FIX_ALL])
+    assert not wanted(FIX_ALL, [types.CodeActionKind.QuickFix, "source.fix"])
+
+
+def test_settings_take_a_known_severity_and_report_the_rest() -> None:
+    settings, problems = read_settings({"jaxfix": {"severity": "hint"}}, Settings())
+    assert settings.severity == types.DiagnosticSeverity.Hint and problems == []
+    kept, problems = read_settings({"jaxfix": {"severity": "loud", "colour": 1}}, settings)
+    assert kept == settings
+    assert any("colour" in p for p in problems) and any("loud" in p for p in problems)
+    assert read_settings({"other": {}}, settings) == (settings, [])
+
+
+# Diagnostics.
+
+
+@asyncio_module
+async def test_diagnostics_appear_and_clear(client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    (found,) = await opened(client, uri, CACHED)
+    rule = find_rule("JF102")
+    assert rule is not None
+    assert (found.code, found.source, found.severity) == ("JF102", "jaxfix", 2)
+    assert found.code_description is not None and found.code_description.href == rule_url(rule)
+    assert found.range == types.Range(types.Position(5, 0), types.Position(5, 20))
+    change_document(client, uri, 2, CLEAN)
+    assert await diagnostics(client, uri, 2) == []
+    change_document(client, uri, 3, CACHED)
+    assert [d.code for d in await diagnostics(client, uri, 3)] == ["JF102"]
+    close_document(client, uri)
+    assert await diagnostics(client, uri, None) == []
+
+
+@asyncio_module
+async def test_changes_are_debounced_and_never_published_stale(
+    client: Client, tmp_path: Path
+) -> None:
+    uri = uri_of(tmp_path)
+    await opened(client, uri, CACHED)
+    for version in range(2, 7):
+        change_document(client, uri, version, CACHED if version % 2 else CLEAN)
+    assert await diagnostics(client, uri, 6) == []
+    versions = [p.version for p in client.published[uri]]
+    assert versions == sorted(versions)
+    assert len(versions) < 6, "every change was checked: no debounce"
+    close_document(client, uri)
+
+
+@asyncio_module
+async def test_severity_follows_did_change_configuration(client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    await opened(client, uri, CACHED)
+    settings = {"jaxfix": {"severity": "hint"}}
+    try:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=settings)
+        )
+        (found,) = await diagnostics(client, uri, 1, count=2)
+        assert found.severity == types.DiagnosticSeverity.Hint
+    finally:
+        settings = {"jaxfix": {"severity": "warning"}}
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=settings)
+        )
+    close_document(client, uri)
+
+
+@asyncio_module
+async def test_the_project_configuration_applies(client: Client, tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.jaxfix]\nignore = ["JF102"]\n')
+    uri = uri_of(tmp_path / "pkg", "mod.py")
+    assert await opened(client, uri, CACHED) == []
+    assert any(r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES for r in client.registrations)
+
+    async def edited(content: str, count: int) -> list[str]:
+        pyproject.write_text(content)
+        event = types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)
+        client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams([event]))
+        return [d.code for d in await diagnostics(client, uri, 1, count=count)]
+
+    assert await edited("[tool.jaxfix]\n", 2) == ["JF102"]
+    assert await edited('[tool.jaxfix]\nignore = ["JF1"]\nbogus = 1\n', 3) == ["JF102"]
+    await until(lambda: any("bogus" in m.message for m in client.messages), "a config error")
+    close_document(client, uri)
+
+
+# Code actions.
+
+
+@asyncio_module
+@pytest.mark.parametrize("case", FIXED, ids=lambda c: c.id)
+async def test_quick_fixes_rewrite_the_fixture(client: Client, tmp_path: Path, case: Case) -> None:
+    uri = uri_of(tmp_path)
+    text = case.before.read_text()
+    version = 1
+    open_document(client, uri, text)
+    for _ in range(len(case.codes) + 1):
+        await diagnostics(client, uri, version)
+        fixes = [
+            a for a in await code_actions(client, uri, whole(text)) if a.title.startswith("jaxfix")
+        ]
+        if not fixes:
+            break
+        fix = fixes[0]
+        assert fix.diagnostics is not None and fix.edit is not None
+        rule = find_rule(str(fix.diagnostics[0].code))
+        assert rule is not None
+        assert fix.title == f"jaxfix ({rule.code}): {rule.fix_title}"
+        assert fix.is_preferred is (rule.fix_safety is FixSafety.SAFE)
+        edits = document_edits(fix.edit, uri)
+        for edit in edits:  # each edit is narrowed to what it changes
+            old = replaced(text, edit)
+            assert not (old and edit.new_text and old[0] == edit.new_text[0])
+            assert not (old and edit.new_text and old[-1] == edit.new_text[-1])
+        text = apply(text, edits)
+        version += 1
+        change_document(client, uri, version, text)
+    assert text == case.after.read_text()
+    close_document(client, uri)
+
+
+@asyncio_module
+@pytest.mark.parametrize("case", SAFE, ids=lambda c: c.id)
+async def test_fix_all_applies_the_safe_fixes(client: Client, tmp_path: Path, case: Case) -> None:
+    uri = uri_of(tmp_path)
+    text = case.before.read_text()
+    await opened(client, uri, text)
+    (action,) = [
+        a for a in await code_actions(client, uri, whole(text), ["source"]) if a.kind == FIX_ALL
+    ]
+    assert action.edit is not None
+    assert apply(text, document_edits(action.edit, uri)) == case.after.read_text()
+    close_document(client, uri)
+
+
+@asyncio_module
+async def test_fix_all_only_when_asked_for_and_never_unsafe(client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    assert await opened(client, uri, CACHED)
+    everything = await code_actions(client, uri, whole(CACHED))
+    assert [a.kind for a in everything] == ["quickfix", "quickfix"]  # the fix, the suppression
+    assert [a.kind for a in await code_actions(client, uri, whole(CACHED), [FIX_ALL])] == [FIX_ALL]
+    text = UNSAFE_ONLY[0].before.read_text()
+    change_document(client, uri, 2, text)
+    assert await diagnostics(client, uri, 2)
+    assert await code_actions(client, uri, whole(text), [FIX_ALL]) == []
+    close_document(client, uri)
+
+
+@asyncio_module
+async def test_suppress_on_this_line(client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    (found,) = await opened(client, uri, WIDE)
+    actions = await code_actions(client, uri, found.range, ["quickfix"])
+    (action,) = [a for a in actions if a.title == "Suppress JF101 on this line"]
+    assert action.edit is not None and action.is_preferred is not True
+    text = apply(WIDE, document_edits(action.edit, uri))
+    assert text.splitlines()[WIDE_LINE].endswith("))  # jaxfix: ignore[JF101]")
+    change_document(client, uri, 2, text)
+    assert await diagnostics(client, uri, 2) == []
+    close_document(client, uri)
+
+
+@asyncio_module
+async def test_utf16_positions_before_the_fix(client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    (found,) = await opened(client, uri, WIDE)
+    line = WIDE.splitlines()[WIDE_LINE]
+    start = line.index("pickle")
+    units = len(line[:start].encode("utf-16-le")) // 2
+    assert found.range.start == types.Position(WIDE_LINE, units)
+    (fix,) = [a for a in await code_actions(client, uri, found.range) if a.title.startswith("jax")]
+    assert fix.edit is not None
+    expected = fix_text(WIDE, all_rules(), unsafe_fixes=True).text
+    assert apply(WIDE, document_edits(fix.edit, uri)) == expected
+    close_document(client, uri)
+
+
+# Hover.
+
+
+@asyncio_module
+async def test_hover_shows_the_rule_docs(client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    (found,) = await opened(client, uri, WIDE)
+    document = types.TextDocumentIdentifier(uri=uri)
+    inside = types.Position(WIDE_LINE, found.range.start.character + 3)
+    result = await client.text_document_hover_async(types.HoverParams(document, inside))
+    rule = find_rule("JF101")
+    assert result is not None and rule is not None
+    assert result.contents == types.MarkupContent(types.MarkupKind.Markdown, rule_doc(rule))
+    assert result.range == found.range
+    outside = types.Position(WIDE_LINE + 1, 0)
+    assert await client.text_document_hover_async(types.HoverParams(document, outside)) is None
+    close_document(client, uri)
+
+
+# Bad input.
+
+
+@asyncio_module
+async def test_a_syntax_error_clears_diagnostics_and_fixes(client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    (found,) = await opened(client, uri, CACHED)
+    broken = CACHED.replace("return x", "return (x")
+    change_document(client, uri, 2, broken)
+    assert await diagnostics(client, uri, 2) == []
+    assert await code_actions(client, uri, whole(broken), ["quickfix", "source"]) == []
+    hover = types.HoverParams(types.TextDocumentIdentifier(uri=uri), found.range.start)
+    assert await client.text_document_hover_async(hover) is None
+    change_document(client, uri, 3, CACHED)
+    assert [d.code for d in await diagnostics(client, uri, 3)] == ["JF102"]
+    close_document(client, uri)
+
+
+@asyncio_module
+async def test_a_malformed_request_gets_an_error(client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    bad = {"textDocument": {"uri": uri}, "position": "here"}
+    with pytest.raises(JsonRpcException, match="Invalid Params"):
+        await send_unchecked(client, types.TEXT_DOCUMENT_HOVER, bad)
+    unknown = types.HoverParams(types.TextDocumentIdentifier(uri=uri), types.Position(0, 0))
+    assert await client.text_document_hover_async(unknown) is None
+    assert [d.code for d in await opened(client, uri, CACHED)] == ["JF102"]
+    close_document(client, uri)
+
+
+# The second server: UTF-8 positions, severity from initializationOptions, a crashing rule.
+
+
+@asyncio_module
+async def test_utf8_positions_when_negotiated(utf8_client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    (found,) = await opened(utf8_client, uri, WIDE)
+    line = WIDE.splitlines()[WIDE_LINE]
+    start = len(line[: line.index("pickle")].encode("utf-8"))
+    assert found.range.start == types.Position(WIDE_LINE, start)
+    assert found.severity == types.DiagnosticSeverity.Error
+    actions = await code_actions(utf8_client, uri, found.range)
+    (fix,) = [a for a in actions if a.title.startswith("jaxfix")]
+    assert fix.edit is not None
+    expected = fix_text(WIDE, all_rules(), unsafe_fixes=True).text
+    assert apply(WIDE, document_edits(fix.edit, uri), "utf-8") == expected
+    close_document(utf8_client, uri)
+
+
+@asyncio_module
+async def test_a_rule_crash_is_reported_not_fatal(utf8_client: Client, tmp_path: Path) -> None:
+    crashing = uri_of(tmp_path, "crash.py")
+    text = CACHED.replace("def f(", "def explode(")
+    assert await opened(utf8_client, crashing, text) == []
+    await until(
+        lambda: any("the rule exploded" in m.message for m in utf8_client.messages), "a report"
+    )
+    assert any("the rule exploded" in m.message for m in utf8_client.log_messages)
+    other = uri_of(tmp_path, "other.py")
+    assert [d.code for d in await opened(utf8_client, other, CACHED)] == ["JF102"]
+    for uri in (crashing, other):
+        close_document(utf8_client, uri)
+
+
+# Shutdown.
+
+
+@asyncio_module
+async def test_shutdown_then_exit_ends_the_server(fresh_client: Client, tmp_path: Path) -> None:
+    uri = uri_of(tmp_path)
+    assert await opened(fresh_client, uri, CACHED)
+    change_document(fresh_client, uri, 2, CLEAN)  # a check still pending at shutdown
+    await fresh_client.shutdown_session()
+    assert fresh_client._server is not None and fresh_client._server.returncode == 0
