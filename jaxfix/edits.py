@@ -41,22 +41,28 @@ def _position(lines: Sequence[str], index: int) -> tuple[int, int]:
     return index + 1, 0
 
 
+def line_starts(text: str) -> list[int]:
+    """The index in `text` where each of its lines starts, then `len(text)`."""
+    starts = [0]
+    for line in source_lines(text):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def offset(starts: Sequence[int], line: int, column: int) -> int:
+    """The index of (1-based `line`, code-point `column`) in the text of `line_starts`; past
+    the last line, the end of the text."""
+    return starts[-1] if line >= len(starts) else starts[line - 1] + column
+
+
 def apply_edits(text: str, edits: Sequence[TextEdit]) -> str:
     """`text` with `edits` (not overlapping) applied."""
-    lines = source_lines(text)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-
-    def offset(line: int, column: int) -> int:
-        if line > len(lines):
-            return len(text)
-        return starts[line - 1] + column
-
+    starts = line_starts(text)
     result: list[str] = []
     done = 0
     for edit in sorted(edits, key=lambda e: (e.line, e.column)):
-        start, end = offset(edit.line, edit.column), offset(edit.end_line, edit.end_column)
+        start = offset(starts, edit.line, edit.column)
+        end = offset(starts, edit.end_line, edit.end_column)
         if start < done:
             raise ValueError(f"overlapping edits at line {edit.line}")
         result += [text[done:start], edit.new_text]

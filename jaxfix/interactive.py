@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jaxfix.diagnostic import Diagnostic, TextEdit
-from jaxfix.edits import apply_edits, source_lines
+from jaxfix.edits import apply_edits, line_starts, offset
 from jaxfix.output import finding_line, unified_diff
 
 PROMPT = "Apply this fix? [y]es, [n]o, [a]ll in this file, [d]one with this file, [q]uit: "
@@ -74,7 +74,7 @@ def review_file(
         fixed = apply_edits(review.text, current.edits)
         if fixed == review.text:
             say(f"{finding_line(display, current)}\nIts fix changes nothing: skipped.")
-            declined.add(_mark(_line_starts(review.text), current))
+            declined.add(_mark(line_starts(review.text), current))
             continue
         say(_render(display, review.text, fixed, current, color))
         answer = "y" if apply_all else _answer(ask, say)
@@ -82,7 +82,7 @@ def review_file(
             review.quit = answer == "q"
             return review
         if answer == "n":
-            declined.add(_mark(_line_starts(review.text), current))
+            declined.add(_mark(line_starts(review.text), current))
             continue
         apply_all = apply_all or answer == "a"
         declined = _carried(declined, review.text, current.edits)
@@ -101,7 +101,7 @@ def _offered(diagnostic: Diagnostic, unsafe_fixes: bool) -> bool:
 
 def _next_offer(review: Review, declined: set[_Mark], unsafe_fixes: bool) -> Diagnostic | None:
     """The first finding of the current text whose fix is offered and was not declined."""
-    starts = _line_starts(review.text)
+    starts = line_starts(review.text)
     for diagnostic in review.remaining:
         if _offered(diagnostic, unsafe_fixes) and _mark(starts, diagnostic) not in declined:
             return diagnostic
@@ -131,32 +131,18 @@ def _answer(ask: Callable[[str], str], say: Callable[[str], None]) -> str:
         say(HINT)
 
 
-def _line_starts(text: str) -> list[int]:
-    """The offset where each line of `text` starts, then `len(text)`."""
-    starts = [0]
-    for line in source_lines(text):
-        starts.append(starts[-1] + len(line))
-    return starts
-
-
-def _offset(starts: Sequence[int], line: int, column: int) -> int:
-    """The offset of (1-based line, 0-based column); past the last line, the end of the text
-    (as `apply_edits` counts)."""
-    return starts[-1] if line >= len(starts) else starts[line - 1] + column
-
-
 def _mark(starts: Sequence[int], diagnostic: Diagnostic) -> _Mark:
-    start = _offset(starts, diagnostic.line, diagnostic.column)
-    end = _offset(starts, diagnostic.end_line, diagnostic.end_column)
+    start = offset(starts, diagnostic.line, diagnostic.column)
+    end = offset(starts, diagnostic.end_line, diagnostic.end_column)
     return _Mark(diagnostic.code, diagnostic.message, start, end)
 
 
 def _carried(marks: set[_Mark], text: str, edits: Sequence[TextEdit]) -> set[_Mark]:
     """`marks` of `text` moved to their places in `apply_edits(text, edits)`; a mark whose span
     an edit rewrites (or inserts into) is dropped."""
-    starts = _line_starts(text)
+    starts = line_starts(text)
     spans = [
-        (_offset(starts, e.line, e.column), _offset(starts, e.end_line, e.end_column), e.new_text)
+        (offset(starts, e.line, e.column), offset(starts, e.end_line, e.end_column), e.new_text)
         for e in edits
     ]
     carried: set[_Mark] = set()

@@ -11,7 +11,7 @@ import bisect
 
 from lsprotocol import types
 
-from jaxfix.edits import source_lines
+from jaxfix.edits import line_starts, source_lines
 
 UTF8 = types.PositionEncodingKind.Utf8
 UTF16 = types.PositionEncodingKind.Utf16
@@ -35,9 +35,7 @@ class LineIndex:
         self.encoding = encoding
         self.lines = source_lines(text)
         self.bodies = [line.rstrip("\r\n") for line in self.lines]
-        self.starts = [0]
-        for line in self.lines:
-            self.starts.append(self.starts[-1] + len(line))
+        self.starts = line_starts(text)
 
     def position(self, line: int, column: int) -> types.Position:
         """The LSP position of 1-based `line`, code-point `column`; a column past the line's
