@@ -26,10 +26,10 @@ from jaxfix.formats import statistics as render_statistics
 from jaxfix.outcome import Outcome
 from jaxfix.output import (
     Tally,
+    add_ignore_summary,
     apply_summary,
     check_summary,
     finding_line,
-    plural,
     unified_diff,
 )
 from jaxfix.run import STDIN, RunOptions, finder_for, outcomes
@@ -262,8 +262,13 @@ def _count(outcome: Outcome, tally: Tally) -> None:
     tally.files += 1
     tally.count_remaining(outcome.diagnostics)
     if outcome.error:
-        tally.errors += 1
-        echo(f"error: {outcome.error}", err=True)
+        _error(tally, outcome.error)
+
+
+def _error(tally: Tally, message: str) -> None:
+    """Report one file's problem on stderr and count it (the run goes on)."""
+    tally.errors += 1
+    echo(f"error: {message}", err=True)
 
 
 def _file_result(outcome: Outcome, with_text: bool) -> FileResult:
@@ -305,8 +310,7 @@ def _add_ignores(
             if text != source.text:
                 write_source_atomic(source, text)
         except (SourceError, ValueError) as error:
-            tally.errors += 1
-            echo(f"error: {error}", err=True)
+            _error(tally, str(error))
             continue
         for diagnostic in skipped:
             echo(f"{finding_line(outcome.display, diagnostic)} (no place for a comment)")
@@ -314,13 +318,7 @@ def _add_ignores(
         added += suppressed
         tally.remaining -= suppressed
         tally.changed_files += text != source.text
-    click.echo(
-        f"Added {plural(added, 'suppression')} in {plural(tally.changed_files, 'file')}"
-        f" ({tally.files} checked), {tally.remaining} remaining"
-        + (f", {plural(tally.errors, 'error')}" if tally.errors else "")
-        + ".",
-        err=True,
-    )
+    click.echo(add_ignore_summary(tally, added), err=True)
     return 2 if tally.errors else 1 if tally.remaining else 0
 
 
@@ -341,8 +339,7 @@ def _review_all(
         try:
             source = read_source(Path(outcome.display))
         except SourceError as error:
-            tally.errors += 1
-            echo(f"error: {error}", err=True)
+            _error(tally, str(error))
             continue
         job = job_for(finder.for_path(source.path), source.path, fix=False, edits=True)
 
@@ -364,8 +361,7 @@ def _review_all(
                 first=outcome.diagnostics,
             )
         except _ReviewFailed as error:
-            tally.errors += 1
-            echo(f"error: {error}; the file is left unchanged", err=True)
+            _error(tally, f"{error}; the file is left unchanged")
             continue
         tally.remaining += len(review.remaining) - len(outcome.diagnostics)
         if review.applied:
@@ -406,10 +402,9 @@ def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None
         try:
             write_source_atomic(source, outcome.new_text)
         except SourceError as error:
-            tally.errors += 1
             tally.changed_files -= 1
             tally.fixed -= len(outcome.fixed)
-            echo(f"error: {error}", err=True)
+            _error(tally, str(error))
 
 
 @main.command()

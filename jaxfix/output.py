@@ -97,5 +97,14 @@ def apply_summary(tally: Tally, unsafe_fixes: bool, dry_run: bool) -> str:
     return text + _errors(tally) + "."
 
 
+def add_ignore_summary(tally: Tally, added: int) -> str:
+    """E.g. `Added 3 suppressions in 2 files (5 checked), 0 remaining.`"""
+    text = (
+        f"Added {plural(added, 'suppression')} in {plural(tally.changed_files, 'file')}"
+        f" ({tally.files} checked), {tally.remaining} remaining"
+    )
+    return text + _errors(tally) + "."
+
+
 def _errors(tally: Tally) -> str:
     return f", {plural(tally.errors, 'error')}" if tally.errors else ""
