@@ -117,9 +117,7 @@ class CacheOnTraced(Rule):
     def _cache_api_users(self) -> set[str]:
         """Names on which the module calls a cache method such as `.cache_clear()`."""
         if self._api_users is None:
-            finder = _CacheApiUsers()
-            self.traced.module.visit(finder)
-            self._api_users = finder.names
+            self._api_users = set().union(*map(self.traced.receivers_of, CACHE_API))
         return self._api_users
 
     def _is_cache(self, expr: cst.BaseExpression) -> bool:
@@ -133,19 +131,6 @@ class CacheOnTraced(Rule):
         if isinstance(receiver, cst.Call):
             return bool(self.qualified_names(receiver.func) & makers)
         return isinstance(receiver, cst.Name) and self.traced.is_assigned_from(receiver, makers)
-
-
-class _CacheApiUsers(cst.CSTVisitor):
-    """Collects `name` from every `name.cache_clear`-like attribute (not with `libcst.matchers`,
-    whose import alone takes half a second)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if isinstance(node.value, cst.Name) and node.attr.value in CACHE_API:
-            self.names.add(node.value.value)
 
 
 # `CacheOnTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

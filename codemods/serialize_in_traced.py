@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
@@ -193,14 +192,18 @@ class SerializeInTraced(Rule):
         owner = self.traced.owner_function(call)
         node: cst.CSTNode = call
         while not isinstance(node, cst.SimpleStatementLine):
-            parent = self.get_metadata(ParentNodeProvider, node)
-            if parent is owner or isinstance(parent, cst.Lambda | cst.FunctionDef):
+            parent = self.traced.parent(node)
+            if (
+                parent is None
+                or parent is owner
+                or isinstance(parent, cst.Lambda | cst.FunctionDef)
+            ):
                 return None
             node = parent
         if not self._is_host_only_line(node):
             return None
-        block = self.get_metadata(ParentNodeProvider, node)
-        with_node = self.get_metadata(ParentNodeProvider, block)
+        block = self.traced.parent(node)
+        with_node = self.traced.parent(block) if block is not None else None
         if not isinstance(with_node, cst.With) or all(i.asname is None for i in with_node.items):
             return node
         return with_node if self._is_open_block(with_node) else None

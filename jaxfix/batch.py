@@ -18,6 +18,7 @@ from pathlib import Path
 
 from jaxfix.cache import Cache
 from jaxfix.diagnostic import Diagnostic
+from jaxfix.edits import EditsWanted
 from jaxfix.options import DEFAULT, Options
 from jaxfix.outcome import Outcome
 
@@ -30,7 +31,7 @@ class Job:
     ignore: tuple[str, ...] = ()
     fix: bool = False
     unsafe_fixes: bool = False
-    edits: bool = False  # findings carry their fixes as text edits
+    edits: EditsWanted = False  # findings carry their fixes as text edits
     options: Options = DEFAULT
 
     def key(self) -> str:

@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from jaxfix.firstpass import Bindings
 from jaxfix.transforms import CUSTOM_RULE_METHODS, TRANSFORMS
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -55,6 +56,7 @@ class Candidates:
     functions: list[_Function] = field(default_factory=list)
     calls: list[_Call] = field(default_factory=list)
     lambdas: dict[ast.Lambda, _Function] = field(default_factory=dict)
+    bindings: list[Bindings] = field(default_factory=list)  # one per top-level statement
     imported: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     transforms: Collection[str] = field(default_factory=lambda: TRANSFORMS)
     _traced: set[_Function] | None = None
@@ -161,14 +163,22 @@ def _decorated_by(decorator: ast.expr) -> ast.expr:
 
 def collect(tree: ast.Module, transforms: Collection[str] = TRANSFORMS) -> Candidates:
     """One iterative walk over the file (deep expressions cannot overflow the stack);
-    `transforms` are the full names of the functions that trace what they receive."""
+    `transforms` are the full names of the functions that trace what they receive. The walk
+    also finds each top-level statement's `Bindings`, which the slice needs."""
     found = Candidates(transforms=transforms)
     lambda_names: dict[ast.Lambda, set[str]] = {}
     for statement, top in enumerate(tree.body):
-        stack: list[tuple[ast.AST, _Function | None]] = [(top, None)]
+        names = Bindings()
+        found.bindings.append(names)
+        # (node, the function whose body holds it, whether its names bind at module level)
+        stack: list[tuple[ast.AST, _Function | None, bool]] = [(top, None, True)]
         while stack:
-            node, owner = stack.pop()
+            node, owner, module_level = stack.pop()
             if isinstance(node, ast.Name):
+                if isinstance(node.ctx, ast.Load):
+                    names.mentions.add(node.id)
+                elif module_level:
+                    names.defines.add(node.id)
                 if owner is not None:
                     owner.reads.add(node.id)
                 continue
@@ -178,11 +188,18 @@ def collect(tree: ast.Module, transforms: Collection[str] = TRANSFORMS) -> Candi
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
             elif isinstance(node, _FUNCTIONS):
+                if module_level:
+                    names.defines.add(node.name)
                 function = _Function(statement, {node.name}, decorators=list(node.decorator_list))
                 found.functions.append(function)
-                outer = [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
-                stack.extend((child, owner) for child in outer)
-                stack.extend((child, function) for child in node.body)
+                outer = [
+                    *node.decorator_list,
+                    *getattr(node, "type_params", ()),  # Python 3.12
+                    node.args,
+                    *([node.returns] if node.returns else []),
+                ]
+                stack.extend((child, owner, False) for child in outer)
+                stack.extend((child, function, False) for child in node.body)
                 continue
             elif isinstance(node, ast.Lambda):
                 function = _Function(statement, lambda_names.pop(node, set()))
@@ -190,22 +207,47 @@ def collect(tree: ast.Module, transforms: Collection[str] = TRANSFORMS) -> Candi
                 found.lambdas[node] = function
                 if owner is not None:
                     owner.lambdas.append(function)
-                stack.append((node.args, owner))
-                stack.append((node.body, function))
+                stack.append((node.args, owner, False))
+                stack.append((node.body, function, False))
+                continue
+            elif isinstance(node, ast.ClassDef):
+                if module_level:
+                    names.defines.add(node.name)
+                stack.extend((child, owner, False) for child in _children(node))
                 continue
             elif isinstance(node, ast.Assign):
-                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                targets = {t.id for t in node.targets if isinstance(t, ast.Name)}
                 if isinstance(node.value, ast.Lambda):
-                    lambda_names[node.value] = names
+                    lambda_names[node.value] = targets
                 elif isinstance(node.value, ast.Name | ast.Attribute):  # `my_jit = jax.jit`
                     aliased = found._full_names(node.value)
-                    for name in names if aliased else ():
+                    for name in targets if aliased else ():
                         found.imported[name] |= aliased
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 _record_imports(node, found.imported)
+                if module_level:
+                    names.defines.update(_bound_by_import(node))
                 continue
-            stack.extend((child, owner) for child in _children(node))
+            elif isinstance(node, ast.Global):
+                names.defines.update(node.names)
+            elif module_level and (bound := _bound_name(node)) is not None:
+                names.defines.add(bound)
+            stack.extend((child, owner, module_level) for child in _children(node))
     return found
+
+
+def _bound_by_import(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+    for alias in node.names:
+        yield (alias.asname or alias.name).split(".")[0]
+
+
+def _bound_name(node: ast.AST) -> str | None:
+    """The name an `except ... as name` or a match pattern's capture binds."""
+    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+        return node.name
+    if isinstance(node, ast.MatchMapping):
+        return node.rest
+    return None
 
 
 def _children(node: ast.AST) -> Iterator[ast.AST]:

@@ -20,6 +20,7 @@ from typing import Any
 from pathspec import GitIgnoreSpec
 
 from jaxfix.batch import Job
+from jaxfix.edits import EditsWanted
 from jaxfix.options import Options
 
 PYPROJECT = "pyproject.toml"
@@ -160,7 +161,7 @@ def _pick(override: bool | None, value: bool) -> bool:
     return value if override is None else override
 
 
-def job_for(config: Config, path: Path, *, fix: bool, edits: bool = False) -> Job:
+def job_for(config: Config, path: Path, *, fix: bool, edits: EditsWanted = False) -> Job:
     """What to do with the file at `path` under `config`."""
     select = () if config.select is None else (*config.select, *config.extend_select)
     return Job(

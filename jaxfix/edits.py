@@ -9,6 +9,10 @@ from collections.abc import Sequence
 
 from jaxfix.diagnostic import TextEdit
 
+# Which findings get their fix as text edits: all (True), none (False), or those that start on
+# one of a set of lines (an editor asks for the fixes under its cursor).
+EditsWanted = bool | frozenset[int]
+
 # Python's line breaks (what LibCST and the tokenizer count), not all of `str.splitlines`'.
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
@@ -22,15 +26,30 @@ def line_edits(before: str, after: str) -> tuple[TextEdit, ...]:
     """Whole-line edits that turn `before` into `after`: one per changed run of lines."""
     old = source_lines(before)
     new = source_lines(after)
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    # The lines both texts start and end with are left out of the diff, which is quadratic in
+    # the worst case: a fix changes a few lines of a long file.
+    head = _common_length(old, new)
+    tail = min(_common_length(old[::-1], new[::-1]), len(old) - head, len(new) - head)
+    matcher = difflib.SequenceMatcher(
+        None, old[head : len(old) - tail], new[head : len(new) - tail], autojunk=False
+    )
     edits: list[TextEdit] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        line, column = _position(old, i1)
-        end_line, end_column = _position(old, i2)
-        edits.append(TextEdit(line, column, end_line, end_column, "".join(new[j1:j2])))
+        line, column = _position(old, head + i1)
+        end_line, end_column = _position(old, head + i2)
+        new_text = "".join(new[head + j1 : head + j2])
+        edits.append(TextEdit(line, column, end_line, end_column, new_text))
     return tuple(edits)
+
+
+def _common_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """How many items `a` and `b` start with alike."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
 
 
 def _position(lines: Sequence[str], index: int) -> tuple[int, int]:

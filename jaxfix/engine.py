@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -21,7 +21,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from jaxfix import candidates, firstpass, suppression
 from jaxfix.diagnostic import Diagnostic, TextEdit
-from jaxfix.edits import line_edits
+from jaxfix.edits import EditsWanted, line_edits
 from jaxfix.options import DEFAULT, Options
 from jaxfix.registry import all_rules, matches
 from jaxfix.rule import Fix, Replacement, Rule
@@ -45,6 +45,30 @@ class Result:
     diagnostics: list[Diagnostic]  # findings remaining in `text`
     text: str  # the text after the fixes (the input when nothing was fixed)
     fixed: list[Diagnostic] = field(default_factory=list)  # findings whose fix was applied
+
+
+@dataclass(frozen=True)
+class _Selection:
+    """The file's syntax tree and the top-level statements a finding can be in (all when
+    `seeds` is None), with what they bind and read."""
+
+    tree: ast.Module
+    seeds: set[int] | None = None
+    bindings: Sequence[firstpass.Bindings] = ()
+
+    def around(self, lines: Collection[int]) -> _Selection:
+        """Only the seeds that span one of `lines`."""
+        if self.seeds is None:
+            return self
+        spans = {i: firstpass.lines_of(self.tree.body[i]) for i in self.seeds}
+        seeds = {i for i, (first, last) in spans.items() if any(first <= n <= last for n in lines)}
+        return dataclasses.replace(self, seeds=seeds)
+
+    def slice(self, text: str, for_fixes: Collection[str] | None = None) -> firstpass.Slice | None:
+        """The part of `text` the rules depend on (see `firstpass.relevant_slice`)."""
+        return firstpass.relevant_slice(
+            text, self.tree, self.seeds, self.bindings, for_fixes=for_fixes
+        )
 
 
 def applicable_rules(
@@ -77,20 +101,24 @@ def check_text(
     *,
     filename: str = "<unknown>",
     options: Options = DEFAULT,
-    edits: bool = False,
+    edits: EditsWanted = False,
     slicing: bool = True,
 ) -> list[Diagnostic]:
     """Findings of `rules` in `text`, less the suppressed ones; with `edits`, each fixable
-    finding carries its fix as text edits. Raises `firstpass.InvalidSource` when CPython
+    finding (each one starting on one of the lines `edits`, when a set: a fix costs a LibCST
+    parse) carries its fix as text edits. Raises `firstpass.InvalidSource` when CPython
     rejects the text, `libcst.ParserSyntaxError` when LibCST does. `slicing=False` analyses the
     whole file (the same findings, slower: for tests of the first pass)."""
     active = applicable_rules(text, _analysers(rules), options)
     if not active:
         return _unsuppressed(text, [], rules)
-    found, tree, seeds = _check(text, active, filename, options, slicing)
+    found, selection = _check(text, active, filename, options, slicing)
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
-    if edits and any(d.fix_safety is not None for d in diagnostics):
-        diagnostics = _with_edits(text, tree, seeds, diagnostics, active, filename, options)
+    lines = None if edits is True else edits or frozenset()
+    if any(d.fix_safety is not None and (lines is None or d.line in lines) for d in diagnostics):
+        if lines is not None:
+            selection = selection.around(lines)
+        diagnostics = _with_edits(text, selection, diagnostics, active, filename, options, lines)
     return diagnostics
 
 
@@ -107,11 +135,11 @@ def fix_text(
     active = applicable_rules(text, _analysers(rules), options)
     if not active:
         return Result(_unsuppressed(text, [], rules), text)
-    found, tree, _ = _check(text, active, filename, options)
+    found, selection = _check(text, active, filename, options)
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
     if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
         return Result(diagnostics, text)
-    firstpass.check_depth(tree.body)  # the whole file is parsed now, not only the slice
+    firstpass.check_depth(selection.tree.body)  # the whole file is parsed now, not only the slice
     fixed: list[Diagnostic] = []
     codes: list[str] = []
     module = cst.parse_module(text)
@@ -131,26 +159,28 @@ def fix_text(
 
 def _with_edits(
     text: str,
-    tree: ast.Module,
-    seeds: set[int] | None,
+    selection: _Selection,
     diagnostics: list[Diagnostic],
     rules: Sequence[type[Rule]],
     filename: str,
     options: Options,
+    lines: Collection[int] | None = None,
 ) -> list[Diagnostic]:
-    """`diagnostics` with each fix as text edits of the file, the fixes applied one at a time.
-    They are applied to a slice that holds what they change and what decides their import
-    changes (every import, every use of a name a fix stops using): the whole file's edits, at
-    the cost of a slice."""
-    dropped = {name for d in diagnostics if d.fix for name in _names_in(d.fix.removed_nodes)}
-    piece = firstpass.relevant_slice(text, tree, seeds, for_fixes=dropped)
+    """`diagnostics` with each fix (of a finding on one of `lines`, when given) as text edits
+    of the file, the fixes applied one at a time. They are applied to a slice that holds what
+    they change and what decides their import changes (every import, every use of a name a fix
+    stops using): the whole file's edits, at the cost of a slice."""
+    wanted = [d for d in diagnostics if d.fix and (lines is None or d.line in lines)]
+    dropped = {name for d in wanted if d.fix for name in _names_in(d.fix.removed_nodes)}
+    piece = selection.slice(text, for_fixes=dropped)
     assert piece is not None, "a finding implies a statement to slice"
     found, wrapper = _run(cst.parse_module(piece.text), rules, options)
     fixes = {_place(_in_file(d, piece)): d.fix for d in found if d.fix is not None}
     result: list[Diagnostic] = []
     for diagnostic in diagnostics:
         fix = fixes.get(_place(diagnostic))
-        if diagnostic.fix_safety is not None and fix is not None:
+        wanted_here = lines is None or diagnostic.line in lines
+        if diagnostic.fix_safety is not None and fix is not None and wanted_here:
             new_code = _apply(wrapper, [fix])
             _reparse(new_code, filename, [diagnostic.code])
             edits = [_edit_in_file(e, piece) for e in line_edits(piece.text, new_code)]
@@ -245,24 +275,24 @@ def _check(
     filename: str,
     options: Options,
     slicing: bool = True,
-) -> tuple[list[Diagnostic], ast.Module, set[int] | None]:
+) -> tuple[list[Diagnostic], _Selection]:
     """Findings in the slice of `text` the rules depend on, in the file's line numbers (none,
     without LibCST, when the first pass rules them out). Their fixes refer to the slice's syntax
     tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all."""
     tree = firstpass.parse(text, filename)
-    seeds: set[int] | None = None
+    selection = _Selection(tree)
     if slicing and all(rule.anchors for rule in rules):
         found = candidates.collect(tree, _transforms(options))
         by_rule = {
             rule: found.statements(_anchors(rule, options), rule.traced_only) for rule in rules
         }
         rules = [rule for rule in rules if by_rule[rule]]
-        seeds = set().union(*by_rule.values())
-    piece = firstpass.relevant_slice(text, tree, seeds)
+        selection = _Selection(tree, set().union(*by_rule.values()), found.bindings)
+    piece = selection.slice(text)
     if piece is None:
-        return [], tree, seeds
+        return [], selection
     diagnostics, _ = _run(cst.parse_module(piece.text), rules, options)
-    return [_in_file(d, piece) for d in diagnostics], tree, seeds
+    return [_in_file(d, piece) for d in diagnostics], selection
 
 
 def _run(
@@ -317,6 +347,12 @@ class _ReplaceNodes(cst.CSTTransformer):
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
     ) -> Replacement:
         return self.replacements.get(original_node, updated_node)
+
+
+def prepare_fixes() -> None:
+    """Import what applying a fix needs (half a second), ahead of the first fix: for a
+    long-running process (the language server), while nobody waits."""
+    import libcst.codemod.visitors  # noqa: F401
 
 
 def _apply(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> str:

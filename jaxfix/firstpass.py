@@ -21,15 +21,13 @@ import bisect
 import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # LibCST's parser is quadratic in the depth of an expression (a 4,000-term sum takes seconds to
 # parse) and recurses once per level: deeper code is reported instead of analysed.
 MAX_DEPTH = 1000
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_SCOPES = (*_DEFINITIONS, ast.Lambda)
 
 
 class InvalidSource(Exception):
@@ -71,6 +69,16 @@ class Slice:
 
 
 @dataclass
+class Bindings:
+    """The module-level names one top-level statement binds, and every name it reads (in
+    nested code too): what decides which statements a slice keeps. `jaxfix.candidates` finds
+    them in its walk over the file, so that the file is walked once."""
+
+    defines: set[str] = field(default_factory=set)
+    mentions: set[str] = field(default_factory=set)
+
+
+@dataclass
 class _Chunk:
     """Top-level statements that share lines: the unit that is kept or dropped."""
 
@@ -90,23 +98,26 @@ def relevant_slice(
     text: str,
     tree: ast.Module,
     seeds: Collection[int] | None,
+    bindings: Sequence[Bindings] = (),
     *,
     for_fixes: Collection[str] | None = None,
 ) -> Slice | None:
-    """The part of `text` that the top-level statements `seeds` (indices into `tree.body`)
-    depend on; None when there are no seeds, the whole file when `seeds` is None. Raises
-    `InvalidSource` when a kept statement is nested deeper than `MAX_DEPTH`.
+    """The part of `text` that the top-level statements `seeds` (indices into `tree.body`,
+    whose `bindings` are given in the same order) depend on; None when there are no seeds,
+    the whole file when `seeds` is None. Raises `InvalidSource` when a kept statement is nested
+    deeper than `MAX_DEPTH`.
 
     `for_fixes` (names) makes the slice one that fixes can be applied to as to the whole file:
     it also keeps every import (new imports go where they would in the file) and every
     statement that uses one of these names (an import a fix stops using is removed only when
     nothing else uses it)."""
-    if seeds is not None and not seeds:
+    if seeds is None:
+        check_depth(tree.body)
+        return Slice(text, whole=True)
+    if not seeds:
         return None
     lines = _LINE.findall(text)
-    chunks = _chunks(tree.body)
-    if seeds is None:
-        seeds = range(len(tree.body))
+    chunks = _chunks(tree.body, bindings)
     chunk_of = [index for index, chunk in enumerate(chunks) for _ in chunk.nodes]
     seed_chunks = {chunk_of[statement] for statement in seeds}
     seed_chunks.update(index for index, chunk in enumerate(chunks) if chunk.star_import)
@@ -137,49 +148,32 @@ def relevant_slice(
     return Slice("".join(parts), False, tuple(starts), tuple(offsets))
 
 
+def lines_of(statement: ast.stmt) -> tuple[int, int]:
+    """The first and last line of `statement`, its decorators included."""
+    decorators: list[ast.expr] = getattr(statement, "decorator_list", [])
+    first = min([statement.lineno, *(decorator.lineno for decorator in decorators)])
+    return first, statement.end_lineno or statement.lineno
+
+
 def _is_import(node: ast.stmt) -> bool:
     return isinstance(node, ast.Import | ast.ImportFrom)
 
 
-def _chunks(body: Sequence[ast.stmt]) -> list[_Chunk]:
+def _chunks(body: Sequence[ast.stmt], bindings: Sequence[Bindings]) -> list[_Chunk]:
+    if len(bindings) != len(body):
+        raise ValueError("one Bindings per top-level statement is needed")
     chunks: list[_Chunk] = []
-    for node in body:
-        decorators = getattr(node, "decorator_list", [])
-        first = min([node.lineno, *(decorator.lineno for decorator in decorators)])
-        last = node.end_lineno or node.lineno
-        defines, mentions = _names(node)
+    for node, names in zip(body, bindings, strict=True):
+        first, last = lines_of(node)
         if chunks and first <= chunks[-1].last:
             chunk = chunks[-1]
             chunk.last = max(chunk.last, last)
             chunk.nodes.append(node)
-            chunk.defines |= defines
-            chunk.mentions |= mentions
+            chunk.defines |= names.defines
+            chunk.mentions |= names.mentions
         else:
-            chunks.append(_Chunk(first, last, [node], defines, mentions))
+            chunks.append(_Chunk(first, last, [node], set(names.defines), set(names.mentions)))
     return chunks
-
-
-def _names(statement: ast.stmt) -> tuple[set[str], set[str]]:
-    """Module-level names `statement` binds, and every name it reads (in nested code too)."""
-    defines: set[str] = set()
-    mentions: set[str] = set()
-    stack: list[tuple[ast.AST, bool]] = [(statement, True)]  # (node, at module scope)
-    while stack:
-        node, module_scope = stack.pop()
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                mentions.add(node.id)
-            elif module_scope:
-                defines.add(node.id)
-        elif isinstance(node, ast.Global):
-            defines.update(node.names)
-        elif module_scope and isinstance(node, ast.alias):
-            defines.add((node.asname or node.name).split(".")[0])
-        elif module_scope and isinstance(node, _DEFINITIONS):
-            defines.add(node.name)
-        nested = module_scope and not isinstance(node, _SCOPES)
-        stack.extend((child, nested) for child in ast.iter_child_nodes(node))
-    return defines, mentions
 
 
 def _closure(chunks: Sequence[_Chunk], seeds: Iterable[int]) -> set[int]:

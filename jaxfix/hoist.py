@@ -72,7 +72,7 @@ def is_host_only_target(analysis: TracedAnalysis, target: cst.BaseExpression) ->
         return isinstance(base, cst.Name) and not _built_locally(analysis, base)
     if isinstance(target, cst.Name):
         scope = analysis.scope_of(target)
-        return isinstance(scope, FunctionScope) and target.value in declared_outer_names(
+        return isinstance(scope, FunctionScope) and target.value in analysis.declared_outer_names(
             analysis.owner_function(target)
         )
     if isinstance(target, cst.Tuple | cst.List):
@@ -89,20 +89,9 @@ def _built_locally(analysis: TracedAnalysis, name: cst.Name) -> bool:
         isinstance(a, Assignment)
         and isinstance(a.scope, FunctionScope)
         and not isinstance(a.node, cst.Param)
-        and name.value not in declared_outer_names(a.scope.node)
+        and name.value not in analysis.declared_outer_names(a.scope.node)
         for a in scope[name.value]
     )
-
-
-def declared_outer_names(function: cst.CSTNode | None) -> set[str]:
-    """Names a function declares `global` or `nonlocal`."""
-    if not isinstance(function, cst.FunctionDef):
-        return set()
-    names: set[str] = set()
-    for node in _walk_body(function.body):
-        if isinstance(node, cst.Global | cst.Nonlocal):
-            names.update(item.name.value for item in node.names)
-    return names
 
 
 def _walk_body(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -135,7 +124,8 @@ def hoist_statement(
         body = body.deep_replace(payload, wrapped)
     assert isinstance(body, cst.SimpleStatementLine | cst.BaseCompoundStatement)
     body = body.with_changes(leading_lines=())
-    outer = sorted(declared_outer_names(analysis.owner_function(statement)) & _stored(statement))
+    owner = analysis.owner_function(statement)
+    outer = sorted(analysis.declared_outer_names(owner) & _stored(statement))
     declarations: list[cst.BaseStatement] = []
     if outer:
         declarations.append(
@@ -176,7 +166,7 @@ def _host_parameters(
     traced: dict[str, None] = {}
     frozen: dict[str, None] = {}
     traced_here = set(analysis.traced_names(statement))
-    outer = declared_outer_names(analysis.owner_function(statement))
+    outer = analysis.declared_outer_names(analysis.owner_function(statement))
     for name in names_read(statement):
         if name.value in inside or name.value in outer:
             continue
@@ -225,12 +215,7 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
 
 def _is_global(analysis: TracedAnalysis, statement: cst.CSTNode, name: str) -> bool:
     function = analysis.owner_function(statement)
-    if not isinstance(function, cst.FunctionDef):
-        return True
-    for node in _walk_body(function.body):
-        if isinstance(node, cst.Global) and any(i.name.value == name for i in node.names):
-            return True
-    return False
+    return not isinstance(function, cst.FunctionDef) or name in analysis.declared_global(function)
 
 
 def fresh_name(analysis: TracedAnalysis, base: str, reserved: Sequence[str]) -> str:

@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 from libcst.metadata import (
-    ParentNodeProvider,
     PositionProvider,
-    QualifiedNameProvider,
     ScopeProvider,
 )
 
@@ -77,9 +75,7 @@ class Rule(cst.BatchableCSTVisitor):
 
     METADATA_DEPENDENCIES = (
         PositionProvider,
-        QualifiedNameProvider,
         ScopeProvider,
-        ParentNodeProvider,
     )
 
     def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:

@@ -1,7 +1,7 @@
 """Traced-context analysis: which functions of a module run under a JAX trace, and which values
 in them are tracers.
 
-Names are matched after import resolution (LibCST's `QualifiedNameProvider`), so `import jax as J`,
+Names are matched after import resolution (LibCST's scopes' qualified names), so `import jax as J`,
 `from jax import lax` or `functools.partial(jax.jit, ...)` are recognised and a local variable
 called `jax` is not. Tracing spreads from the entry points (decorators and transform call sites) to
 nested functions and same-module functions called with traced arguments, until a fixpoint. Values
@@ -11,16 +11,16 @@ traced: a false alarm costs more than a missed finding.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst._metadata_dependent import LazyValue
 from libcst.metadata import (
     Assignment,
     MetadataWrapper,
-    ParentNodeProvider,
-    QualifiedNameProvider,
+    PositionProvider,
+    QualifiedName,
     QualifiedNameSource,
     Scope,
     ScopeProvider,
@@ -75,18 +75,38 @@ class _Owned:
     bindings: list[tuple[cst.BaseExpression, cst.BaseExpression | None]] = field(
         default_factory=list
     )
+    global_names: set[str] = field(default_factory=set)  # declared `global`
+    nonlocal_names: set[str] = field(default_factory=set)  # declared `nonlocal`
+
+
+_NOTHING = _Owned()
 
 
 class _Collector(cst.CSTVisitor):
-    """One pass over the module: calls, decorators and bindings, by the function that owns them."""
+    """One pass over the module: calls, decorators and bindings, by the function that owns them;
+    and each node's parent (LibCST's `ParentNodeProvider` costs a traversal of its own, and
+    asks every node for its children)."""
 
     def __init__(self) -> None:
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.receivers: dict[str, set[str]] = defaultdict(set)  # `r.attr`: attr -> names r
+        self._ancestors: list[cst.CSTNode] = []
         self.stack: list[FunctionNode | None] = [None]
         self.owned: dict[FunctionNode | None, _Owned] = {None: _Owned()}
         self.functions: list[FunctionNode] = []
         self.owner_of_function: dict[FunctionNode, FunctionNode | None] = {}
         self.class_of: dict[cst.FunctionDef, cst.ClassDef] = {}
         self.class_stack: list[cst.ClassDef] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._ancestors:
+            self.parents[node] = self._ancestors[-1]
+        self._ancestors.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        self._ancestors.pop()
 
     def _enter(self, node: FunctionNode) -> None:
         self.functions.append(node)
@@ -126,6 +146,16 @@ class _Collector(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         self.owned[self.stack[-1]].calls.append(node)
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name):
+            self.receivers[node.attr.value].add(node.value.value)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.owned[self.stack[-1]].global_names.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.owned[self.stack[-1]].nonlocal_names.update(item.name.value for item in node.names)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._bind(target.target, node.value)
@@ -158,12 +188,17 @@ class TracedAnalysis:
     ) -> None:
         self.module = wrapper.module
         self._transforms = transforms
+        # Resolved together first, in as few traversals as LibCST can (the rules need
+        # positions too); `resolve` then answers from the wrapper's cache, typed.
+        wrapper.resolve_many([ScopeProvider, PositionProvider])
         self._scopes: Mapping[cst.CSTNode, Scope | None] = wrapper.resolve(ScopeProvider)
-        self._qualified = wrapper.resolve(QualifiedNameProvider)
-        self._parents = wrapper.resolve(ParentNodeProvider)
+        # Asked of the scopes for the nodes that need them: what `QualifiedNameProvider`
+        # answers, without its traversal of every node.
+        self._qualified: dict[cst.CSTNode, Collection[QualifiedName]] = {}
         collector = _Collector()
         self.module.visit(collector)
         self._collected = collector
+        self._parents = collector.parents
         self.functions: dict[FunctionNode, TracedFunction] = {}
         self._traced_bindings: set[cst.CSTNode] = set()
         self._changed = False
@@ -176,9 +211,7 @@ class TracedAnalysis:
     def imported_names(self, node: cst.CSTNode, depth: int = 0) -> set[str]:
         """Fully qualified names `node` refers to through an import or a builtin, also through
         a name bound once to another (`my_jit = jax.jit`)."""
-        names = self._qualified.get(node)
-        if isinstance(names, LazyValue):
-            names = names()
+        names = self._qualified_names(node)
         if not names or any(q.source is QualifiedNameSource.LOCAL for q in names):
             alias = self._aliased(node) if depth < MAX_ALIASES else None
             if alias is not None:
@@ -232,7 +265,34 @@ class TracedAnalysis:
                 found[name.value] = None
         return list(found)
 
+    def declared_global(self, function: cst.CSTNode | None) -> set[str]:
+        """Names `function` declares `global`."""
+        return self._owned(function).global_names
+
+    def declared_outer_names(self, function: cst.CSTNode | None) -> set[str]:
+        """Names `function` declares `global` or `nonlocal`."""
+        owned = self._owned(function)
+        return owned.global_names | owned.nonlocal_names
+
+    def _owned(self, function: cst.CSTNode | None) -> _Owned:
+        """What the body of `function` holds (nothing, for what is not a function)."""
+        if isinstance(function, cst.FunctionDef | cst.Lambda):
+            return self._collected.owned.get(function, _NOTHING)
+        return _NOTHING
+
+    def receivers_of(self, attribute: str) -> set[str]:
+        """The names the module reads `attribute` on (`f` for `f.cache_clear()`)."""
+        return self._collected.receivers.get(attribute, set())
+
+    def _qualified_names(self, node: cst.CSTNode) -> Collection[QualifiedName]:
+        names = self._qualified.get(node)
+        if names is None:
+            scope = self._scopes.get(node)
+            names = self._qualified[node] = scope.get_qualified_names_for(node) if scope else ()
+        return names
+
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The node `node` is a child of (None for the module)."""
         return self._parents.get(node)
 
     def scope_of(self, node: cst.CSTNode) -> Scope | None:

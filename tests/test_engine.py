@@ -352,6 +352,15 @@ def test_edits_from_the_slice_are_those_of_the_whole_file(case: Case) -> None:
     assert check_text(text, RULES, edits=True) == check_text(text, RULES, edits=True, slicing=False)
 
 
+@pytest.mark.parametrize("case", load_cases(), ids=lambda case: case.id)
+def test_edits_asked_for_one_line_are_those_of_that_finding(case: Case) -> None:
+    text = case.before.read_text(encoding="utf-8")
+    every = check_text(text, RULES, edits=True)
+    for line in {d.line for d in every if d.edits}:
+        some = check_text(text, RULES, edits=frozenset({line}))
+        assert some == [d if d.line == line else replace(d, edits=()) for d in every]
+
+
 FAR_USE = textwrap.dedent("""\
     \"\"\"A cache removed from a jitted function while `functools` is still used far below.\"\"\"
     import functools

@@ -26,7 +26,8 @@ ANCHORS = frozenset().union(*(rule.anchors for rule in RULES))
 
 def sliced(text: str) -> Slice | None:
     tree = ast.parse(text)
-    return relevant_slice(text, tree, candidates.collect(tree).statements(ANCHORS, True))
+    found = candidates.collect(tree)
+    return relevant_slice(text, tree, found.statements(ANCHORS, True), found.bindings)
 
 
 def kept_text(source: str) -> str:
@@ -120,6 +121,32 @@ def test_a_dependency_does_not_pull_in_the_other_users_of_its_names() -> None:
         """)
     assert "STATE = []" in kept
     assert "reader" not in kept
+
+
+def test_names_bound_by_except_and_match_are_definitions() -> None:
+    kept = kept_text("""\
+        import pickle
+        import jax
+
+        try:
+            import cloudpickle
+        except ImportError as missing:
+            cloudpickle = None
+
+        match {"protocol": 5}:
+            case {"protocol": protocol}:
+                pass
+
+        unrelated = 1
+
+        @jax.jit
+        def save(x):
+            print(missing)
+            return pickle.dumps(x, protocol)
+        """)
+    assert "except ImportError as missing" in kept
+    assert 'case {"protocol": protocol}' in kept
+    assert "unrelated" not in kept
 
 
 def test_statements_sharing_a_line_and_decorators_stay_together() -> None:
