@@ -8,6 +8,8 @@ third is shut down. The quick fixes are judged by the fixtures: applied one afte
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from jaxfix.diagnostic import FixSafety, TextEdit
 from jaxfix.docs import rule_doc, rule_url
 from jaxfix.engine import fix_text
 from jaxfix.lsp.actions import wanted
+from jaxfix.lsp.analysis import PerVersion, Snapshot
 from jaxfix.lsp.convert import narrow
 from jaxfix.lsp.positions import UTF8, UTF16, UTF32, LineIndex
 from jaxfix.lsp.settings import Settings, read_settings
@@ -174,6 +177,31 @@ def test_settings_take_a_known_severity_and_report_the_rest() -> None:
     assert kept == settings
     assert any("colour" in p for p in problems) and any("loud" in p for p in problems)
     assert read_settings({"other": {}}, settings) == (settings, [])
+
+
+def test_a_computation_runs_once_per_request_and_settles() -> None:
+    release = threading.Event()
+    computed: list[Snapshot] = []
+
+    def compute(snapshot: Snapshot) -> int:
+        computed.append(snapshot)
+        release.wait(10)
+        return snapshot.version or 0
+
+    async def scenario() -> None:
+        cache = PerVersion(compute)
+        first = Snapshot("file:///a.py", 1, "", Path("a.py"))
+        answers = asyncio.gather(cache.get(first), cache.get(first))
+        settled = asyncio.ensure_future(cache.settled(first.uri))
+        await asyncio.sleep(0.05)
+        assert not settled.done(), "settled while the computation runs"
+        release.set()
+        assert await answers == [1, 1]
+        await settled
+        assert await cache.get(first) == 1
+        assert computed == [first]
+
+    asyncio.run(scenario())
 
 
 # Diagnostics.

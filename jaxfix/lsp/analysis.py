@@ -2,8 +2,9 @@
 `pyproject.toml` read afresh each time (so that editing it applies at once).
 
 Checking (what diagnostics show) skips the fixes' edits, which cost a LibCST parse per fix;
-they are computed only when the editor asks for code actions. These functions are CPU-bound
-and run in worker threads; `PerVersion` computes each once per document version.
+they are computed only when the editor asks for code actions, for the findings it asks about.
+These functions are CPU-bound and run in worker threads; `PerVersion` computes each once per
+document version.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from jaxfix.batch import Job
 from jaxfix.config import Config, ConfigError, ConfigFinder, Overrides, job_for, validate
 from jaxfix.diagnostic import Diagnostic
+from jaxfix.edits import EditsWanted
 from jaxfix.runner import run_job
 from jaxfix.sourcefile import SourceFile
 
@@ -56,11 +58,23 @@ def check(snapshot: Snapshot) -> Analysis:
     return Analysis(tuple(outcome.diagnostics), outcome.error, config_error)
 
 
-def with_edits(snapshot: Snapshot) -> tuple[Diagnostic, ...]:
-    """The findings of the snapshot's text, each fix with its edits; none when the text
-    cannot be analysed (never a fix computed for another text)."""
-    job, _ = _job(snapshot.path, fix=False, edits=True)
-    outcome = run_job(_source(snapshot), job)
+@dataclass(frozen=True)
+class FixRequest:
+    """The fixes of the findings that start on `lines` of a snapshot."""
+
+    snapshot: Snapshot
+    lines: frozenset[int]
+
+    @property
+    def uri(self) -> str:
+        return self.snapshot.uri
+
+
+def with_edits(request: FixRequest) -> tuple[Diagnostic, ...]:
+    """The findings of the snapshot's text, the fixes of those the request names with their
+    edits; none when the text cannot be analysed (never a fix computed for another text)."""
+    job, _ = _job(request.snapshot.path, fix=False, edits=request.lines)
+    outcome = run_job(_source(request.snapshot), job)
     return () if outcome.error else tuple(outcome.diagnostics)
 
 
@@ -77,7 +91,7 @@ def _source(snapshot: Snapshot) -> SourceFile:
     return SourceFile(snapshot.path, raw, snapshot.text, "utf-8")
 
 
-def _job(path: Path, *, fix: bool, edits: bool) -> tuple[Job, str | None]:
+def _job(path: Path, *, fix: bool, edits: EditsWanted) -> tuple[Job, str | None]:
     """The job the nearest `pyproject.toml` gives `path`; the defaults and the problem when
     that file is unusable."""
     finder = ConfigFinder(Overrides())
@@ -89,21 +103,38 @@ def _job(path: Path, *, fix: bool, edits: bool) -> tuple[Job, str | None]:
     return job_for(config, path, fix=fix, edits=edits), None
 
 
-class PerVersion(Generic[T]):
-    """`compute` of the latest snapshot of each document, run once in a worker thread and
-    shared by every request for that snapshot."""
+class _OfDocument(Protocol):
+    """What a computation is asked for: a snapshot, or a snapshot and more (hashable)."""
 
-    def __init__(self, compute: Callable[[Snapshot], T]) -> None:
+    @property
+    def uri(self) -> str: ...
+
+
+K = TypeVar("K", bound=_OfDocument)
+
+
+class PerVersion(Generic[K, T]):
+    """`compute` of the latest request of each document (a snapshot, or a snapshot and more),
+    run once in a worker thread and shared by every request equal to it."""
+
+    def __init__(self, compute: Callable[[K], T]) -> None:
         self._compute = compute
-        self._latest: dict[str, tuple[Snapshot, asyncio.Future[T]]] = {}
+        self._latest: dict[str, tuple[K, asyncio.Future[T]]] = {}
 
-    async def get(self, snapshot: Snapshot) -> T:
-        entry = self._latest.get(snapshot.uri)
-        if entry is None or entry[0] != snapshot:
-            future = asyncio.ensure_future(asyncio.to_thread(self._compute, snapshot))
-            entry = self._latest[snapshot.uri] = (snapshot, future)
+    async def get(self, request: K) -> T:
+        entry = self._latest.get(request.uri)
+        if entry is None or entry[0] != request:
+            future = asyncio.ensure_future(asyncio.to_thread(self._compute, request))
+            entry = self._latest[request.uri] = (request, future)
         # A cancelled request must not cancel the computation other requests share.
         return await asyncio.shield(entry[1])
+
+    async def settled(self, uri: str) -> None:
+        """Once no computation for the document is running (what it computes is not awaited:
+        its errors are the requests' to report)."""
+        entry = self._latest.get(uri)
+        if entry is not None and not entry[1].done():
+            await asyncio.wait([entry[1]])
 
     def forget(self, uri: str) -> None:
         self._latest.pop(uri, None)

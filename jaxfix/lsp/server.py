@@ -1,9 +1,9 @@
 """The language server: pygls features over the analysis of open Python documents.
 
 Diagnostics are published on open and save, and on change after a short debounce; each
-analysis runs in a worker thread, and its result is dropped when the document changed (or
-closed) meanwhile. Code actions and hover answer for the text the editor has now, from
-results computed once per document version.
+analysis runs in a worker thread, one at a time per document, and its result is dropped when
+the document changed (or closed) meanwhile. Code actions and hover answer for the text the
+editor has now, from results computed once per document version.
 """
 
 from __future__ import annotations
@@ -18,14 +18,18 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from jaxfix import __version__
+from jaxfix.engine import prepare_fixes
 from jaxfix.lsp import actions, analysis, convert
-from jaxfix.lsp.analysis import Analysis, PerVersion, Snapshot
+from jaxfix.lsp.analysis import Analysis, FixRequest, PerVersion, Snapshot
 from jaxfix.lsp.hover import hover as hover_at
 from jaxfix.lsp.positions import UTF16, LineIndex
 from jaxfix.lsp.protocol import JaxfixProtocol
 from jaxfix.lsp.settings import Settings, read_settings
 
-DEBOUNCE = 0.05  # seconds without a change before a changed document is checked
+# Seconds without a change before a changed document is checked: enough to take a burst of
+# changes sent together as one. Typing faster than a check takes queues no work: a document is
+# checked by one thread at a time, then at its latest version.
+DEBOUNCE = 0.01
 PYPROJECT = "pyproject.toml"
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -47,6 +51,7 @@ class JaxfixServer(LanguageServer):
         self.fixes = PerVersion(analysis.with_edits)
         self.fixed = PerVersion(analysis.fixed_text)
         self._pending: dict[str, asyncio.Task[None]] = {}
+        self._preparing_fixes: asyncio.Future[None] | None = None
         self._shown: set[str] = set()
 
     def snapshot(self, uri: str) -> Snapshot | None:
@@ -93,6 +98,7 @@ class JaxfixServer(LanguageServer):
 
     async def _check_later(self, uri: str, delay: float) -> None:
         await asyncio.sleep(delay)
+        await self.checks.settled(uri)
         snapshot = self.snapshot(uri)
         if snapshot is None:
             return
@@ -103,6 +109,9 @@ class JaxfixServer(LanguageServer):
         index = self.index(snapshot)
         shown = [convert.diagnostic(d, index, self.settings.severity) for d in found.diagnostics]
         self.publish(uri, shown, snapshot.version)
+        if self._preparing_fixes is None and any(d.fix_safety for d in found.diagnostics):
+            # The editor will ask for a fix soon: what applying one imports is imported now.
+            self._preparing_fixes = asyncio.ensure_future(asyncio.to_thread(prepare_fixes))
 
     def publish(self, uri: str, shown: list[types.Diagnostic], version: int | None) -> None:
         params = types.PublishDiagnosticsParams(uri=uri, diagnostics=shown, version=version)
@@ -234,8 +243,10 @@ async def code_action(
     if actions.wanted(actions.QUICK_FIX, only):
         checked = await ls.checks.get(snapshot)
         here = actions.touching(checked.diagnostics, params.range, target)
-        if any(d.fix_safety is not None for d in here):
-            here = actions.touching(await ls.fixes.get(snapshot), params.range, target)
+        lines = frozenset(d.line for d in here if d.fix_safety is not None)
+        if lines:
+            fixes = await ls.fixes.get(FixRequest(snapshot, lines))
+            here = actions.touching(fixes, params.range, target)
         found += await asyncio.to_thread(actions.line_actions, here, target)
     if only is not None and actions.wanted(actions.FIX_ALL, only):
         new_text = await ls.fixed.get(snapshot)
