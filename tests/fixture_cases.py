@@ -7,7 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
-KEYS = {"description", "codes", "fixed", "error", "error_match", "stdout", "remaining"}
+KEYS = {
+    "description",
+    "codes",
+    "fixed",
+    "error",
+    "error_match",
+    "stdout",
+    "before_stdout",
+    "remaining",
+}
 
 
 @dataclass(frozen=True)
@@ -22,6 +31,9 @@ class Case:
     error: str | None  # the exception before.py raises under jax
     error_match: str | None
     stdout: str | None  # what the fixed program (or a clean before.py) prints
+    # What a before.py that misbehaves without raising prints (a `print` of a tracer shows
+    # `Traced<...>`, not its values); then `error` is unset and after.py prints `stdout`.
+    before_stdout: str | None = None
 
     @property
     def id(self) -> str:
@@ -55,6 +67,7 @@ def load_cases() -> list[Case]:
                 error=data.get("error"),
                 error_match=data.get("error_match"),
                 stdout=data.get("stdout"),
+                before_stdout=data.get("before_stdout"),
             )
         )
     return cases

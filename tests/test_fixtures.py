@@ -53,14 +53,19 @@ def test_runs_under_jax(case: Case, tmp_path: Path) -> None:
     assert completed.returncode == 0, completed.stderr
     results = json.loads(completed.stdout)
     before = results[0]
-    if case.error is None:
+    if case.before_stdout is not None:
+        assert case.error is None and case.fixed, "before_stdout is for a fixed case that runs"
+        assert before["error"] is None, before["error"]
+        assert before["stdout"] == case.before_stdout
+    elif case.error is None:
         assert before["error"] is None, before["error"]
         assert before["stdout"] == case.stdout
         return
-    assert before["error"] is not None, f"before.py did not fail; printed {before['stdout']!r}"
-    kind, message = before["error"]
-    assert kind == case.error, message
-    assert case.error_match is None or case.error_match in message
+    else:
+        assert before["error"] is not None, f"before.py did not fail; printed {before['stdout']!r}"
+        kind, message = before["error"]
+        assert kind == case.error, message
+        assert case.error_match is None or case.error_match in message
     if case.fixed:
         after = results[1]
         assert after["error"] is None, after["error"][1]
