@@ -1,4 +1,4 @@
-"""The `jaxfix` command line: `check`, `apply`, `explain`, `rules`, `lsp` and `clean`.
+"""The `jaxfix` command line: `check`, `apply`, `explain`, `rules`, `verify`, `lsp` and `clean`.
 
 Exit codes: 0 clean, 1 findings remain (or `--diff` would change something), 2 a usage, read,
 parse or internal error.
@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -453,6 +455,54 @@ def list_rules(output_format: str) -> None:
     click.echo(f"{'code':<6} {'name':<{width}} {'fix':<6} summary")
     for rule in rules:
         click.echo(f"{rule.code:<6} {rule.name:<{width}} {safety_label(rule):<6} {rule.summary}")
+
+
+@main.command()
+@click.option(
+    "--rule",
+    "-r",
+    "selected",
+    multiple=True,
+    metavar="CODE",
+    help="Verify only this rule's fixtures (code or name; repeatable).",
+)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Rules proven in parallel."
+)
+@click.option("--verbose", "-v", is_flag=True, help="List every case, not only the failures.")
+def verify(selected: tuple[str, ...], jobs: int | None, verbose: bool) -> None:
+    """Prove every shipped rewrite under the installed jax: each fixture's before.py fails as
+    documented, its after.py runs and prints what it should, and jaxfix still rewrites one into
+    the other. Exit 1 when a proof fails."""
+    from jaxfix.proofs import load_cases
+    from jaxfix.registry import find_rule, select_rules
+    from jaxfix.verify import Verdict, rule_of
+    from jaxfix.verify import verify as prove
+
+    try:
+        jax_version = metadata.version("jax")
+    except metadata.PackageNotFoundError:
+        click.echo("Error: jaxfix verify needs jax: pip install 'jaxfix[verify]'", err=True)
+        sys.exit(2)
+    unknown = [code for code in selected if find_rule(code) is None]
+    if unknown:
+        raise click.UsageError(f"unknown rule: {', '.join(unknown)} (see `jaxfix rules`)")
+    rules = select_rules()
+    wanted = {rule.code for rule in select_rules(selected)}
+    cases = [c for c in load_cases() if (r := rule_of(c, rules)) is not None and r.code in wanted]
+    click.echo(f"Proving {len(cases)} fixture cases under jax {jax_version} ({sys.executable})")
+    counts = dict.fromkeys(Verdict, 0)
+    for proof in prove(cases, rules, jobs or os.cpu_count() or 1):
+        counts[proof.verdict] += 1
+        rule = rule_of(proof.case, rules)
+        label = f"{rule.code if rule else '?'} {proof.case.id}"
+        if verbose or proof.verdict is not Verdict.PROVEN:
+            click.echo(f"{proof.verdict.value:<8} {label}")
+            for reason in proof.reasons:
+                click.echo(f"         {reason}")
+    summary = ", ".join(f"{n} {verdict.value}" for verdict, n in counts.items())
+    click.echo(f"{summary} (jax {jax_version})")
+    sys.exit(1 if counts[Verdict.FAILED] else 0)
 
 
 @main.command()

@@ -14,9 +14,9 @@ from jaxfix.add_ignore import add_suppressions
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.edits import source_lines
 from jaxfix.engine import check_text
+from jaxfix.proofs import Case, load_cases
 from jaxfix.registry import all_rules
 from jaxfix.suppression import UNUSED_CODE
-from tests.fixture_cases import Case, load_cases
 
 RULES = all_rules()
 OWN_LINE = re.compile(r"[ \t\f]*# jaxfix: ignore\[[^\]]*\]( -- .*)?\Z")

@@ -16,11 +16,11 @@ from jaxfix.edits import apply_edits
 from jaxfix.engine import MAX_FIX_PASSES, FixError, check_text, fix_text
 from jaxfix.firstpass import InvalidSource
 from jaxfix.options import Options
+from jaxfix.proofs import Case, load_cases
 from jaxfix.registry import all_rules
 from jaxfix.rule import Rule
 from jaxfix.runner import run
 from jaxfix.sourcefile import read_source
-from tests.fixture_cases import Case, load_cases
 
 RULES = all_rules()
 

@@ -16,8 +16,8 @@ import pytest
 from jaxfix import candidates
 from jaxfix.engine import check_text
 from jaxfix.firstpass import MAX_DEPTH, InvalidSource, Slice, parse, relevant_slice
+from jaxfix.proofs import load_cases
 from jaxfix.registry import all_rules
-from tests.fixture_cases import load_cases
 
 RULES = all_rules()
 ROOT = Path(__file__).resolve().parent.parent

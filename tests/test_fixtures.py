@@ -3,20 +3,14 @@ jax, `before.py` fails with the documented error while `after.py` runs and print
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from jaxfix.engine import check_text, fix_text
+from jaxfix.proofs import Case, load_cases, problems, run_programs
 from jaxfix.registry import all_rules
-from tests.fixture_cases import Case, load_cases
 
 CASES = load_cases()
 RULES = all_rules()
-RUNNER = Path(__file__).parent / "run_programs.py"
 
 
 def codes(text: str) -> list[str]:
@@ -42,31 +36,5 @@ def test_rewrite(case: Case, request: pytest.FixtureRequest) -> None:
 
 @pytest.mark.jax
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_runs_under_jax(case: Case, tmp_path: Path) -> None:
-    programs = [case.before] + ([case.after] if case.fixed else [])
-    completed = subprocess.run(
-        [sys.executable, str(RUNNER), str(tmp_path), *map(str, programs)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr
-    results = json.loads(completed.stdout)
-    before = results[0]
-    if case.before_stdout is not None:
-        assert case.error is None and case.fixed, "before_stdout is for a fixed case that runs"
-        assert before["error"] is None, before["error"]
-        assert before["stdout"] == case.before_stdout
-    elif case.error is None:
-        assert before["error"] is None, before["error"]
-        assert before["stdout"] == case.stdout
-        return
-    else:
-        assert before["error"] is not None, f"before.py did not fail; printed {before['stdout']!r}"
-        kind, message = before["error"]
-        assert kind == case.error, message
-        assert case.error_match is None or case.error_match in message
-    if case.fixed:
-        after = results[1]
-        assert after["error"] is None, after["error"][1]
-        assert after["stdout"] == case.stdout
+def test_runs_under_jax(case: Case) -> None:
+    assert problems(case, run_programs(case.programs)) == []

@@ -19,7 +19,7 @@ from jaxfix import runner
 from jaxfix.batch import Job
 from jaxfix.cli import main
 from jaxfix.outcome import Outcome
-from tests.fixture_cases import load_cases
+from jaxfix.proofs import load_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,8 +13,8 @@ from jaxfix.codemods import cache_on_traced, unused_suppression
 from libcst.codemod import CodemodContext, TransformFailure, TransformSkip, transform_module
 
 from jaxfix import engine
+from jaxfix.proofs import Case, load_cases
 from jaxfix.registry import all_rules
-from tests.fixture_cases import Case, load_cases
 
 CASES = load_cases()
 CONFIG = "modules:\n- jaxfix.codemods\n"  # the `.libcst.codemod.yaml` the README documents

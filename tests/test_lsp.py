@@ -28,8 +28,8 @@ from jaxfix.lsp.analysis import PerVersion, Snapshot
 from jaxfix.lsp.convert import narrow
 from jaxfix.lsp.positions import UTF8, UTF16, UTF32, LineIndex
 from jaxfix.lsp.settings import Settings, read_settings
+from jaxfix.proofs import Case, load_cases
 from jaxfix.registry import all_rules, find_rule
-from tests.fixture_cases import Case, load_cases
 from tests.lsp_client import (
     Client,
     apply,

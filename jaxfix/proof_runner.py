@@ -1,7 +1,7 @@
 """Run Python programs under jax in this one interpreter (jax is imported once) and print, as
-JSON, what each printed and raised. Used by the fixture tests in a subprocess:
+JSON, what each printed and raised: the subprocess behind `jaxfix.proofs.run_programs`.
 
-    python run_programs.py WORKDIR PROGRAM [PROGRAM ...]
+    python -m jaxfix.proof_runner WORKDIR PROGRAM [PROGRAM ...]
 
 Each program runs as __main__ in its own empty working directory below WORKDIR.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def run_one(program: Path, workdir: Path) -> dict[str, object]:
-    import jax
+    import jax  # only this subprocess imports jax, never jaxfix itself
 
     workdir.mkdir(parents=True)
     buffer = io.StringIO()
@@ -33,7 +33,7 @@ def run_one(program: Path, workdir: Path) -> dict[str, object]:
             except BaseException as exc:  # the program's failure is the result
                 error = (type(exc).__name__, f"{exc}\n{traceback.format_exc(limit=3)}")
             finally:
-                jax.effects_barrier()
+                jax.effects_barrier()  # type: ignore[no-untyped-call]
     finally:
         os.chdir(previous)
     return {"stdout": buffer.getvalue(), "error": error}
