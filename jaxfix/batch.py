@@ -27,7 +27,8 @@ from jaxfix.outcome import Outcome
 class Job:
     """What to do with each file; plain values, sent to every worker."""
 
-    select: tuple[str, ...] = ()
+    select: tuple[str, ...] = ()  # empty: the default rules
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     fix: bool = False
     unsafe_fixes: bool = False

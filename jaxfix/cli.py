@@ -475,7 +475,7 @@ def verify(selected: tuple[str, ...], jobs: int | None, verbose: bool) -> None:
     documented, its after.py runs and prints what it should, and jaxfix still rewrites one into
     the other. Exit 1 when a proof fails."""
     from jaxfix.proofs import load_cases
-    from jaxfix.registry import find_rule, select_rules
+    from jaxfix.registry import all_rules, find_rule, select_rules
     from jaxfix.verify import Verdict, rule_of
     from jaxfix.verify import verify as prove
 
@@ -487,8 +487,8 @@ def verify(selected: tuple[str, ...], jobs: int | None, verbose: bool) -> None:
     unknown = [code for code in selected if find_rule(code) is None]
     if unknown:
         raise click.UsageError(f"unknown rule: {', '.join(unknown)} (see `jaxfix rules`)")
-    rules = select_rules()
-    wanted = {rule.code for rule in select_rules(selected)}
+    rules = all_rules()
+    wanted = {rule.code for rule in (select_rules(selected) if selected else rules)}
     cases = [c for c in load_cases() if (r := rule_of(c, rules)) is not None and r.code in wanted]
     click.echo(f"Proving {len(cases)} fixture cases under jax {jax_version} ({sys.executable})")
     counts = dict.fromkeys(Verdict, 0)

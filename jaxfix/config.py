@@ -163,9 +163,9 @@ def _pick(override: bool | None, value: bool) -> bool:
 
 def job_for(config: Config, path: Path, *, fix: bool, edits: EditsWanted = False) -> Job:
     """What to do with the file at `path` under `config`."""
-    select = () if config.select is None else (*config.select, *config.extend_select)
     return Job(
-        select=select,
+        select=config.select or (),
+        extend_select=config.extend_select,
         ignore=(*config.ignore, *config.ignored_for(path)),
         fix=fix,
         unsafe_fixes=config.unsafe_fixes,

@@ -47,9 +47,23 @@ def matches(rule: type[Rule], selectors: Iterable[str]) -> bool:
     )
 
 
-def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[type[Rule]]:
-    """The rules `select` names (all by default) minus those `ignore` names."""
-    chosen = [rule for rule in all_rules() if not select or matches(rule, select)]
+def select_rules(
+    select: Sequence[str] = (), ignore: Sequence[str] = (), extend: Sequence[str] = ()
+) -> list[type[Rule]]:
+    """The rules `select` names (every default rule when empty) and those `extend` names, minus
+    those `ignore` names. An opt-in rule runs only when named by its code or name: never by a
+    prefix or `ALL`, so that a new opt-in rule does not start reporting in a project that
+    selects `JF1`."""
+    named = [*select, *extend]
+    chosen = [
+        rule
+        for rule in all_rules()
+        if (
+            (not select or matches(rule, select) or matches(rule, extend))
+            if rule.default_enabled
+            else any(s.upper() == rule.code or s == rule.name for s in named)
+        )
+    ]
     return [rule for rule in chosen if not matches(rule, ignore)]
 
 

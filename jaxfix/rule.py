@@ -67,6 +67,8 @@ class Rule(cst.BatchableCSTVisitor):
     # The rule reports only in code that jax traces: anchors count only inside functions that
     # may be traced (see `jaxfix.candidates`).
     traced_only: ClassVar[bool] = True
+    # False for an opt-in rule: it runs only when selected by its code or name.
+    default_enabled: ClassVar[bool] = True
     # The engine itself produces this rule's findings (no LibCST visit), e.g. JF001.
     engine_implemented: ClassVar[bool] = False
     # The options a project may set for the rule (`[tool.jaxfix.rules.CODE]`): name -> what it

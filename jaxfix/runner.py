@@ -41,7 +41,7 @@ def process(path: Path, job: Job) -> Outcome:
 
 def run_job(source: SourceFile, job: Job, display: str | None = None) -> Outcome:
     """Check (or fix) one source with the job's rules; never raises."""
-    return run(source, select_rules(job.select, job.ignore), job, display)
+    return run(source, select_rules(job.select, job.ignore, job.extend_select), job, display)
 
 
 def run(

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from jaxfix.codemods.cache_on_traced import CacheOnTraced
 
+from jaxfix import registry
 from jaxfix.cli import main
 from tests.programs import CACHED, HOISTABLE
 
@@ -258,3 +260,40 @@ def test_a_warm_run_with_a_configuration_does_not_import_libcst(tmp_path: Path) 
     assert [run.returncode for run in runs] == [1, 1]
     assert runs[0].stdout == runs[1].stdout
     assert [run.stderr.splitlines()[-1] for run in runs] == ["True", "False"]
+
+
+class _OptIn(CacheOnTraced):
+    """A stand-in for an opt-in rule."""
+
+    code = "JF199"
+    name = "opt-in-example"
+    default_enabled = False
+
+
+@pytest.mark.parametrize(
+    ("select", "extend", "chosen"),
+    [
+        ((), (), False),
+        (("ALL",), (), False),
+        (("JF1",), (), False),
+        (("JF199",), (), True),
+        ((), ("opt-in-example",), True),
+        (("JF101",), ("JF199",), True),
+    ],
+)
+def test_an_opt_in_rule_runs_only_when_named(
+    monkeypatch: pytest.MonkeyPatch, select: tuple[str, ...], extend: tuple[str, ...], chosen: bool
+) -> None:
+    defaults = registry.all_rules()
+    monkeypatch.setattr(registry, "all_rules", lambda: (*defaults, _OptIn))
+    rules = registry.select_rules(select, (), extend)
+    assert (_OptIn in rules) is chosen
+    if not select:
+        assert set(defaults) <= set(rules), "extend-select adds to the default rules"
+
+
+def test_extend_select_without_select_keeps_the_default_rules(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxfix]\nextend-select = ["JF102"]\n')
+    (tmp_path / "m.py").write_text(HOISTABLE)
+    result = jaxfix(tmp_path, "check", ".")
+    assert "JF101" in result.output
