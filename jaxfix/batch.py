@@ -16,11 +16,16 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from jaxfix import project
 from jaxfix.cache import Cache
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.edits import EditsWanted
 from jaxfix.options import DEFAULT, Options
 from jaxfix.outcome import Outcome
+
+# Rounds of re-analysis for tracing across modules: a call chain through more modules than
+# this is followed no further.
+MAX_PROJECT_ROUNDS = 5
 
 
 @dataclass(frozen=True)
@@ -61,30 +66,100 @@ def run_paths(
     items: Iterable[tuple[Path, Job] | Outcome], *, jobs: int, cache: Cache | None
 ) -> Iterator[Outcome]:
     """The outcome of each (file, job) item in order; an Outcome item (e.g. a discovery error)
-    is passed through as it is."""
+    is passed through as it is.
+
+    Tracing crosses the modules of the run: the files whose functions other files' traced code
+    calls are analysed again with those entries, until no round traces anything new."""
     items = list(items)
-    answered: dict[int, Outcome] = {}
-    pending: list[tuple[Path, Job]] = []
+    files = [item for item in items if not isinstance(item, Outcome)]
+    packages = project.packages_of(path for path, _ in files)
+    tasks = {
+        index: (item[0], _with_project(item[1], packages, None))
+        for index, item in enumerate(items)
+        if not isinstance(item, Outcome)
+    }
+    outcomes = _outcomes(tasks, jobs, cache)
+    if packages:
+        _trace_across_modules(tasks, outcomes, packages, jobs, cache)
     for index, item in enumerate(items):
-        if isinstance(item, Outcome):
-            answered[index] = item
-            continue
-        path, job = item
+        yield item if isinstance(item, Outcome) else outcomes[index]
+
+
+def _trace_across_modules(
+    tasks: dict[int, tuple[Path, Job]],
+    outcomes: dict[int, Outcome],
+    packages: tuple[str, ...],
+    jobs: int,
+    cache: Cache | None,
+) -> None:
+    """Analyse again the files whose traced code calls a function of the run that reaches a
+    rule's anchor (now noting those calls precisely), then, round after round, the files
+    whose functions such calls trace."""
+    index_of = {path: index for index, (path, _) in tasks.items()}
+    index = project.ProjectIndex(index_of)
+    reaching = index.reaching_anchors({tasks[i][0]: o.facts for i, o in outcomes.items()})
+    if not reaching:
+        return
+
+    def reaches(target: str) -> bool:
+        return index.definition(target) in reaching
+
+    followed = {
+        i for i, outcome in outcomes.items() if any(map(reaches, outcome.facts.traced_targets))
+    }
+    entered: dict[int, tuple[project.Entry, ...]] = {}
+    again: dict[int, tuple[project.Entry, ...]] = dict.fromkeys(followed, ())
+    for _ in range(MAX_PROJECT_ROUNDS):
+        if not again:
+            return
+        entered.update(again)
+        followed |= set(again)
+        rerun = {
+            i: (tasks[i][0], _with_project(tasks[i][1], packages, e)) for i, e in again.items()
+        }
+        outcomes.update(_outcomes(rerun, jobs, cache))
+        calls = [
+            call
+            for outcome in outcomes.values()
+            for call in outcome.facts.calls_out
+            if reaches(call.target)
+        ]
+        wanted = {index_of[path]: entries for path, entries in index.entries(calls).items()}
+        again = {i: e for i, e in wanted.items() if entered.get(i) != e}
+
+
+def _with_project(
+    job: Job, packages: tuple[str, ...], entries: tuple[project.Entry, ...] | None
+) -> Job:
+    """The job for a file of this run: the run's packages, and the file's entries when it is
+    to be followed (None in the first round)."""
+    options = dataclasses.replace(
+        job.options, packages=packages, follow=entries is not None, entries=entries or ()
+    )
+    return dataclasses.replace(job, options=options)
+
+
+def _outcomes(
+    tasks: dict[int, tuple[Path, Job]], jobs: int, cache: Cache | None
+) -> dict[int, Outcome]:
+    """The outcome of each task, from the cache when it holds it."""
+    done: dict[int, Outcome] = {}
+    pending: dict[int, tuple[Path, Job]] = {}
+    for index, (path, job) in tasks.items():
         cached = cache.lookup(path, job.key()) if cache is not None else None
-        if cached is not None and not job.would_fix(cached):
-            answered[index] = Outcome(str(path), diagnostics=cached)
+        if cached is not None and not job.would_fix(cached[0]):
+            done[index] = Outcome(str(path), diagnostics=cached[0], facts=cached[1])
         else:
-            pending.append(item)
-    analysed = _analyse(pending, jobs)
-    for index, item in enumerate(items):
-        if index in answered:
-            yield answered[index]
-            continue
-        outcome = next(analysed)
+            pending[index] = (path, job)
+    if not pending:
+        return done  # the engine (and LibCST) is never imported
+    for (index, (path, job)), outcome in zip(
+        pending.items(), _analyse(list(pending.values()), jobs), strict=True
+    ):
         if cache is not None and outcome.digest and not outcome.error and not outcome.new_text:
-            assert not isinstance(item, Outcome)
-            cache.store(item[0], item[1].key(), outcome.digest, outcome.diagnostics)
-        yield outcome
+            cache.store(path, job.key(), outcome.digest, outcome.diagnostics, outcome.facts)
+        done[index] = outcome
+    return done
 
 
 def _analyse(pending: Sequence[tuple[Path, Job]], jobs: int) -> Iterator[Outcome]:

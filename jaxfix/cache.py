@@ -2,8 +2,9 @@
 the settings stay the same.
 
 One JSON file per version of jaxfix's code in the cache folder (`.jaxfix_cache` in the current
-directory by default), mapping each file's absolute path to the digest of the job (selection,
-options) and of its content, and its findings.
+directory by default), mapping each file's absolute path to its latest results: for each, the
+digest of the job (selection, options) and of its content, its findings and the calls its
+traced code makes into other modules.
 It is written atomically at the end of a run; a corrupt or foreign file is ignored (the run is
 only slower). Only files analysed without error and left unchanged are stored.
 """
@@ -25,9 +26,13 @@ from typing import Any
 
 from jaxfix import __version__
 from jaxfix.diagnostic import Diagnostic, FixSafety, TextEdit
+from jaxfix.project import Entry, ModuleFacts, TracedCall
 
 DEFAULT_FOLDER = Path(".jaxfix_cache")
-FORMAT = 2
+FORMAT = 3
+# Results kept per file: a file that another module traces is analysed under two jobs (with and
+# without those entries, see `jaxfix.project`).
+JOBS_PER_FILE = 2
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# jaxfix's result cache\n"
 
 
@@ -61,7 +66,7 @@ class Cache:
         self.folder = folder
         self.path = folder / f"{code_fingerprint()}.json"
         loaded = self._load()
-        self._entries: dict[str, dict[str, Any]] = loaded.get("files", {})
+        self._entries: dict[str, list[dict[str, Any]]] = loaded.get("files", {})
         self._valid: set[str] = set(loaded.get("valid", []))
         self._dirty = False
 
@@ -73,27 +78,43 @@ class Cache:
         valid = isinstance(data, dict) and isinstance(data.get("files"), dict)
         return data if valid and isinstance(data.get("valid", []), list) else {}
 
-    def lookup(self, path: Path, job_key: str) -> list[Diagnostic] | None:
-        """The findings stored for `path` under this job, if its content is still what was
-        analysed."""
-        entry = self._entries.get(os.path.abspath(path))
-        if entry is None or entry.get("job") != _job_digest(job_key):
+    def lookup(self, path: Path, job_key: str) -> tuple[list[Diagnostic], ModuleFacts] | None:
+        """The findings stored for `path` under this job, and what it tells of its calls into
+        other modules, if its content is still what was analysed."""
+        job = _job_digest(job_key)
+        records = self._entries.get(os.path.abspath(path))
+        entry = next(
+            (r for r in records or () if isinstance(r, dict) and r.get("job") == job), None
+        )
+        if entry is None:
             return None
         try:
             if digest(Path(path).read_bytes()) != entry["digest"]:
                 return None
-            return [_diagnostic(item) for item in entry["diagnostics"]]
+            diagnostics = [_diagnostic(item) for item in entry["diagnostics"]]
+            return diagnostics, _facts(entry["facts"])
         except (OSError, KeyError, TypeError, ValueError):
             return None
 
     def store(
-        self, path: Path, job_key: str, content_digest: str, diagnostics: Iterable[Diagnostic]
+        self,
+        path: Path,
+        job_key: str,
+        content_digest: str,
+        diagnostics: Iterable[Diagnostic],
+        facts: ModuleFacts | None = None,
     ) -> None:
-        self._entries[os.path.abspath(path)] = {
-            "job": _job_digest(job_key),
+        key, job = os.path.abspath(path), _job_digest(job_key)
+        record = {
+            "job": job,
             "digest": content_digest,
             "diagnostics": [_plain(d) for d in diagnostics],
+            "facts": _plain_facts(facts or ModuleFacts()),
         }
+        older = [
+            r for r in self._entries.get(key, ()) if isinstance(r, dict) and r.get("job") != job
+        ]
+        self._entries[key] = [record, *older][:JOBS_PER_FILE]
         self._dirty = True
 
     def is_valid(self, settings: str) -> bool:
@@ -152,4 +173,37 @@ def _diagnostic(plain: dict[str, Any]) -> Diagnostic:
     edits = tuple(TextEdit(**edit) for edit in plain.get("edits", ()))
     return Diagnostic(
         **{**plain, "fix_safety": FixSafety(safety) if safety else None, "edits": edits}
+    )
+
+
+def _plain_facts(facts: ModuleFacts) -> dict[str, Any]:
+    return {
+        "anchored": sorted(facts.anchored),
+        "calls": sorted(facts.calls),
+        "traced_targets": sorted(facts.traced_targets),
+        "calls_out": [dataclasses.asdict(call) for call in facts.calls_out],
+    }
+
+
+def _facts(plain: dict[str, Any]) -> ModuleFacts:
+    return ModuleFacts(
+        set(plain["anchored"]),
+        {(name, target) for name, target in plain["calls"]},
+        set(plain["traced_targets"]),
+        [_call(item) for item in plain["calls_out"]],
+    )
+
+
+def _call(plain: dict[str, Any]) -> TracedCall:
+    entry = plain["entry"]
+    return TracedCall(
+        plain["target"],
+        Entry(
+            entry["function"],
+            tuple(entry["positions"]),
+            tuple(entry["keywords"]),
+            bool(entry["all_params"]),
+            bool(entry["staged"]),
+            entry["reason"],
+        ),
     )

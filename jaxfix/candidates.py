@@ -59,6 +59,7 @@ class Candidates:
     bindings: list[Bindings] = field(default_factory=list)  # one per top-level statement
     imported: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     transforms: Collection[str] = field(default_factory=lambda: TRANSFORMS)
+    entered: Collection[str] = ()  # functions other modules' traced code calls
     _traced: set[_Function] | None = None
 
     def statements(self, anchors: Collection[str], traced_only: bool) -> set[int]:
@@ -86,6 +87,16 @@ class Candidates:
             if any(anchored(_decorated_by(decorator)) for decorator in function.decorators):
                 found.add(function.statement)
         return found
+
+    def project_calls(self, packages: Collection[str]) -> Iterator[tuple[_Call, str]]:
+        """Each call of a function imported from `packages` or by a relative import, with the
+        name it imports (`.io.save`, `pkg.io.save`)."""
+        if not packages:
+            return
+        for call in self.calls:
+            for name in sorted(self._full_names(call.call.func)):
+                if name.startswith(".") or name.split(".")[0] in packages:
+                    yield call, name
 
     def traced(self) -> set[_Function]:
         """Every function that may be traced."""
@@ -117,6 +128,7 @@ class Candidates:
                         names.add(node.attr)
                     elif isinstance(node, ast.Lambda):
                         entries.append(self.lambdas[node])
+        names.update(self.entered)
         entries += (f for f in self.functions if not f.names.isdisjoint(names))
         return entries
 
@@ -161,11 +173,14 @@ def _decorated_by(decorator: ast.expr) -> ast.expr:
     return decorator.func if isinstance(decorator, ast.Call) else decorator
 
 
-def collect(tree: ast.Module, transforms: Collection[str] = TRANSFORMS) -> Candidates:
+def collect(
+    tree: ast.Module, transforms: Collection[str] = TRANSFORMS, entered: Collection[str] = ()
+) -> Candidates:
     """One iterative walk over the file (deep expressions cannot overflow the stack);
-    `transforms` are the full names of the functions that trace what they receive. The walk
-    also finds each top-level statement's `Bindings`, which the slice needs."""
-    found = Candidates(transforms=transforms)
+    `transforms` are the full names of the functions that trace what they receive, `entered`
+    the names of those other modules trace. The walk also finds each top-level statement's
+    `Bindings`, which the slice needs."""
+    found = Candidates(transforms=transforms, entered=entered)
     lambda_names: dict[ast.Lambda, set[str]] = {}
     for statement, top in enumerate(tree.body):
         names = Bindings()

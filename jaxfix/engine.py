@@ -23,6 +23,7 @@ from jaxfix import candidates, firstpass, suppression
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
 from jaxfix.options import DEFAULT, Options
+from jaxfix.project import ModuleFacts, Place
 from jaxfix.registry import all_rules, matches
 from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.tracing import TracedAnalysis
@@ -75,9 +76,14 @@ def applicable_rules(
     text: str, rules: Sequence[type[Rule]], options: Options = DEFAULT
 ) -> list[type[Rule]]:
     """The rules that could fire in `text`, judged by a cheap substring test: the text must
-    mention jax and one of the rule's anchors."""
-    if PREFILTER not in text:
+    mention jax (or be traced from another module) and one of the rule's anchors."""
+    if PREFILTER not in text and not options.entries:
         return []
+    return _anchored_rules(text, rules, options)
+
+
+def _anchored_rules(text: str, rules: Sequence[type[Rule]], options: Options) -> list[type[Rule]]:
+    """The rules one of whose anchors `text` mentions."""
     return [
         rule
         for rule in rules
@@ -103,16 +109,21 @@ def check_text(
     options: Options = DEFAULT,
     edits: EditsWanted = False,
     slicing: bool = True,
+    place: Place | None = None,
+    facts: ModuleFacts | None = None,
 ) -> list[Diagnostic]:
     """Findings of `rules` in `text`, less the suppressed ones; with `edits`, each fixable
     finding (each one starting on one of the lines `edits`, when a set: a fix costs a LibCST
     parse) carries its fix as text edits. Raises `firstpass.InvalidSource` when CPython
     rejects the text, `libcst.ParserSyntaxError` when LibCST does. `slicing=False` analyses the
-    whole file (the same findings, slower: for tests of the first pass)."""
+    whole file (the same findings, slower: for tests of the first pass). With `place` (where
+    the file sits in the run), what it tells the run of the calls into the run's packages
+    (`options.packages`) is added to `facts`."""
     active = applicable_rules(text, _analysers(rules), options)
-    if not active:
+    follow = _follows_calls(text, rules, options, place, facts)
+    if not active and follow is None:
         return _unsuppressed(text, [], rules)
-    found, selection = _check(text, active, filename, options, slicing)
+    found, selection = _check(text, active, filename, options, slicing, follow)
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
     lines = None if edits is True else edits or frozenset()
     if any(d.fix_safety is not None and (lines is None or d.line in lines) for d in diagnostics):
@@ -129,13 +140,17 @@ def fix_text(
     unsafe_fixes: bool = False,
     filename: str = "<unknown>",
     options: Options = DEFAULT,
+    place: Place | None = None,
+    facts: ModuleFacts | None = None,
 ) -> Result:
     """Apply every allowed fix of an unsuppressed finding until none is left. Raises `FixError`
-    (the input untouched) when a fix breaks the code or the fixes do not converge."""
+    (the input untouched) when a fix breaks the code or the fixes do not converge. `place` and
+    `facts` as for `check_text` (those of the text before the fixes)."""
     active = applicable_rules(text, _analysers(rules), options)
-    if not active:
+    follow = _follows_calls(text, rules, options, place, facts)
+    if not active and follow is None:
         return Result(_unsuppressed(text, [], rules), text)
-    found, selection = _check(text, active, filename, options)
+    found, selection = _check(text, active, filename, options, follow=follow)
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
     if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
         return Result(diagnostics, text)
@@ -144,7 +159,7 @@ def fix_text(
     codes: list[str] = []
     module = cst.parse_module(text)
     for _ in range(MAX_FIX_PASSES):
-        found, wrapper = _run(module, active, options)
+        found, wrapper, _ = _run(module, active, options)
         diagnostics = _fixable(_unsuppressed(module.code, found, rules), options)
         fixes = [d.fix for d in diagnostics if d.fix is not None and _allowed(d.fix, unsafe_fixes)]
         if not fixes:
@@ -174,7 +189,7 @@ def _with_edits(
     dropped = {name for d in wanted if d.fix for name in _names_in(d.fix.removed_nodes)}
     piece = selection.slice(text, for_fixes=dropped)
     assert piece is not None, "a finding implies a statement to slice"
-    found, wrapper = _run(cst.parse_module(piece.text), rules, options)
+    found, wrapper, _ = _run(cst.parse_module(piece.text), rules, options)
     fixes = {_place(_in_file(d, piece)): d.fix for d in found if d.fix is not None}
     result: list[Diagnostic] = []
     for diagnostic in diagnostics:
@@ -269,42 +284,112 @@ def _unsuppressed(
     return suppression.apply(diagnostics, found, known, active, report)
 
 
+@dataclass(frozen=True)
+class _FollowCalls:
+    """Where the file sits, and what it tells the run of its calls into other modules."""
+
+    place: Place
+    facts: ModuleFacts
+    anchors: frozenset[str]  # of the rules the text mentions an anchor of, jax or not
+
+
+def _follows_calls(
+    text: str,
+    rules: Sequence[type[Rule]],
+    options: Options,
+    place: Place | None,
+    facts: ModuleFacts | None,
+) -> _FollowCalls | None:
+    """What to note the file's functions and calls into other modules with, when it names a
+    package of the run or an anchor of a rule (cheap substring tests)."""
+    if place is None or facts is None or not options.packages:
+        return None
+    mentioned = _anchored_rules(text, _analysers(rules), options)
+    calls = "from ." in text or any(package in text for package in options.packages)
+    if not mentioned and not calls:
+        return None
+    anchors = frozenset().union(*(_anchors(rule, options) for rule in mentioned))
+    return _FollowCalls(place, facts, anchors)
+
+
 def _check(
     text: str,
     rules: Sequence[type[Rule]],
     filename: str,
     options: Options,
     slicing: bool = True,
+    follow: _FollowCalls | None = None,
 ) -> tuple[list[Diagnostic], _Selection]:
     """Findings in the slice of `text` the rules depend on, in the file's line numbers (none,
     without LibCST, when the first pass rules them out). Their fixes refer to the slice's syntax
-    tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all."""
+    tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all.
+    With `follow`, the slice also holds the calls traced code makes into the run's packages,
+    which are added to `follow.calls_out`."""
     tree = firstpass.parse(text, filename)
     selection = _Selection(tree)
-    if slicing and all(rule.anchors for rule in rules):
-        found = candidates.collect(tree, _transforms(options))
+    sliced = slicing and all(rule.anchors for rule in rules)
+    if sliced or follow is not None:
+        entered = {entry.function for entry in options.entries}
+        found = candidates.collect(tree, _transforms(options), entered)
+    if follow is not None:
+        _note_facts(tree, found, options.packages, follow)
+    following = follow is not None and options.follow
+    if sliced:
         by_rule = {
             rule: found.statements(_anchors(rule, options), rule.traced_only) for rule in rules
         }
         rules = [rule for rule in rules if by_rule[rule]]
-        selection = _Selection(tree, set().union(*by_rule.values()), found.bindings)
+        seeds = set().union(*by_rule.values())
+        if following:
+            seeds |= {call.statement for call, _ in found.project_calls(options.packages)}
+        selection = _Selection(tree, seeds, found.bindings)
+    elif not rules and not following:
+        return [], selection
     piece = selection.slice(text)
     if piece is None:
         return [], selection
-    diagnostics, _ = _run(cst.parse_module(piece.text), rules, options)
+    diagnostics, _, analysis = _run(cst.parse_module(piece.text), rules, options)
+    if following:
+        assert follow is not None
+        follow.facts.calls_out.extend(analysis.calls_out(follow.place, options.packages))
     return [_in_file(d, piece) for d in diagnostics], selection
+
+
+def _note_facts(
+    tree: ast.Module,
+    found: candidates.Candidates,
+    packages: Collection[str],
+    follow: _FollowCalls,
+) -> None:
+    """What CPython's tree tells of the file's functions and their calls into the run."""
+    facts, place = follow.facts, follow.place
+    named = {
+        index: statement.name
+        for index, statement in enumerate(tree.body)
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    if follow.anchors:
+        statements = found.statements(follow.anchors, traced_only=False)
+        facts.anchored.update(named[i] for i in statements if i in named)
+    traced = found.traced()
+    for call, name in found.project_calls(packages):
+        target = place.absolute(name)
+        if call.statement in named:
+            facts.calls.add((named[call.statement], target))
+        if call.owner in traced:
+            facts.traced_targets.add(target)
 
 
 def _run(
     module: cst.Module, rules: Sequence[type[Rule]], options: Options
-) -> tuple[list[Diagnostic], MetadataWrapper]:
+) -> tuple[list[Diagnostic], MetadataWrapper, TracedAnalysis]:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = TracedAnalysis(wrapper, _transforms(options))
+    analysis = TracedAnalysis(wrapper, _transforms(options), options.entries)
     instances = [rule(analysis, options.for_rule(rule.code, rule.name)) for rule in rules]
     wrapper.visit_batched(instances)
     diagnostics = [d for rule in instances for d in rule.diagnostics]
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
-    return diagnostics, wrapper
+    return diagnostics, wrapper, analysis
 
 
 def _transforms(options: Options) -> Mapping[str, TransformSpec]:

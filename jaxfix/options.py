@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from jaxfix.project import Entry
+
 
 @dataclass(frozen=True)
 class Options:
@@ -20,6 +22,12 @@ class Options:
     # those whose fixes may not (`fixable` / `unfixable`).
     fixable: tuple[str, ...] | None = None
     unfixable: tuple[str, ...] = ()
+    # The top-level packages of the run's files, whether to find the calls this file's traced
+    # code makes into them, and the functions of this file that other modules' traced code
+    # calls (see `jaxfix.project`).
+    packages: tuple[str, ...] = ()
+    follow: bool = False
+    entries: tuple[Entry, ...] = ()
 
     def for_rule(self, code: str, name: str) -> Mapping[str, tuple[str, ...]]:
         """The options set for the rule with this code and name."""

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from jaxfix.diagnostic import Diagnostic
+from jaxfix.project import ModuleFacts
 from jaxfix.sourcefile import SourceFile
 
 
@@ -20,6 +21,8 @@ class Outcome:
     new_text: str | None = None  # set when fixes changed the text
     error: str | None = None  # a one-line problem, prefixed by the file's name
     digest: str | None = None  # of the bytes that were analysed (for the cache)
+    # What it tells the run of its calls into other modules (see `jaxfix.project`).
+    facts: ModuleFacts = field(default_factory=ModuleFacts)
 
     def portable(self) -> Outcome:
         """This outcome without LibCST fixes, and without the source unless it is to be

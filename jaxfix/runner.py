@@ -16,6 +16,7 @@ from jaxfix.engine import FixError, Result, check_text, fix_text
 from jaxfix.firstpass import InvalidSource
 from jaxfix.options import Options
 from jaxfix.outcome import Outcome
+from jaxfix.project import Place, place_of
 from jaxfix.registry import select_rules
 from jaxfix.rule import Rule
 from jaxfix.sourcefile import SourceError, SourceFile, read_source
@@ -34,20 +35,29 @@ def process(path: Path, job: Job) -> Outcome:
     source = load(path)
     if isinstance(source, Outcome):
         return source
-    outcome = run_job(source, job)
+    place = place_of(path) if job.options.packages else None
+    outcome = run_job(source, job, place=place)
     outcome.digest = digest(source.raw)
     return outcome.portable()
 
 
-def run_job(source: SourceFile, job: Job, display: str | None = None) -> Outcome:
+def run_job(
+    source: SourceFile, job: Job, display: str | None = None, place: Place | None = None
+) -> Outcome:
     """Check (or fix) one source with the job's rules; never raises."""
-    return run(source, select_rules(job.select, job.ignore, job.extend_select), job, display)
+    rules = select_rules(job.select, job.ignore, job.extend_select)
+    return run(source, rules, job, display, place)
 
 
 def run(
-    source: SourceFile, rules: Sequence[type[Rule]], job: Job, display: str | None = None
+    source: SourceFile,
+    rules: Sequence[type[Rule]],
+    job: Job,
+    display: str | None = None,
+    place: Place | None = None,
 ) -> Outcome:
-    """Check (or fix) one source with `rules` as the job says; never raises."""
+    """Check (or fix) one source with `rules` as the job says; never raises. With `place`,
+    the outcome tells what the file's code calls in the run's packages."""
     name = display or str(source.path)
     outcome = Outcome(name, source)
     options = job.options
@@ -60,6 +70,8 @@ def run(
                     unsafe_fixes=job.unsafe_fixes,
                     filename=name,
                     options=options,
+                    place=place,
+                    facts=outcome.facts,
                 )
             )
             outcome.diagnostics, outcome.fixed = result.diagnostics, result.fixed
@@ -68,7 +80,13 @@ def run(
         else:
             outcome.diagnostics = call_with_deep_stack(
                 lambda: check_text(
-                    source.text, rules, filename=name, options=options, edits=job.edits
+                    source.text,
+                    rules,
+                    filename=name,
+                    options=options,
+                    edits=job.edits,
+                    place=place,
+                    facts=outcome.facts,
                 )
             )
     except InvalidSource as error:

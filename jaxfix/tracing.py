@@ -26,6 +26,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from jaxfix.project import Entry, Place, TracedCall
 from jaxfix.transforms import (
     CUSTOM_DERIVATIVES,
     CUSTOM_RULE_METHODS,
@@ -184,10 +185,14 @@ class TracedAnalysis:
     """The traced functions of one module and the traced values inside them."""
 
     def __init__(
-        self, wrapper: MetadataWrapper, transforms: Mapping[str, TransformSpec] = TRANSFORMS
+        self,
+        wrapper: MetadataWrapper,
+        transforms: Mapping[str, TransformSpec] = TRANSFORMS,
+        entries: Sequence[Entry] = (),
     ) -> None:
         self.module = wrapper.module
         self._transforms = transforms
+        self._entries = entries
         # Resolved together first, in as few traversals as LibCST can (the rules need
         # positions too); `resolve` then answers from the wrapper's cache, typed.
         wrapper.resolve_many([ScopeProvider, PositionProvider])
@@ -340,7 +345,48 @@ class TracedAnalysis:
 
     # ----- entry points ---------------------------------------------------------------------
 
+    def calls_out(self, place: Place, packages: Collection[str]) -> list[TracedCall]:
+        """The calls traced code makes to functions imported from `packages` (the run's), with
+        which of their parameters receive traced values: the other modules' entries."""
+        found: list[TracedCall] = []
+        for entry in self.functions.values():
+            label = f"{place.module}.{entry.label}" if place.module else entry.label
+            for call in self._collected.owned[entry.node].calls:
+                for name in sorted(self._project_names(call.func, place, packages)):
+                    found.append(TracedCall(name, self._entry_for(call, entry, label)))
+        return found
+
+    def _project_names(
+        self, func: cst.BaseExpression, place: Place, packages: Collection[str]
+    ) -> set[str]:
+        if not isinstance(func, cst.Name | cst.Attribute):
+            return set()  # `make(lr)(x)` calls what `make` returns, not `make`
+        names = {
+            place.absolute(q.name)
+            for q in self._qualified_names(func)
+            if q.source is QualifiedNameSource.IMPORT
+        }
+        return {name for name in names if name.split(".")[0] in packages}
+
+    def _entry_for(self, call: cst.Call, caller: TracedFunction, label: str) -> Entry:
+        positions: list[int] = []
+        keywords: list[str] = []
+        all_params = False
+        for index, arg in enumerate(call.args):
+            if not self._traced(arg.value, caller.staged):
+                continue
+            if arg.star:
+                all_params = True
+            elif arg.keyword is not None:
+                keywords.append(arg.keyword.value)
+            else:
+                positions.append(index)
+        reason = f"called from traced `{label}`"
+        return Entry("", tuple(positions), tuple(keywords), all_params, caller.staged, reason)
+
     def _find_entry_points(self) -> None:
+        for entry in self._entries:
+            self._enter_from_project(entry)
         for function in self._collected.functions:
             if isinstance(function, cst.FunctionDef):
                 for decorator in function.decorators:
@@ -348,6 +394,19 @@ class TracedAnalysis:
         for owned in self._collected.owned.values():
             for call in owned.calls:
                 self._call_site_entry(call, staged_outside=False)
+
+    def _enter_from_project(self, entry: Entry) -> None:
+        """A top-level function that another module's traced code calls."""
+        for statement in self.module.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == entry.function:
+                params = _positional_param_names(statement)
+                traced = (
+                    _param_names(statement)
+                    if entry.all_params
+                    else {params[i] for i in entry.positions if i < len(params)}
+                    | (set(entry.keywords) & _param_names(statement))
+                )
+                self._mark(statement, traced, entry.staged, entry.reason)
 
     def _decorator_entry(self, function: cst.FunctionDef, decorator: cst.BaseExpression) -> None:
         spec_call = self._transform_of(decorator)

@@ -1,0 +1,191 @@
+"""Tracing across the modules of a run: a function imported from another module of the project
+and called from traced code is traced too.
+
+Each file is analysed alone, as before; its analysis also lists the calls its traced code makes
+into the run's packages (`TracedCall`). The batch then resolves those calls to the functions of
+the run's files (following `__init__` re-exports) and analyses the called files again with the
+functions that other modules trace (`Entry`), round after round until nothing new is traced.
+Plain values only (no LibCST): they travel between processes and into the cache.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_REEXPORTS = 5  # `from .a import f` hops followed to the definition
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A top-level function of a module that another module's traced code calls."""
+
+    function: str
+    positions: tuple[int, ...] = ()  # positional parameters given traced values
+    keywords: tuple[str, ...] = ()  # keyword parameters given traced values
+    all_params: bool = False  # a traced `*args` / `**kwargs` reaches every parameter
+    staged: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class TracedCall:
+    """A call from traced code to a function imported from the project, as an `Entry` of the
+    module that defines it (`target` is its absolute dotted name: `pkg.io.save`)."""
+
+    target: str
+    entry: Entry
+
+
+@dataclass
+class ModuleFacts:
+    """What the analysis of one file tells the run about it (plain values, for the cache).
+
+    The cheap facts come from CPython's tree, for every file that names a package of the run;
+    `calls_out` needs LibCST and is found only for the files the batch asks to follow."""
+
+    # Top-level functions that call (or are decorated with) one of the selected rules' anchors.
+    anchored: set[str] = field(default_factory=set)
+    # (top-level function, absolute target) for each call into the run's packages.
+    calls: set[tuple[str, str]] = field(default_factory=set)
+    # Absolute targets called from code that may be traced.
+    traced_targets: set[str] = field(default_factory=set)
+    calls_out: list[TracedCall] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a module sits: its dotted name, and the package its relative imports start from."""
+
+    module: str
+    package: str
+
+    def absolute(self, name: str) -> str:
+        """`name` as an import gives it (`.io.save`, `..util.f`, `pkg.io.save`), made absolute."""
+        level = len(name) - len(name.lstrip("."))
+        if not level:
+            return name
+        parts = self.package.split(".") if self.package else []
+        base = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+        rest = name[level:]
+        return ".".join([*base, rest] if rest else base)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_package_dir(folder: Path) -> bool:
+    return (folder / "__init__.py").is_file()
+
+
+def place_of(path: Path) -> Place:
+    """The module a file is, judged by the `__init__.py` files of the folders above it."""
+    path = path.absolute()
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent
+    while _is_package_dir(folder):
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    module = ".".join(parts)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    return Place(module, package)
+
+
+def packages_of(paths: Iterable[Path]) -> tuple[str, ...]:
+    """The top-level names of the modules of the run: a call into one of them may reach a
+    file of the run."""
+    return tuple(sorted({place_of(path).module.split(".")[0] for path in paths} - {""}))
+
+
+class ProjectIndex:
+    """The run's files by module name, and where each function they define is."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self._paths: dict[str, Path] = {}
+        for path in paths:
+            self._paths.setdefault(place_of(path).module, path)
+
+    def definition(self, target: str, hops: int = 0) -> tuple[Path, str] | None:
+        """The file of the run that defines `target` (`pkg.io.save`) at its top level, and the
+        function's name there; through `from .io import save` re-exports too."""
+        module, _, name = target.rpartition(".")
+        path = self._paths.get(module)
+        if path is None or not name:
+            return None
+        defined, reexported = _top_level(path)
+        if name in defined:
+            return path, name
+        origin = reexported.get(name)
+        if origin is None or hops >= MAX_REEXPORTS:
+            return None
+        return self.definition(place_of(path).absolute(origin), hops + 1)
+
+    def reaching_anchors(self, facts: Mapping[Path, ModuleFacts]) -> set[tuple[Path, str]]:
+        """The functions that call an anchor of a rule, themselves or through functions of
+        the run they call: only calls to these can make a finding elsewhere."""
+        reached = {(path, name) for path, fact in facts.items() for name in fact.anchored}
+        callers = [
+            ((path, name), found)
+            for path, fact in facts.items()
+            for name, target in fact.calls
+            if (found := self.definition(target)) is not None
+        ]
+        grew = True
+        while grew:
+            grew = False
+            for caller, callee in callers:
+                if callee in reached and caller not in reached:
+                    reached.add(caller)
+                    grew = True
+        return reached
+
+    def entries(self, calls: Iterable[TracedCall]) -> dict[Path, tuple[Entry, ...]]:
+        """The entries of each file that `calls` reach, merged per function."""
+        merged: dict[Path, dict[str, Entry]] = defaultdict(dict)
+        for call in calls:
+            found = self.definition(call.target)
+            if found is None:
+                continue
+            path, name = found
+            old = merged[path].get(name)
+            merged[path][name] = _merge(old, call.entry, name)
+        return {
+            path: tuple(by_name[name] for name in sorted(by_name))
+            for path, by_name in merged.items()
+        }
+
+
+def _merge(old: Entry | None, new: Entry, name: str) -> Entry:
+    if old is None:
+        return Entry(name, new.positions, new.keywords, new.all_params, new.staged, new.reason)
+    return Entry(
+        name,
+        tuple(sorted({*old.positions, *new.positions})),
+        tuple(sorted({*old.keywords, *new.keywords})),
+        old.all_params or new.all_params,
+        old.staged or new.staged,
+        min(old.reason, new.reason),  # the same one, whatever the order of the files
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _top_level(path: Path) -> tuple[frozenset[str], Mapping[str, str]]:
+    """The functions a file defines at its top level, and the names it imports from elsewhere
+    (name -> `module.name` as written, relative or not)."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return frozenset(), {}
+    defined = frozenset(
+        node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    )
+    imported: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            for alias in node.names:
+                joiner = "" if module.endswith(".") or not module else "."
+                imported[alias.asname or alias.name] = f"{module}{joiner}{alias.name}"
+    return defined, imported

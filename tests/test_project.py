@@ -1,0 +1,232 @@
+"""Tracing across the modules of a run: helpers imported from the project and called from traced
+code are traced too (relative imports, `__init__` re-exports, chains, the cache)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from jaxfix.cli import main
+from jaxfix.project import Entry, Place, ProjectIndex, TracedCall, place_of
+
+SAVER = """\
+import pickle
+
+
+def save_blob(log, value, tag="x"):
+    log.append(pickle.dumps(value))
+    return tag
+
+
+def save_tag(log, tag):
+    log.append(pickle.dumps(tag))
+"""
+
+TRAINER = """\
+import jax
+{imports}
+
+LOG = []
+
+
+@jax.jit
+def step(x):
+    y = x * 2
+    {call}
+    return y
+"""
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def found(result: Result, root: Path) -> list[str]:
+    """`file:line CODE` of each finding, the file relative to `root`."""
+    return [
+        f"{Path(path).relative_to(root).as_posix()}:{line} {code}"
+        for path, line, code in re.findall(r"^(\S+?):(\d+):\d+: (JF\d+)", result.stdout, re.M)
+    ]
+
+
+def trainer(imports: str, call: str) -> str:
+    return TRAINER.format(imports=imports, call=call)
+
+
+@pytest.mark.parametrize(
+    ("imports", "call"),
+    [
+        ("from pkg.io import save_blob", "save_blob(LOG, y)"),
+        ("from .io import save_blob", "save_blob(LOG, y)"),
+        ("from . import io", "io.save_blob(LOG, y)"),
+        ("import pkg.io", "pkg.io.save_blob(LOG, y)"),
+        ("from pkg.io import save_blob as keep", "keep(LOG, value=y)"),
+        ("from pkg import save_blob", "save_blob(LOG, y)"),  # re-exported by __init__
+        ("from pkg.io import save_blob", "save_blob(LOG, *[y])"),
+    ],
+    ids=["absolute", "relative", "module", "dotted", "alias-keyword", "reexport", "star-args"],
+)
+def test_a_helper_called_from_traced_code_in_another_module_is_traced(
+    tmp_path: Path, imports: str, call: str
+) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .io import save_blob\n",
+            "pkg/io.py": SAVER,
+            "pkg/train.py": trainer(imports, call),
+        },
+    )
+    result = invoke("check", "--no-cache", str(root / "pkg"))
+    assert found(result, root) == ["pkg/io.py:5 JF101"]
+    assert "called from traced `pkg.train.step`" in result.stdout
+
+
+def test_only_the_parameters_given_tracers_are_traced(tmp_path: Path) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/io.py": SAVER,
+            "pkg/train.py": trainer("from pkg.io import save_tag", 'save_tag(LOG, "epoch")'),
+        },
+    )
+    assert found(invoke("check", "--no-cache", str(root)), root) == []
+
+
+def test_a_chain_through_three_modules_is_followed(tmp_path: Path) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/io.py": SAVER,
+            "pkg/middle.py": """\
+                from pkg.io import save_blob
+
+
+                def record(log, value):
+                    return save_blob(log, value + 1)
+                """,
+            "pkg/train.py": trainer("from pkg.middle import record", "record(LOG, y)"),
+        },
+    )
+    result = invoke("check", "--no-cache", str(root))
+    assert found(result, root) == ["pkg/io.py:5 JF101"]
+    assert "called from traced `pkg.middle.record`" in result.stdout
+
+
+def test_a_module_outside_the_paths_given_is_not_analysed(tmp_path: Path) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/io.py": SAVER,
+            "pkg/train.py": trainer("from pkg.io import save_blob", "save_blob(LOG, y)"),
+        },
+    )
+    assert found(invoke("check", "--no-cache", str(root / "pkg" / "train.py")), root) == []
+
+
+def test_scripts_beside_each_other_trace_each_other(tmp_path: Path) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "helpers.py": SAVER,
+            "main.py": trainer("from helpers import save_blob", "save_blob(LOG, y)"),
+        },
+    )
+    assert found(invoke("check", "--no-cache", str(root)), root) == ["helpers.py:5 JF101"]
+
+
+def test_apply_fixes_the_helper_in_its_own_module(tmp_path: Path) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/io.py": SAVER,
+            "pkg/train.py": trainer("from pkg.io import save_blob", "save_blob(LOG, y)"),
+        },
+    )
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    fixed = (root / "pkg" / "io.py").read_text()
+    assert "jax.debug.callback(_host_pickle_dumps, value, ordered=True)" in fixed
+    assert "pickle.dumps(tag)" in fixed  # save_tag is not traced: untouched
+    assert (root / "pkg" / "train.py").read_text() == trainer(
+        "from pkg.io import save_blob", "save_blob(LOG, y)"
+    )
+
+
+def test_a_warm_run_answers_from_the_cache_with_the_same_findings(tmp_path: Path) -> None:
+    root = tree(
+        tmp_path / "src",
+        {
+            "pkg/__init__.py": "",
+            "pkg/io.py": SAVER,
+            "pkg/train.py": trainer("from pkg.io import save_blob", "save_blob(LOG, y)"),
+        },
+    )
+    cache = str(tmp_path / "cache")
+    cold = invoke("check", "--cache-dir", cache, str(root))
+    warm = invoke("check", "--cache-dir", cache, str(root))
+    assert found(cold, root) == found(warm, root) == ["pkg/io.py:5 JF101"]
+    (root / "pkg" / "train.py").write_text(trainer("", "y = y + 1"))
+    assert found(invoke("check", "--cache-dir", cache, str(root)), root) == []
+
+
+def test_place_of_a_module_follows_the_package_folders(tmp_path: Path) -> None:
+    tree(tmp_path, {"a/__init__.py": "", "a/b/__init__.py": "", "a/b/c.py": "", "d.py": ""})
+    assert place_of(tmp_path / "a" / "b" / "c.py") == Place("a.b.c", "a.b")
+    assert place_of(tmp_path / "a" / "b" / "__init__.py") == Place("a.b", "a.b")
+    assert place_of(tmp_path / "d.py") == Place("d", "")
+    assert Place("a.b.c", "a.b").absolute("..x.f") == "a.x.f"
+    assert Place("a.b.c", "a.b").absolute(".c.f") == "a.b.c.f"
+
+
+def test_entries_merge_every_call_to_a_function(tmp_path: Path) -> None:
+    tree(tmp_path, {"pkg/__init__.py": "from .io import save_blob\n", "pkg/io.py": SAVER})
+    index = ProjectIndex([tmp_path / "pkg" / "__init__.py", tmp_path / "pkg" / "io.py"])
+    calls = [
+        TracedCall("pkg.save_blob", Entry("", (1,), (), False, True, "called from traced `b`")),
+        TracedCall("pkg.io.save_blob", Entry("", (), ("tag",), False, False, "called from `a`")),
+        TracedCall("pkg.io.missing", Entry("", (0,))),
+    ]
+    assert index.entries(calls) == {
+        tmp_path / "pkg" / "io.py": (
+            Entry("save_blob", (1,), ("tag",), False, True, "called from `a`"),
+        )
+    }
+
+
+def test_calling_what_a_helper_returns_does_not_trace_the_helper(tmp_path: Path) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/model.py": """\
+                import functools
+
+                import jax
+
+
+                @functools.lru_cache(maxsize=None)
+                def make_update(lr):
+                    return jax.jit(lambda p, g: p - lr * g)
+                """,
+            "pkg/train.py": trainer(
+                "from pkg.model import make_update", "y = make_update(0.1)(y, x)"
+            ),
+        },
+    )
+    assert found(invoke("check", "--no-cache", str(root)), root) == []
