@@ -68,8 +68,9 @@ def run_paths(
     """The outcome of each (file, job) item in order; an Outcome item (e.g. a discovery error)
     is passed through as it is.
 
-    Tracing crosses the modules of the run: the files whose functions other files' traced code
-    calls are analysed again with those entries, until no round traces anything new."""
+    Tracing crosses the modules of the run (see `jaxfix.project`): files decorated with another
+    file's jit wrapper, and files whose functions other files' traced code calls, are analysed
+    again, until no round traces anything new."""
     items = list(items)
     files = [item for item in items if not isinstance(item, Outcome)]
     packages = project.packages_of(path for path, _ in files)
@@ -80,12 +81,41 @@ def run_paths(
     }
     outcomes = _outcomes(tasks, jobs, cache)
     if packages:
-        _trace_across_modules(tasks, outcomes, packages, jobs, cache)
+        run = project.ProjectIndex(path for path, _ in tasks.values())
+        _apply_project_wrappers(run, tasks, outcomes, jobs, cache)
+        _trace_across_modules(run, tasks, outcomes, packages, jobs, cache)
     for index, item in enumerate(items):
         yield item if isinstance(item, Outcome) else outcomes[index]
 
 
+def _apply_project_wrappers(
+    index: project.ProjectIndex,
+    tasks: dict[int, tuple[Path, Job]],
+    outcomes: dict[int, Outcome],
+    jobs: int,
+    cache: Cache | None,
+) -> None:
+    """Analyse again, with them as transforms, the files decorated with a wrapper of jax's
+    transforms defined in another file of the run (`@compiled`, `def compiled(fn): return
+    jax.jit(fn)`)."""
+    wrappers = {
+        (tasks[i][0], name) for i, outcome in outcomes.items() for name in outcome.facts.wrappers
+    }
+    if not wrappers:
+        return
+    rerun = {}
+    for i, outcome in outcomes.items():
+        path, job = tasks[i]
+        extra = index.wrapped_by_project(path, outcome.facts, wrappers)
+        if extra:
+            transforms = (*job.options.transforms, *extra)
+            options = dataclasses.replace(job.options, transforms=transforms)
+            rerun[i] = tasks[i] = (path, dataclasses.replace(job, options=options))
+    outcomes.update(_outcomes(rerun, jobs, cache))
+
+
 def _trace_across_modules(
+    index: project.ProjectIndex,
     tasks: dict[int, tuple[Path, Job]],
     outcomes: dict[int, Outcome],
     packages: tuple[str, ...],
@@ -95,8 +125,7 @@ def _trace_across_modules(
     """Analyse again the files whose traced code calls a function of the run that reaches a
     rule's anchor (now noting those calls precisely), then, round after round, the files
     whose functions such calls trace."""
-    index_of = {path: index for index, (path, _) in tasks.items()}
-    index = project.ProjectIndex(index_of)
+    index_of = {path: i for i, (path, _) in tasks.items()}
     reaching = index.reaching_anchors({tasks[i][0]: o.facts for i, o in outcomes.items()})
     if not reaching:
         return

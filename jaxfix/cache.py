@@ -181,6 +181,8 @@ def _plain_facts(facts: ModuleFacts) -> dict[str, Any]:
         "anchored": sorted(facts.anchored),
         "calls": sorted(facts.calls),
         "traced_targets": sorted(facts.traced_targets),
+        "wrappers": sorted(facts.wrappers),
+        "decorators": sorted(facts.decorators),
         "calls_out": [dataclasses.asdict(call) for call in facts.calls_out],
     }
 
@@ -190,6 +192,8 @@ def _facts(plain: dict[str, Any]) -> ModuleFacts:
         set(plain["anchored"]),
         {(name, target) for name, target in plain["calls"]},
         set(plain["traced_targets"]),
+        set(plain["wrappers"]),
+        set(plain["decorators"]),
         [_call(item) for item in plain["calls_out"]],
     )
 

@@ -91,12 +91,47 @@ class Candidates:
     def project_calls(self, packages: Collection[str]) -> Iterator[tuple[_Call, str]]:
         """Each call of a function imported from `packages` or by a relative import, with the
         name it imports (`.io.save`, `pkg.io.save`)."""
-        if not packages:
-            return
         for call in self.calls:
-            for name in sorted(self._full_names(call.call.func)):
-                if name.startswith(".") or name.split(".")[0] in packages:
-                    yield call, name
+            for name in sorted(self._project_names(call.call.func, packages)):
+                yield call, name
+
+    def project_decorators(self, packages: Collection[str]) -> set[str]:
+        """The names imported from `packages` (or relatively) that decorate a function, also
+        as `@name(...)` or `@partial(name, ...)`."""
+        found: set[str] = set()
+        for function in self.functions:
+            for decorator in function.decorators:
+                for expr in (decorator, _decorated_by(decorator), *_first_argument(decorator)):
+                    found |= self._project_names(expr, packages)
+        return found
+
+    def wrappers(self, tree: ast.Module) -> set[str]:
+        """Top-level functions that return a transform applied to their first parameter
+        (`def compiled(fn): return jax.jit(fn, donate_argnums=0)`): decorators that trace."""
+        found: set[str] = set()
+        for statement in tree.body:
+            if not isinstance(statement, _FUNCTIONS):
+                continue
+            params = [*statement.args.posonlyargs, *statement.args.args]
+            for line in statement.body if params else ():
+                value = line.value if isinstance(line, ast.Return) else None
+                if (
+                    isinstance(value, ast.Call)
+                    and value.args
+                    and isinstance(value.args[0], ast.Name)
+                    and value.args[0].id == params[0].arg
+                    and any(map(_traces_first_argument, self._full_names(value.func)))
+                    and not self._full_names(value.func).isdisjoint(self.transforms)
+                ):
+                    found.add(statement.name)
+        return found
+
+    def _project_names(self, expr: ast.expr, packages: Collection[str]) -> set[str]:
+        return {
+            name
+            for name in self._full_names(expr)
+            if name.startswith(".") or name.split(".")[0] in packages
+        }
 
     def traced(self) -> set[_Function]:
         """Every function that may be traced."""
@@ -167,6 +202,16 @@ class Candidates:
         if isinstance(expr, ast.Attribute):
             return {f"{base}.{expr.attr}" for base in self._full_names(expr.value)}
         return set()
+
+
+def _traces_first_argument(transform: str) -> bool:
+    """A project's own transforms trace their first argument, as `jax.jit` does."""
+    spec = TRANSFORMS.get(transform)
+    return spec is None or spec.fun_positions[:1] == (0,)
+
+
+def _first_argument(decorator: ast.expr) -> list[ast.expr]:
+    return decorator.args[:1] if isinstance(decorator, ast.Call) else []
 
 
 def _decorated_by(decorator: ast.expr) -> ast.expr:

@@ -76,10 +76,23 @@ def applicable_rules(
     text: str, rules: Sequence[type[Rule]], options: Options = DEFAULT
 ) -> list[type[Rule]]:
     """The rules that could fire in `text`, judged by a cheap substring test: the text must
-    mention jax (or be traced from another module) and one of the rule's anchors."""
-    if PREFILTER not in text and not options.entries:
+    mention jax or a transform of the project (or be traced from another module), and one of
+    the rule's anchors."""
+    if not _may_trace(text, options):
         return []
     return _anchored_rules(text, rules, options)
+
+
+def _may_trace(text: str, options: Options) -> bool:
+    return (
+        PREFILTER in text
+        or bool(options.entries)
+        or any(_last_name(transform) in text for transform in options.transforms)
+    )
+
+
+def _last_name(dotted: str) -> str:
+    return dotted.rsplit(".", 1)[-1]
 
 
 def _anchored_rules(text: str, rules: Sequence[type[Rule]], options: Options) -> list[type[Rule]]:
@@ -98,7 +111,7 @@ def _anchors(rule: type[Rule], options: Options) -> frozenset[str]:
 @functools.cache
 def _words(anchors: frozenset[str]) -> frozenset[str]:
     """What the text of a file where a rule fires must contain: its anchors' last names."""
-    return frozenset(anchor.rsplit(".", 1)[-1] for anchor in anchors)
+    return frozenset(map(_last_name, anchors))
 
 
 def check_text(
@@ -305,7 +318,11 @@ def _follows_calls(
     if place is None or facts is None or not options.packages:
         return None
     mentioned = _anchored_rules(text, _analysers(rules), options)
-    calls = "from ." in text or any(package in text for package in options.packages)
+    calls = (
+        PREFILTER in text
+        or "from ." in text
+        or any(package in text for package in options.packages)
+    )
     if not mentioned and not calls:
         return None
     anchors = frozenset().union(*(_anchors(rule, options) for rule in mentioned))
@@ -371,6 +388,8 @@ def _note_facts(
     if follow.anchors:
         statements = found.statements(follow.anchors, traced_only=False)
         facts.anchored.update(named[i] for i in statements if i in named)
+    facts.wrappers.update(found.wrappers(tree))
+    facts.decorators.update(found.project_decorators(packages))
     traced = found.traced()
     for call, name in found.project_calls(packages):
         target = place.absolute(name)

@@ -54,6 +54,10 @@ class ModuleFacts:
     calls: set[tuple[str, str]] = field(default_factory=set)
     # Absolute targets called from code that may be traced.
     traced_targets: set[str] = field(default_factory=set)
+    # Top-level functions that return a transform applied to their argument (decorators that
+    # trace), and the names imported from the run that decorate functions (as imported).
+    wrappers: set[str] = field(default_factory=set)
+    decorators: set[str] = field(default_factory=set)
     calls_out: list[TracedCall] = field(default_factory=list)
 
 
@@ -121,6 +125,18 @@ class ProjectIndex:
         if origin is None or hops >= MAX_REEXPORTS:
             return None
         return self.definition(place_of(path).absolute(origin), hops + 1)
+
+    def wrapped_by_project(
+        self, path: Path, facts: ModuleFacts, wrappers: set[tuple[Path, str]]
+    ) -> tuple[str, ...]:
+        """The decorators of the file at `path` (as it imports them) that are wrappers of the
+        run: transforms for that file."""
+        place = place_of(path)
+        return tuple(
+            sorted(
+                raw for raw in facts.decorators if self.definition(place.absolute(raw)) in wrappers
+            )
+        )
 
     def reaching_anchors(self, facts: Mapping[Path, ModuleFacts]) -> set[tuple[Path, str]]:
         """The functions that call an anchor of a rule, themselves or through functions of

@@ -396,3 +396,13 @@ def test_sliced_edits_remove_an_import_only_when_nothing_else_uses_it(keep_use: 
     fixed = apply_edits(text, cache.edits)
     assert fixed == fix_text(text, [r for r in RULES if r.code == "JF102"]).text
     assert ("import functools" in fixed) is keep_use
+
+
+def test_a_file_that_only_names_a_project_transform_is_analysed() -> None:
+    text = (
+        "import pickle\nfrom my_lib import compiled\n\nLOG = []\n\n\n"
+        "@compiled\ndef step(x):\n    LOG.append(pickle.dumps(x))\n    return x\n"
+    )
+    options = Options(transforms=("my_lib.compiled",))
+    assert [d.code for d in check_text(text, all_rules(), options=options)] == ["JF101"]
+    assert check_text(text, all_rules()) == []

@@ -230,3 +230,79 @@ def test_calling_what_a_helper_returns_does_not_trace_the_helper(tmp_path: Path)
         },
     )
     assert found(invoke("check", "--no-cache", str(root)), root) == []
+
+
+@pytest.mark.parametrize(
+    ("imports", "decorator"),
+    [
+        ("from pkg.compile import compiled", "@compiled"),
+        ("from .compile import compiled", "@compiled"),
+        ("from pkg import compile", "@compile.compiled"),
+        ("from functools import partial\nfrom pkg.compile import compiled", "@partial(compiled)"),
+    ],
+    ids=["absolute", "relative", "module", "partial"],
+)
+def test_a_jit_wrapper_of_another_module_traces_what_it_decorates(
+    tmp_path: Path, imports: str, decorator: str
+) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/compile.py": """\
+                import jax
+
+
+                def compiled(fn):
+                    return jax.jit(fn, donate_argnums=0)
+
+
+                def logged(fn):
+                    print(fn.__name__)
+                    return fn
+                """,
+            "pkg/train.py": f"""\
+{imports}
+import pickle
+
+LOG = []
+
+
+{decorator}
+def step(x):
+    LOG.append(pickle.dumps(x))
+    return x
+""",
+        },
+    )
+    result = invoke("check", "--no-cache", str(root))
+    line = 9 + imports.count("\n")
+    assert found(result, root) == [f"pkg/train.py:{line} JF101"]
+    assert "decorated with `" in result.stdout
+
+
+def test_a_decorator_of_another_module_that_does_not_trace_is_not_a_transform(
+    tmp_path: Path,
+) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/compile.py": "def logged(fn):\n    return fn\n",
+            "pkg/train.py": """\
+                import pickle
+
+                import jax
+                from pkg.compile import logged
+
+                LOG = []
+
+
+                @logged
+                def step(x):
+                    LOG.append(pickle.dumps(x))
+                    return jax.numpy.sin(x)
+                """,
+        },
+    )
+    assert found(invoke("check", "--no-cache", str(root)), root) == []
