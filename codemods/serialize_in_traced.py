@@ -10,6 +10,7 @@ import libcst as cst
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
 from jaxfix.libcst_command import command_hooks
+from jaxfix.returns import DUMPS, returned
 from jaxfix.rule import Fix, Rule, RuleSettings
 from jaxfix.tracing import TracedAnalysis
 
@@ -79,8 +80,9 @@ class SerializeInTraced(Rule):
         jax.debug.callback(_host_pickle_dump, y, ordered=True)
         return y + 1
     ```
-    When the serialized bytes are returned or used by later traced code, there is no mechanical
-    fix: return the array and serialize `jax.device_get(out)` after the call.
+    Serialized bytes the function returns are reported by JF107 (`serialized-return`). When
+    they are used by later traced code, there is no mechanical fix: return the array and
+    serialize `jax.device_get(out)` after the call.
 
     ## Fix safety
     Unsafe. The statement moves into a host callback that runs when the compiled function
@@ -125,7 +127,7 @@ class SerializeInTraced(Rule):
         if found is None:
             return
         call_name, payloads = found
-        if not any(self.traced.is_traced(p) for p in payloads):
+        if not any(self.traced.is_traced(p) for p in payloads) or self._returned(node):
             return
         message = self.message.format(
             call=call_name, function=context.label, reason=context.reasons[0]
@@ -138,6 +140,12 @@ class SerializeInTraced(Rule):
         if fix is None:
             message += "; return the value and serialize `jax.device_get(out)` after the call"
         self.report(node, message, fix)
+
+    def _returned(self, call: cst.Call) -> bool:
+        """A serialization the function returns is JF107's (`serialized-return`)."""
+        return bool(self.qualified_names(call.func) & DUMPS.keys()) and (
+            returned(self.traced, call) is not None
+        )
 
     def _serializer(self, call: cst.Call) -> tuple[str, list[cst.BaseExpression]] | None:
         """The serializer's display name and the values it serializes."""

@@ -121,6 +121,12 @@ def relevant_slice(
     chunk_of = [index for index, chunk in enumerate(chunks) for _ in chunk.nodes]
     seed_chunks = {chunk_of[statement] for statement in seeds}
     seed_chunks.update(index for index, chunk in enumerate(chunks) if chunk.star_import)
+    # What makes a function public or a module a script (JF107 asks): small, always kept.
+    seed_chunks.update(
+        index
+        for index, chunk in enumerate(chunks)
+        if "__all__" in chunk.defines or "__name__" in chunk.mentions
+    )
     dropped = for_fixes or ()
     seed_chunks.update(i for i, c in enumerate(chunks) if not c.defines.isdisjoint(dropped))
     kept = _closure(chunks, seed_chunks)

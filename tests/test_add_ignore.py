@@ -209,7 +209,7 @@ def test_cache_decorator_and_body_lines() -> None:
     text += "\n\n@jax.jit\ndef g(x):\n    return pickle.dumps(x)\n"
     new, _ = suppress(text)
     assert "@functools.lru_cache  # jaxfix: ignore[JF102]\n" in new
-    assert "    return pickle.dumps(x)  # jaxfix: ignore[JF101]\n" in new
+    assert "    return pickle.dumps(x)  # jaxfix: ignore[JF107]\n" in new
     assert changed_lines(text, new) == {9, 17}
 
 
@@ -249,7 +249,7 @@ def test_reason(reason: str) -> None:
     new, _ = suppress(text, reason)
     tail = f" -- {reason.strip()}\n"
     assert f"    # jaxfix: ignore[JF101]{tail}" in new
-    assert f"    return pickle.dumps(x)  # jaxfix: ignore[JF101]{tail}" in new
+    assert f"    return pickle.dumps(x)  # jaxfix: ignore[JF107]{tail}" in new
 
 
 @pytest.mark.parametrize("reason", ["", "  ", "two\nlines", "a\rb", "tab\there", "nul\x00"])

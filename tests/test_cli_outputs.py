@@ -381,7 +381,7 @@ def test_add_ignore_keeps_mode_and_crlf(src: Path) -> None:
     lines = CACHED.splitlines()
     lines[5] += "  # jaxfix: ignore[JF102]"
     assert cached.read_bytes() == "".join(f"{line}\r\n" for line in lines).encode()
-    assert "# jaxfix: ignore[JF101]" in returned.read_text()
+    assert "# jaxfix: ignore[JF107]" in returned.read_text()
     assert (os.stat(cached).st_mode & 0o777, os.stat(returned).st_mode & 0o777) == (0o640, 0o755)
 
 

@@ -196,7 +196,7 @@ def test_full_underlines_each_line_of_a_multiline_span() -> None:
         " 9 |         x",
         "   |         ^",
         "10 |     )",
-        "   |     ^ JF101",
+        "   |     ^ JF107",
         "   |",
         "",
     ]
@@ -303,7 +303,7 @@ def test_sarif_is_valid_and_describes_every_rule() -> None:
         assert described["helpUri"] == rule_url(known)
     for result in run["results"]:
         assert driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
-    assert [r["ruleId"] for r in run["results"]] == ["JF101", "JF102", "JF101"]
+    assert [r["ruleId"] for r in run["results"]] == ["JF101", "JF102", "JF107"]
 
 
 def test_sarif_locations_are_relative_uris_and_code_point_regions() -> None:
@@ -450,9 +450,11 @@ def test_statistics_counts_per_rule_most_frequent_first() -> None:
         checked("c.py", CACHED),
         clean(),
     ]
-    # JF101 is not marked: one of its findings has no fix.
+    # JF107 is not marked: its finding has no fix.
     assert statistics(results) == (
-        "3  JF102  cache-on-traced      [*]\n2  JF101  serialize-in-traced\n"
+        "3  JF102  cache-on-traced      [*]\n"
+        "1  JF101  serialize-in-traced  [*]\n"
+        "1  JF107  serialized-return\n"
     )
     assert click.unstyle(statistics(results, color=True)) == statistics(results)
 
@@ -460,10 +462,10 @@ def test_statistics_counts_per_rule_most_frequent_first() -> None:
 def test_statistics_breaks_ties_by_code_and_aligns_counts() -> None:
     results = [cached()] + [checked(f"{n}.py", MULTILINE) for n in range(10)]
     assert statistics(results).splitlines() == [
-        "10  JF101  serialize-in-traced",
-        " 1  JF102  cache-on-traced      [*]",
+        "10  JF107  serialized-return",
+        " 1  JF102  cache-on-traced    [*]",
     ]
-    tie = statistics([cached(), multiline()]).splitlines()
+    tie = statistics([cached(), hoisted()]).splitlines()
     assert [line.split()[1] for line in tie] == ["JF101", "JF102"]
 
 

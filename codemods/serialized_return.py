@@ -1,0 +1,286 @@
+"""JF107 serialized-return: a traced function returns a serialization of a traced value."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import Assignment, GlobalScope
+
+from jaxfix.diagnostic import FixSafety
+from jaxfix.hoist import jax_module_name
+from jaxfix.libcst_command import command_hooks
+from jaxfix.returns import DUMPS, Part, Returned, returned
+from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
+from jaxfix.tracing import TracedFunction
+
+# `json.dumps(jax.device_get(x))` still fails (an ndarray is not JSON): no mechanical fix.
+NOT_FIXABLE = frozenset({"json.dumps"})
+_LITERALS = (cst.Integer, cst.Float, cst.SimpleString)
+
+
+class SerializedReturn(Rule):
+    """
+    ## What it does
+    Finds a function that jax traces and that returns a serialization of a traced value:
+    `return pickle.dumps(y)`, `b = pickle.dumps(y); return b`, or a pickled value inside a
+    returned tuple or dict (`return y, pickle.dumps(z)`, `return {"blob": pickle.dumps(z)}`).
+
+    ## Why is this bad?
+    Inside the trace `y` is a `Tracer` without data: pickling it raises
+    `jax.errors.ConcretizationTypeError` ("The error occurred in the `__reduce__` method, which
+    may indicate an attempt to serialize/pickle a traced value."). A jitted function can only
+    return arrays, so the bytes cannot be made inside it at all.
+
+    ## Example
+    ```python
+    @jax.jit
+    def encode(x):
+        y = jnp.sort(x)
+        return pickle.dumps(y)
+
+
+    blob = encode(x)
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def encode(x):
+        y = jnp.sort(x)
+        return y
+
+
+    blob = pickle.dumps(jax.device_get(encode(x)))
+    ```
+    The function returns the array and each call site serializes a host copy after the call;
+    for a tuple (`a, b = f(x)`) or dict (`out = f(x)`) result, a statement after the call
+    serializes the right part. `jax.device_get` hands the serializer NumPy arrays, so the bytes
+    load without jax.
+
+    The rewrite needs every call site: it is made when every use of the function is a call
+    outside traced code that jaxfix can rewrite, and no other module can call the function:
+    its name is private (`_encode`), or the module is a script (`if __name__ == "__main__":`),
+    or, in a run over the whole project, every module that imports it is part of the run and
+    is rewritten too (not when the name is in `__all__`). Otherwise the finding says why.
+
+    ## Fix safety
+    Unsafe. The function now returns the array instead of bytes: any caller jaxfix did not see
+    would get an array. The bytes hold NumPy arrays rather than `jax.Array`s.
+
+    ## References
+    - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
+    - https://docs.jax.dev/en/latest/faq.html#how-can-i-convert-a-jax-tracer-to-a-numpy-array
+    """
+
+    code = "JF107"
+    name = "serialized-return"
+    summary = "A traced function returns a serialization (pickle, json) of a traced value"
+    message = (
+        "`{call}` serializes a traced value that `{function}` returns ({reason}): return the"
+        " array and serialize `jax.device_get(...)` of the result after the call"
+    )
+    fix_title = "Return the array and serialize its host copy at each call site"
+    fix_safety = FixSafety.UNSAFE
+    anchors = frozenset(DUMPS)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        context = self.traced.context_of(node)
+        found = self._serializer(node)
+        if context is None or found is None:
+            return
+        qualified, payload = found
+        where = returned(self.traced, node)
+        if where is None or not self.traced.is_traced(payload):
+            return
+        function = context.node
+        if self.traced.owner_function(where.statement) is not function:
+            return
+        call = cst.Module([]).code_for_node(node.func)
+        message = self.message.format(call=call, function=context.label, reason=context.reasons[0])
+        fix_or_why = self._fix(context, node, qualified, payload, where)
+        if isinstance(fix_or_why, str):
+            self.report(node, f"{message}; not rewritten: {fix_or_why}")
+        else:
+            self.report(node, message, fix_or_why)
+
+    def _serializer(self, call: cst.Call) -> tuple[str, cst.BaseExpression] | None:
+        for name in self.qualified_names(call.func):
+            keyword = DUMPS.get(name)
+            if keyword is None:
+                continue
+            for index, arg in enumerate(call.args):
+                if arg.star:
+                    return None
+                if (arg.keyword is None and index == 0) or (
+                    arg.keyword is not None and arg.keyword.value == keyword
+                ):
+                    return name, arg.value
+        return None
+
+    def _fix(
+        self,
+        context: TracedFunction,
+        serializer: cst.Call,
+        qualified: str,
+        payload: cst.BaseExpression,
+        where: Returned,
+    ) -> Fix | str:
+        """The rewrite of the function and of every call site, or why there is none."""
+        if qualified in NOT_FIXABLE:
+            return "the host copy of an array is not JSON either (serialize `.tolist()`)"
+        others = [a for a in serializer.args if a.value is not payload]
+        if not all(_is_constant(a.value) for a in others):
+            return "the serializer's other arguments are computed inside the function"
+        function = context.node
+        if not isinstance(function, cst.FunctionDef):
+            return "a lambda has no call sites to rewrite"
+        if _count_returns(function.body) != 1:
+            return f"`{function.name.value}` returns in more than one place"
+        sites = self._call_sites(function)
+        if isinstance(sites, str):
+            return sites
+        replacements: dict[cst.CSTNode, Replacement] = {serializer: payload}
+        imports: list[ImportNeeded] = []
+        for site in sites:
+            rewritten = self._rewrite_site(site, serializer, others, where.part, imports)
+            if isinstance(rewritten, str):
+                return rewritten
+            replacements.update(rewritten)
+        return self.make_fix(replacements, imports, removed_nodes=[serializer.func])
+
+    def _call_sites(self, function: cst.FunctionDef) -> list[cst.Call] | str:
+        """Every call of `function`, when those are all its uses and no other module can call
+        it; else why not."""
+        name = function.name.value
+        scope = self.traced.scope_of(function)
+        if not isinstance(scope, GlobalScope):
+            return f"`{name}` is not a module-level function"
+        bindings = [a for a in scope.assignments[name] if isinstance(a, Assignment)]
+        if len(bindings) != 1 or bindings[0].node is not function:
+            return f"`{name}` is bound more than once"
+        if name in _exported(self.traced.module):
+            return f"`{name}` is in `__all__`: other code may call it"
+        if not name.startswith("_") and not _is_script(self.traced.module):
+            return (
+                f"`{name}` is public: other modules may call it (make it private, or run"
+                " jaxfix over every module that imports it)"
+            )
+        calls: list[cst.Call] = []
+        for access in bindings[0].references:
+            parent = self.traced.parent(access.node)
+            if not isinstance(parent, cst.Call) or parent.func is not access.node:
+                return f"`{name}` is used as a value, not only called"
+            if self.traced.context_of(parent) is not None:
+                return f"`{name}` is called from traced code"
+            calls.append(parent)
+        return calls
+
+    def _rewrite_site(
+        self,
+        site: cst.Call,
+        serializer: cst.Call,
+        others: list[cst.Arg],
+        part: Part,
+        imports: list[ImportNeeded],
+    ) -> dict[cst.CSTNode, Replacement] | str:
+        jax_name, needed = jax_module_name(self.traced, site)
+        if not jax_name:
+            return "the name `jax` is taken where the function is called"
+        imports.extend(n for n in needed if n not in imports)
+
+        def serialized(value: cst.BaseExpression) -> cst.Call:
+            host = cst.parse_expression(f"{jax_name}.device_get(x)").with_changes(
+                args=[cst.Arg(value)]
+            )
+            return serializer.with_changes(args=[cst.Arg(host), *others])
+
+        if part is None:
+            return {site: serialized(site)}
+        line, target = self._assigned(site)
+        if line is None or target is None:
+            return "a call site does not assign the result to names"
+        item: cst.Name | cst.Subscript
+        if isinstance(part, int):
+            names = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else []
+            if not names or not all(isinstance(name, cst.Name) for name in names):
+                return "a call site does not unpack the tuple into names"
+            if part >= len(names) or not isinstance(chosen := names[part], cst.Name):
+                return "a call site unpacks the tuple into fewer names"
+            item = chosen
+        elif isinstance(target, cst.Name):
+            key = cst.SimpleString(f'"{part}"' if part.isidentifier() else repr(part))
+            item = cst.Subscript(target, [cst.SubscriptElement(cst.Index(key))])
+        else:
+            return "a call site does not assign the dict to a name"
+        after = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(item)], serialized(item))])
+        return {line: cst.FlattenSentinel([line, after])}
+
+    def _assigned(
+        self, site: cst.Call
+    ) -> tuple[cst.SimpleStatementLine | None, cst.BaseAssignTargetExpression | None]:
+        """For `target = f(...)` alone on its line: the line and the target."""
+        assign = self.traced.parent(site)
+        line = self.traced.parent(assign) if assign is not None else None
+        if (
+            isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+        ):
+            return line, assign.targets[0].target
+        return None, None
+
+
+def _is_constant(value: cst.BaseExpression) -> bool:
+    if isinstance(value, _LITERALS):
+        return True
+    return isinstance(value, cst.Name) and value.value in {"True", "False", "None"}
+
+
+def _count_returns(node: cst.CSTNode) -> int:
+    """Return statements in a function's own body (not in nested functions)."""
+    count = 0
+    for child in node.children:
+        if isinstance(child, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+            continue
+        count += isinstance(child, cst.Return) + _count_returns(child)
+    return count
+
+
+def _exported(module: cst.Module) -> set[str]:
+    """The names a module-level `__all__ = [...]` lists."""
+    names: set[str] = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, cst.Assign | cst.AugAssign)
+                and isinstance(target := _target(small), cst.Name)
+                and target.value == "__all__"
+                and isinstance(small.value, cst.List | cst.Tuple)
+            ):
+                names.update(
+                    e.value.evaluated_value
+                    for e in small.value.elements
+                    if isinstance(e.value, cst.SimpleString)
+                    and isinstance(e.value.evaluated_value, str)
+                )
+    return names
+
+
+def _target(small: cst.Assign | cst.AugAssign) -> cst.BaseExpression:
+    return small.targets[0].target if isinstance(small, cst.Assign) else small.target
+
+
+def _is_script(module: cst.Module) -> bool:
+    """Whether the module runs as a program (`if __name__ == "__main__":`)."""
+    return any(
+        isinstance(statement, cst.If)
+        and "__main__" in cst.Module([]).code_for_node(statement.test)
+        and "__name__" in cst.Module([]).code_for_node(statement.test)
+        for statement in module.body
+    )
+
+
+# `SerializedReturnCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
+__getattr__, __dir__ = command_hooks(SerializedReturn)
