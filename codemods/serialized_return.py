@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 from libcst.metadata import Assignment, GlobalScope
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
 from jaxfix.libcst_command import command_hooks
+from jaxfix.project import SerializedImport
+from jaxfix.project import SerializedReturn as Returns
 from jaxfix.returns import DUMPS, Part, Returned, returned
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
 from jaxfix.tracing import TracedFunction
@@ -81,6 +85,7 @@ class SerializedReturn(Rule):
     fix_title = "Return the array and serialize its host copy at each call site"
     fix_safety = FixSafety.UNSAFE
     anchors = frozenset(DUMPS)
+    project_aware = True
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.traced.context_of(node)
@@ -97,10 +102,82 @@ class SerializedReturn(Rule):
         call = cst.Module([]).code_for_node(node.func)
         message = self.message.format(call=call, function=context.label, reason=context.reasons[0])
         fix_or_why = self._fix(context, node, qualified, payload, where)
+        self._note(context, node, qualified, payload, where, fix_or_why)
         if isinstance(fix_or_why, str):
             self.report(node, f"{message}; not rewritten: {fix_or_why}")
         else:
             self.report(node, message, fix_or_why)
+
+    def _note(
+        self,
+        context: TracedFunction,
+        serializer: cst.Call,
+        qualified: str,
+        payload: cst.BaseExpression,
+        where: Returned,
+        fix_or_why: Fix | str,
+    ) -> None:
+        """Tell the run that this function returns a serialization: its callers in other
+        modules serialize the result instead, when every one of them can."""
+        facts = self.traced.project.facts
+        if facts is None or not isinstance(context.node, cst.FunctionDef):
+            return
+        extra = ", ".join(
+            cst.Module([]).code_for_node(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            for arg in serializer.args
+            if arg.value is not payload
+        )
+        name = context.node.name.value
+        why = "" if isinstance(fix_or_why, Fix) or fix_or_why == _public(name) else fix_or_why
+        facts.serialized_returns.append(Returns(name, qualified, where.part, extra, why))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for imported in self.traced.project.serialized_imports:
+            self._rewrite_callers(imported)
+
+    def _rewrite_callers(self, imported: SerializedImport) -> None:
+        """The call sites of a function defined in another module of the run that JF107
+        rewrites there: reported with their half of the fix when every call site of the run
+        can be rewritten; what the run needs to decide is noted."""
+        returns = imported.returned
+        module, _, function = returns.serializer.rpartition(".")
+        template = cst.parse_expression(
+            f"{module}.{function}(x{', ' if returns.extra else ''}{returns.extra})"
+        )
+        assert isinstance(template, cst.Call)
+        replacements: dict[cst.CSTNode, Replacement] = {}
+        imports = [ImportNeeded(module)]
+        why = ""
+        sites = []
+        for reference in self.traced.references_to([imported.name]):
+            site = self.traced.parent(reference)
+            if not isinstance(site, cst.Call) or site.func is not reference:
+                why = f"`{returns.function}` is used as a value in another module"
+            elif self.traced.context_of(site) is not None:
+                why = f"`{returns.function}` is called from traced code in another module"
+            elif not _names_only_module(self, site, module):
+                why = f"the name `{module.split('.')[0]}` is taken where it is called"
+            else:
+                rewritten = self._rewrite_site(
+                    site, template, template.args[1:], returns.part, imports
+                )
+                if isinstance(rewritten, str):
+                    why = rewritten
+                elif rewritten:
+                    replacements.update(rewritten)
+                    sites.append(site)
+        facts = self.traced.project.facts
+        if facts is not None:
+            facts.call_sites[imported.name] = why
+        if why or not imported.allowed:
+            return
+        fix = self.make_fix(replacements, imports)
+        message = (
+            f"`{returns.function}` will return the array instead of `{returns.serializer}`"
+            " bytes (JF107 rewrites it where it is defined): serialize its host copy here"
+        )
+        for site in sites:
+            self.report(site, message, fix)
 
     def _serializer(self, call: cst.Call) -> tuple[str, cst.BaseExpression] | None:
         for name in self.qualified_names(call.func):
@@ -145,6 +222,10 @@ class SerializedReturn(Rule):
             if isinstance(rewritten, str):
                 return rewritten
             replacements.update(rewritten)
+        name = function.name.value
+        foreign = {calls.function for calls in self.traced.project.foreign_calls}
+        if name not in foreign and not name.startswith("_") and not _is_script(self.traced.module):
+            return _public(name)  # last: every other reason is the run's to know
         return self.make_fix(replacements, imports, removed_nodes=[serializer.func])
 
     def _call_sites(self, function: cst.FunctionDef) -> list[cst.Call] | str:
@@ -159,11 +240,9 @@ class SerializedReturn(Rule):
             return f"`{name}` is bound more than once"
         if name in _exported(self.traced.module):
             return f"`{name}` is in `__all__`: other code may call it"
-        if not name.startswith("_") and not _is_script(self.traced.module):
-            return (
-                f"`{name}` is public: other modules may call it (make it private, or run"
-                " jaxfix over every module that imports it)"
-            )
+        foreign = {calls.function: calls.why_not for calls in self.traced.project.foreign_calls}
+        if foreign.get(name):
+            return foreign[name]
         calls: list[cst.Call] = []
         for access in bindings[0].references:
             parent = self.traced.parent(access.node)
@@ -178,7 +257,7 @@ class SerializedReturn(Rule):
         self,
         site: cst.Call,
         serializer: cst.Call,
-        others: list[cst.Arg],
+        others: Sequence[cst.Arg],
         part: Part,
         imports: list[ImportNeeded],
     ) -> dict[cst.CSTNode, Replacement] | str:
@@ -194,7 +273,8 @@ class SerializedReturn(Rule):
             return serializer.with_changes(args=[cst.Arg(host), *others])
 
         if part is None:
-            return {site: serialized(site)}
+            wrapped = serialized(site)
+            return {} if self._is_code_around(site, wrapped, levels=4) else {site: wrapped}
         line, target = self._assigned(site)
         if line is None or target is None:
             return "a call site does not assign the result to names"
@@ -212,7 +292,16 @@ class SerializedReturn(Rule):
         else:
             return "a call site does not assign the dict to a name"
         after = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(item)], serialized(item))])
+        if _code(_next_statement(self, line)) == _code(after):
+            return {}  # rewritten already
         return {line: cst.FlattenSentinel([line, after])}
+
+    def _is_code_around(self, node: cst.CSTNode, expected: cst.CSTNode, levels: int) -> bool:
+        """Whether the node `levels` parents up from `node` reads as `expected`."""
+        around: cst.CSTNode | None = node
+        for _ in range(levels):
+            around = self.traced.parent(around) if around is not None else None
+        return around is not None and _code(around) == _code(expected)
 
     def _assigned(
         self, site: cst.Call
@@ -228,6 +317,39 @@ class SerializedReturn(Rule):
         ):
             return line, assign.targets[0].target
         return None, None
+
+
+def _public(name: str) -> str:
+    """Why a public function of a module is not rewritten when no other module of the run
+    imports it."""
+    return (
+        f"`{name}` is public: other modules may call it (make it private, or run jaxfix over"
+        " every module that imports it)"
+    )
+
+
+def _code(node: cst.CSTNode | None) -> str | None:
+    if node is None:
+        return None
+    if isinstance(node, cst.SimpleStatementLine):
+        node = node.with_changes(leading_lines=())
+    return cst.Module([]).code_for_node(node)
+
+
+def _next_statement(rule: Rule, line: cst.SimpleStatementLine) -> cst.CSTNode | None:
+    block = rule.traced.parent(line)
+    body = list(block.body) if isinstance(block, cst.Module | cst.IndentedBlock) else []
+    index = next((i for i, statement in enumerate(body) if statement is line), len(body))
+    return body[index + 1] if index + 1 < len(body) else None
+
+
+def _names_only_module(rule: Rule, at: cst.CSTNode, module: str) -> bool:
+    """Whether the first name of `module` is free at `at`, or bound only by imports."""
+    scope = rule.traced.scope_of(at)
+    head = module.split(".")[0]
+    return scope is None or all(
+        isinstance(a, Assignment) and isinstance(a.node, cst.Import) for a in scope[head]
+    )
 
 
 def _is_constant(value: cst.BaseExpression) -> bool:

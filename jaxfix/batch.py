@@ -84,6 +84,7 @@ def run_paths(
         run = project.ProjectIndex(path for path, _ in tasks.values())
         _apply_project_wrappers(run, tasks, outcomes, jobs, cache)
         _trace_across_modules(run, tasks, outcomes, packages, jobs, cache)
+        _serialize_at_foreign_call_sites(run, tasks, outcomes, jobs, cache)
     for index, item in enumerate(items):
         yield item if isinstance(item, Outcome) else outcomes[index]
 
@@ -143,10 +144,9 @@ def _trace_across_modules(
             return
         entered.update(again)
         followed |= set(again)
-        rerun = {
-            i: (tasks[i][0], _with_project(tasks[i][1], packages, e)) for i, e in again.items()
-        }
-        outcomes.update(_outcomes(rerun, jobs, cache))
+        for i, entries in again.items():
+            tasks[i] = (tasks[i][0], _with_project(tasks[i][1], packages, entries))
+        outcomes.update(_outcomes({i: tasks[i] for i in again}, jobs, cache))
         calls = [
             call
             for outcome in outcomes.values()
@@ -155,6 +155,126 @@ def _trace_across_modules(
         ]
         wanted = {index_of[path]: entries for path, entries in index.entries(calls).items()}
         again = {i: e for i, e in wanted.items() if entered.get(i) != e}
+
+
+def _serialize_at_foreign_call_sites(
+    index: project.ProjectIndex,
+    tasks: dict[int, tuple[Path, Job]],
+    outcomes: dict[int, Outcome],
+    jobs: int,
+    cache: Cache | None,
+) -> None:
+    """JF107 across modules: a function that returns a serialization and is imported by other
+    files of the run is rewritten with its call sites there, when every one of them can be
+    rewritten. The callers are analysed once to tell, then each side once more with the
+    verdict."""
+    users = _importers_of_serialized_returns(index, tasks, outcomes)
+    if not users:
+        return
+    _rerun(tasks, outcomes, jobs, cache, _imports_options(users, {}))
+    verdicts: dict[tuple[int, str], str] = {}
+    for (definer, returned), callers in users.items():
+        why = returned.why_not or next(
+            (why for i, name in callers if (why := _caller_verdict(tasks, outcomes, i, name))),
+            "",
+        )
+        verdicts[definer, returned.function] = why
+    _rerun(tasks, outcomes, jobs, cache, _verdict_options(users, verdicts))
+    # Both sides are written or neither: a side that failed cancels its group's rewrite.
+    failed = False
+    for (definer, returned), callers in users.items():
+        group = [definer, *(i for i, _ in callers)]
+        errors = [outcomes[i].error for i in group if outcomes[i].error]
+        errors += [  # the function itself, for a reason only its own module tells
+            r.why_not
+            for r in outcomes[definer].facts.serialized_returns
+            if r.function == returned.function and r.why_not
+        ]
+        if errors and not verdicts[definer, returned.function]:
+            verdicts[definer, returned.function] = f"it could not be rewritten: {errors[0]}"
+            failed = True
+    if failed:
+        _rerun(tasks, outcomes, jobs, cache, _verdict_options(users, verdicts))
+
+
+def _verdict_options(
+    users: dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]],
+    verdicts: dict[tuple[int, str], str],
+) -> dict[int, dict[str, tuple[object, ...]]]:
+    """The options of every file of a group: its callers' imports, its definer's verdicts."""
+    changes = _imports_options(users, verdicts)
+    for (definer, function), why in verdicts.items():
+        calls = project.ForeignCalls(function, why)
+        known = changes.setdefault(definer, {}).get("foreign_calls", ())
+        changes[definer]["foreign_calls"] = (*known, calls)
+    return changes
+
+
+def _importers_of_serialized_returns(
+    index: project.ProjectIndex, tasks: dict[int, tuple[Path, Job]], outcomes: dict[int, Outcome]
+) -> dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]]:
+    """For each function returning a serialization: the other files that import it, with the
+    name they read it by (`encode`, `enc.encode`)."""
+    defined = {
+        (tasks[i][0], returned.function): (i, returned)
+        for i, outcome in outcomes.items()
+        for returned in outcome.facts.serialized_returns
+    }
+    users: dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]] = {}
+    if not defined:
+        return users
+    modules = {project.place_of(path).module: path for path, _ in defined}
+    for i, outcome in outcomes.items():
+        for raw, absolute in sorted(outcome.facts.imported):
+            found = index.definition(absolute)
+            if found in defined and found[0] != tasks[i][0]:
+                users.setdefault(defined[found], []).append((i, raw))
+            elif absolute in modules:  # `from pkg import enc`: `enc.encode`
+                for (path, function), key in defined.items():
+                    if path == modules[absolute] and path != tasks[i][0]:
+                        users.setdefault(key, []).append((i, f"{raw}.{function}"))
+    return users
+
+
+def _caller_verdict(
+    tasks: dict[int, tuple[Path, Job]], outcomes: dict[int, Outcome], caller: int, name: str
+) -> str:
+    """Why the call sites of `name` in file `caller` cannot be rewritten ("" when they can)."""
+    path = tasks[caller][0]
+    if path.name == "__init__.py":
+        return f"it is re-exported by `{path}`: code outside the run may import it"
+    return outcomes[caller].facts.call_sites.get(name, "it is called where jaxfix cannot tell")
+
+
+def _imports_options(
+    users: dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]],
+    verdicts: dict[tuple[int, str], str],
+) -> dict[int, dict[str, tuple[object, ...]]]:
+    """The `serialized_imports` of each caller; allowed where the verdict is known and clean."""
+    changes: dict[int, dict[str, tuple[object, ...]]] = {}
+    for (definer, returned), callers in users.items():
+        allowed = verdicts.get((definer, returned.function)) == ""
+        for caller, name in callers:
+            imports = changes.setdefault(caller, {}).get("serialized_imports", ())
+            new = project.SerializedImport(name, returned, allowed)
+            changes[caller]["serialized_imports"] = (*imports, new)
+    return changes
+
+
+def _rerun(
+    tasks: dict[int, tuple[Path, Job]],
+    outcomes: dict[int, Outcome],
+    jobs: int,
+    cache: Cache | None,
+    changes: dict[int, dict[str, tuple[object, ...]]],
+) -> None:
+    """Analyse the files again with these options changed."""
+    again = {}
+    for i, change in changes.items():
+        path, job = tasks[i]
+        options = dataclasses.replace(job.options, **change)  # type: ignore[arg-type]
+        again[i] = (path, dataclasses.replace(job, options=options))
+    outcomes.update(_outcomes(again, jobs, cache))
 
 
 def _with_project(

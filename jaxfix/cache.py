@@ -26,13 +26,13 @@ from typing import Any
 
 from jaxfix import __version__
 from jaxfix.diagnostic import Diagnostic, FixSafety, TextEdit
-from jaxfix.project import Entry, ModuleFacts, TracedCall
+from jaxfix.project import ModuleFacts
 
 DEFAULT_FOLDER = Path(".jaxfix_cache")
 FORMAT = 3
-# Results kept per file: a file that another module traces is analysed under two jobs (with and
-# without those entries, see `jaxfix.project`).
-JOBS_PER_FILE = 2
+# Results kept per file: a file that other modules concern is analysed under several jobs (alone,
+# then with what the run tells it, see `jaxfix.project`).
+JOBS_PER_FILE = 4
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# jaxfix's result cache\n"
 
 
@@ -92,7 +92,7 @@ class Cache:
             if digest(Path(path).read_bytes()) != entry["digest"]:
                 return None
             diagnostics = [_diagnostic(item) for item in entry["diagnostics"]]
-            return diagnostics, _facts(entry["facts"])
+            return diagnostics, ModuleFacts.from_plain(entry["facts"])
         except (OSError, KeyError, TypeError, ValueError):
             return None
 
@@ -109,7 +109,7 @@ class Cache:
             "job": job,
             "digest": content_digest,
             "diagnostics": [_plain(d) for d in diagnostics],
-            "facts": _plain_facts(facts or ModuleFacts()),
+            "facts": (facts or ModuleFacts()).plain(),
         }
         older = [
             r for r in self._entries.get(key, ()) if isinstance(r, dict) and r.get("job") != job
@@ -173,41 +173,4 @@ def _diagnostic(plain: dict[str, Any]) -> Diagnostic:
     edits = tuple(TextEdit(**edit) for edit in plain.get("edits", ()))
     return Diagnostic(
         **{**plain, "fix_safety": FixSafety(safety) if safety else None, "edits": edits}
-    )
-
-
-def _plain_facts(facts: ModuleFacts) -> dict[str, Any]:
-    return {
-        "anchored": sorted(facts.anchored),
-        "calls": sorted(facts.calls),
-        "traced_targets": sorted(facts.traced_targets),
-        "wrappers": sorted(facts.wrappers),
-        "decorators": sorted(facts.decorators),
-        "calls_out": [dataclasses.asdict(call) for call in facts.calls_out],
-    }
-
-
-def _facts(plain: dict[str, Any]) -> ModuleFacts:
-    return ModuleFacts(
-        set(plain["anchored"]),
-        {(name, target) for name, target in plain["calls"]},
-        set(plain["traced_targets"]),
-        set(plain["wrappers"]),
-        set(plain["decorators"]),
-        [_call(item) for item in plain["calls_out"]],
-    )
-
-
-def _call(plain: dict[str, Any]) -> TracedCall:
-    entry = plain["entry"]
-    return TracedCall(
-        plain["target"],
-        Entry(
-            entry["function"],
-            tuple(entry["positions"]),
-            tuple(entry["keywords"]),
-            bool(entry["all_params"]),
-            bool(entry["staged"]),
-            entry["reason"],
-        ),
     )

@@ -95,6 +95,15 @@ class Candidates:
             for name in sorted(self._project_names(call.call.func, packages)):
                 yield call, name
 
+    def project_imports(self, packages: Collection[str]) -> set[str]:
+        """The names and modules imported from `packages` or relatively (as imported)."""
+        return {
+            name
+            for names in self.imported.values()
+            for name in names
+            if name.startswith(".") or name.split(".")[0] in packages
+        }
+
     def project_decorators(self, packages: Collection[str]) -> set[str]:
         """The names imported from `packages` (or relatively) that decorate a function, also
         as `@name(...)` or `@partial(name, ...)`."""

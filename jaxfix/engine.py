@@ -23,7 +23,7 @@ from jaxfix import candidates, firstpass, suppression
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
 from jaxfix.options import DEFAULT, Options
-from jaxfix.project import ModuleFacts, Place
+from jaxfix.project import ModuleFacts, Place, ProjectContext
 from jaxfix.registry import all_rules, matches
 from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.tracing import TracedAnalysis
@@ -78,9 +78,10 @@ def applicable_rules(
     """The rules that could fire in `text`, judged by a cheap substring test: the text must
     mention jax or a transform of the project (or be traced from another module), and one of
     the rule's anchors."""
+    aware = [rule for rule in rules if rule.project_aware] if options.serialized_imports else []
     if not _may_trace(text, options):
-        return []
-    return _anchored_rules(text, rules, options)
+        return aware
+    return [*aware, *(r for r in _anchored_rules(text, rules, options) if r not in aware)]
 
 
 def _may_trace(text: str, options: Options) -> bool:
@@ -344,7 +345,8 @@ def _check(
     which are added to `follow.calls_out`."""
     tree = firstpass.parse(text, filename)
     selection = _Selection(tree)
-    sliced = slicing and all(rule.anchors for rule in rules)
+    # Call sites of other files' functions can be anywhere: the whole file is analysed.
+    sliced = slicing and all(rule.anchors for rule in rules) and not options.serialized_imports
     if sliced or follow is not None:
         entered = {entry.function for entry in options.entries}
         found = candidates.collect(tree, _transforms(options), entered)
@@ -365,7 +367,8 @@ def _check(
     piece = selection.slice(text)
     if piece is None:
         return [], selection
-    diagnostics, _, analysis = _run(cst.parse_module(piece.text), rules, options)
+    facts = follow.facts if follow is not None else None
+    diagnostics, _, analysis = _run(cst.parse_module(piece.text), rules, options, facts)
     if following:
         assert follow is not None
         follow.facts.calls_out.extend(analysis.calls_out(follow.place, options.packages))
@@ -389,6 +392,7 @@ def _note_facts(
         statements = found.statements(follow.anchors, traced_only=False)
         facts.anchored.update(named[i] for i in statements if i in named)
     facts.wrappers.update(found.wrappers(tree))
+    facts.imported.update((raw, place.absolute(raw)) for raw in found.project_imports(packages))
     facts.decorators.update(found.project_decorators(packages))
     traced = found.traced()
     for call, name in found.project_calls(packages):
@@ -400,10 +404,17 @@ def _note_facts(
 
 
 def _run(
-    module: cst.Module, rules: Sequence[type[Rule]], options: Options
+    module: cst.Module,
+    rules: Sequence[type[Rule]],
+    options: Options,
+    facts: ModuleFacts | None = None,
 ) -> tuple[list[Diagnostic], MetadataWrapper, TracedAnalysis]:
+    """Run `rules` over `module`; what they note for the rest of the run goes to `facts`."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = TracedAnalysis(wrapper, _transforms(options), options.entries)
+    project = ProjectContext(
+        bool(options.packages), options.serialized_imports, options.foreign_calls, facts
+    )
+    analysis = TracedAnalysis(wrapper, _transforms(options), options.entries, project)
     instances = [rule(analysis, options.for_rule(rule.code, rule.name)) for rule in rules]
     wrapper.visit_batched(instances)
     diagnostics = [d for rule in instances for d in rule.diagnostics]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jaxfix.project import Entry
+from jaxfix.project import Entry, ForeignCalls, SerializedImport
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,10 @@ class Options:
     packages: tuple[str, ...] = ()
     follow: bool = False
     entries: tuple[Entry, ...] = ()
+    # JF107 across modules: names this file imports whose functions return serializations,
+    # and whether the other modules' calls of this file's such functions can be rewritten.
+    serialized_imports: tuple[SerializedImport, ...] = ()
+    foreign_calls: tuple[ForeignCalls, ...] = ()
 
     def for_rule(self, code: str, name: str) -> Mapping[str, tuple[str, ...]]:
         """The options set for the rule with this code and name."""

@@ -14,8 +14,9 @@ import ast
 import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 MAX_REEXPORTS = 5  # `from .a import f` hops followed to the definition
 
@@ -41,6 +42,37 @@ class TracedCall:
     entry: Entry
 
 
+@dataclass(frozen=True)
+class SerializedReturn:
+    """A function of a module that returns a serialization of a traced value (JF107), as its
+    callers in other modules must serialize the array it will return instead."""
+
+    function: str
+    serializer: str  # `pickle.dumps`
+    part: int | str | None  # the whole result, a tuple element or a dict key
+    extra: str = ""  # the serializer's other arguments, as code (`protocol=4`)
+    why_not: str = ""  # why the function itself cannot be rewritten ("" when it can)
+
+
+@dataclass(frozen=True)
+class SerializedImport:
+    """For a caller: a name it imports (as it imports it: `.enc.encode`) whose function
+    returns a serialization; `allowed` when every call site of the run may be rewritten."""
+
+    name: str
+    returned: SerializedReturn
+    allowed: bool = False
+
+
+@dataclass(frozen=True)
+class ForeignCalls:
+    """For the module defining a `SerializedReturn`: whether other modules' calls of the
+    function can all be rewritten, or why not."""
+
+    function: str
+    why_not: str = ""
+
+
 @dataclass
 class ModuleFacts:
     """What the analysis of one file tells the run about it (plain values, for the cache).
@@ -59,6 +91,55 @@ class ModuleFacts:
     wrappers: set[str] = field(default_factory=set)
     decorators: set[str] = field(default_factory=set)
     calls_out: list[TracedCall] = field(default_factory=list)
+    # (as imported, absolute) for each name or module imported from the run's packages.
+    imported: set[tuple[str, str]] = field(default_factory=set)
+    # JF107: functions that return serializations, and for the names imported with
+    # `SerializedImport`s, whether every call site here can be rewritten ("" or why not).
+    serialized_returns: list[SerializedReturn] = field(default_factory=list)
+    call_sites: dict[str, str] = field(default_factory=dict)
+
+    def plain(self) -> dict[str, Any]:
+        """As JSON values, for the cache."""
+        data = asdict(self)
+        for name in ("anchored", "calls", "traced_targets", "wrappers", "decorators", "imported"):
+            data[name] = sorted(data[name])
+        return data
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> ModuleFacts:
+        return cls(
+            anchored=set(data["anchored"]),
+            calls={(a, b) for a, b in data["calls"]},
+            traced_targets=set(data["traced_targets"]),
+            wrappers=set(data["wrappers"]),
+            decorators=set(data["decorators"]),
+            calls_out=[TracedCall(c["target"], _entry(c["entry"])) for c in data["calls_out"]],
+            imported={(a, b) for a, b in data["imported"]},
+            serialized_returns=[SerializedReturn(**r) for r in data["serialized_returns"]],
+            call_sites=dict(data["call_sites"]),
+        )
+
+
+def _entry(data: dict[str, Any]) -> Entry:
+    return Entry(
+        data["function"],
+        tuple(data["positions"]),
+        tuple(data["keywords"]),
+        bool(data["all_params"]),
+        bool(data["staged"]),
+        data["reason"],
+    )
+
+
+@dataclass(frozen=True)
+class ProjectContext:
+    """What the rules of one file learn of the rest of the run, and where they note what the
+    run learns of it (`facts`, None when nobody listens)."""
+
+    in_run: bool = False  # analysed as part of a run over a project (not alone)
+    serialized_imports: tuple[SerializedImport, ...] = ()
+    foreign_calls: tuple[ForeignCalls, ...] = ()
+    facts: ModuleFacts | None = None
 
 
 @dataclass(frozen=True)

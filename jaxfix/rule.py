@@ -69,6 +69,9 @@ class Rule(cst.BatchableCSTVisitor):
     traced_only: ClassVar[bool] = True
     # False for an opt-in rule: it runs only when selected by its code or name.
     default_enabled: ClassVar[bool] = True
+    # The rule also reports in files that other files' findings concern (JF107's call sites of
+    # a function defined elsewhere, `Options.serialized_imports`), whatever their text.
+    project_aware: ClassVar[bool] = False
     # The engine itself produces this rule's findings (no LibCST visit), e.g. JF001.
     engine_implemented: ClassVar[bool] = False
     # The options a project may set for the rule (`[tool.jaxfix.rules.CODE]`): name -> what it

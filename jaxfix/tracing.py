@@ -26,7 +26,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from jaxfix.project import Entry, Place, TracedCall
+from jaxfix.project import Entry, Place, ProjectContext, TracedCall
 from jaxfix.transforms import (
     CUSTOM_DERIVATIVES,
     CUSTOM_RULE_METHODS,
@@ -189,10 +189,12 @@ class TracedAnalysis:
         wrapper: MetadataWrapper,
         transforms: Mapping[str, TransformSpec] = TRANSFORMS,
         entries: Sequence[Entry] = (),
+        project: ProjectContext = ProjectContext(),  # noqa: B008 - frozen, never mutated
     ) -> None:
         self.module = wrapper.module
         self._transforms = transforms
         self._entries = entries
+        self.project = project
         # Resolved together first, in as few traversals as LibCST can (the rules need
         # positions too); `resolve` then answers from the wrapper's cache, typed.
         wrapper.resolve_many([ScopeProvider, PositionProvider])
@@ -344,6 +346,23 @@ class TracedAnalysis:
         return True
 
     # ----- entry points ---------------------------------------------------------------------
+
+    def references_to(self, names: Collection[str]) -> list[cst.Name | cst.Attribute]:
+        """Every place that reads one of `names` (full names through imports: `pkg.enc.f`
+        is read as `enc.f` after `from pkg import enc`)."""
+        wanted = set(names)
+        found: list[cst.Name | cst.Attribute] = []
+        for scope in {s for s in self._scopes.values() if s is not None}:
+            for access in scope.accesses:
+                node: cst.CSTNode | None = access.node
+                while isinstance(node, cst.Name | cst.Attribute):
+                    if self.imported_names(node) & wanted:
+                        found.append(node)
+                        break
+                    parent = self._parents.get(node)
+                    climbs = isinstance(parent, cst.Attribute) and parent.value is node
+                    node = parent if climbs else None
+        return found
 
     def calls_out(self, place: Place, packages: Collection[str]) -> list[TracedCall]:
         """The calls traced code makes to functions imported from `packages` (the run's), with

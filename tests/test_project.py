@@ -4,6 +4,9 @@ code are traced too (relative imports, `__init__` re-exports, chains, the cache)
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -306,3 +309,133 @@ def test_a_decorator_of_another_module_that_does_not_trace_is_not_a_transform(
         },
     )
     assert found(invoke("check", "--no-cache", str(root)), root) == []
+
+
+# ----- JF107 across modules ---------------------------------------------------------------
+
+ENCODER = """\
+import pickle
+
+import jax
+
+
+@jax.jit
+def encode(x):
+    return pickle.dumps(x * 2)
+"""
+
+
+def caller(body: str, imports: str = "from pkg.enc import encode") -> str:
+    return f"import jax.numpy as jnp\n{imports}\n\n\ndef main():\n    {body}\n"
+
+
+def encoder_project(root: Path, caller_text: str, **more: str) -> Path:
+    return tree(
+        root,
+        {"pkg/__init__.py": "", "pkg/enc.py": ENCODER, "pkg/use.py": caller_text, **more},
+    )
+
+
+@pytest.mark.parametrize(
+    ("imports", "body", "rewritten"),
+    [
+        (
+            "from pkg.enc import encode",
+            "blob = encode(jnp.ones(2))",
+            "blob = pickle.dumps(jax.device_get(encode(jnp.ones(2))))",
+        ),
+        (
+            "from pkg import enc",
+            "return enc.encode(jnp.ones(2))",
+            "return pickle.dumps(jax.device_get(enc.encode(jnp.ones(2))))",
+        ),
+        (
+            "from .enc import encode as e",
+            "print(len(e(jnp.ones(2))))",
+            "print(len(pickle.dumps(jax.device_get(e(jnp.ones(2))))))",
+        ),
+    ],
+    ids=["from-import", "module-attribute", "relative-alias"],
+)
+def test_call_sites_in_another_module_are_rewritten_with_the_function(
+    tmp_path: Path, imports: str, body: str, rewritten: str
+) -> None:
+    root = encoder_project(tmp_path, caller(body, imports))
+    checked = invoke("check", "--no-cache", str(root))
+    assert found(checked, root) == ["pkg/enc.py:8 JF107", "pkg/use.py:6 JF107"]
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    assert (root / "pkg" / "enc.py").read_text() == ENCODER.replace(
+        "import pickle\n\n", ""
+    ).replace("pickle.dumps(x * 2)", "x * 2")
+    used = (root / "pkg" / "use.py").read_text()
+    assert f"    {rewritten}\n" in used
+    assert "import pickle\n" in used and "import jax\n" in used
+    assert found(invoke("check", "--no-cache", str(root)), root) == []
+
+
+@pytest.mark.parametrize(
+    ("files", "why"),
+    [
+        ({"pkg/use.py": caller("blobs = list(map(encode, [jnp.ones(2)]))")}, "used as a value"),
+        (
+            {
+                "pkg/use.py": caller("blob = encode(jnp.ones(2))"),
+                "pkg/__init__.py": "from .enc import encode\n",
+            },
+            "re-exported by",
+        ),
+        (
+            {
+                "pkg/use.py": "import jax\nfrom pkg.enc import encode\n\n\n"
+                "@jax.jit\ndef twice(x):\n    return encode(x)\n"
+            },
+            "called from traced code",
+        ),
+    ],
+    ids=["passed-as-value", "reexported", "called-from-traced-code"],
+)
+def test_a_call_site_that_cannot_be_rewritten_leaves_both_modules_alone(
+    tmp_path: Path, files: dict[str, str], why: str
+) -> None:
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/enc.py": ENCODER, **files})
+    before = {path: path.read_text() for path in root.rglob("*.py")}
+    checked = invoke("check", "--no-cache", str(root))
+    assert "pkg/enc.py:8 JF107" in found(checked, root)
+    assert why in checked.stdout
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    assert {path: path.read_text() for path in root.rglob("*.py")} == before
+
+
+def test_a_tuple_part_is_serialized_after_the_call_in_the_other_module(tmp_path: Path) -> None:
+    encoder = ENCODER.replace("return pickle.dumps(x * 2)", "return x.sum(), pickle.dumps(x)")
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/enc.py": encoder,
+            "pkg/use.py": caller("total, blob = encode(jnp.ones(2))"),
+        },
+    )
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    used = (root / "pkg" / "use.py").read_text()
+    assert (
+        "    total, blob = encode(jnp.ones(2))\n    blob = pickle.dumps(jax.device_get(blob))\n"
+        in used
+    )
+
+
+@pytest.mark.jax
+def test_the_multi_module_example_fails_before_and_runs_after(tmp_path: Path) -> None:
+    example = Path(__file__).parent.parent / "examples" / "multi_module"
+    copy = tmp_path / "multi_module"
+    shutil.copytree(example, copy)
+
+    def report() -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "shop.report"]
+        return subprocess.run(command, cwd=copy, capture_output=True, text=True, timeout=300)
+
+    assert "ConcretizationTypeError" in report().stderr
+    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(copy)).exit_code == 0
+    after = report()
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "ndarray [1.2, 3.0, 12.0]\ntotal 16.20\n"
