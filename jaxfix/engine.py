@@ -30,8 +30,9 @@ from jaxfix.transforms import TransformSpec, with_user_transforms
 
 MAX_FIX_PASSES = 10
 
-# No rule can fire in a file that never mentions jax: such files are not even parsed.
-PREFILTER = "jax"
+# No rule can fire in a file that never mentions jax or a framework built on it (whose
+# transforms trace too): such files are not even parsed.
+PREFILTER = ("jax", "equinox", "flax", "haiku")
 
 
 class FixError(Exception):
@@ -75,8 +76,8 @@ def applicable_rules(
     text: str, rules: Sequence[type[Rule]], options: Options = DEFAULT
 ) -> list[type[Rule]]:
     """The rules that could fire in `text`, judged by a cheap substring test: the text must
-    mention jax and one of the rule's anchors."""
-    if PREFILTER not in text:
+    mention jax (or a JAX framework) and one of the rule's anchors."""
+    if not any(word in text for word in PREFILTER):
         return []
     return [
         rule
