@@ -2,8 +2,8 @@
 and NNX, Haiku, `checkify` and `jax.named_call`.
 
 Source strings checked with every rule (with and without the first pass's slicing, which must
-agree): each positive case beside a look-alike that must stay silent. The frameworks are not
-installed in the test environment, so these prove the analysis, not the runtime behaviour."""
+agree): each positive case beside a look-alike that must stay silent. These prove the analysis;
+the runtime proofs are fixtures (`*/equinox_*`, `*/nnx_*`, `*/haiku_*`)."""
 
 from __future__ import annotations
 
