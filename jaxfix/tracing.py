@@ -36,6 +36,7 @@ from jaxfix.transforms import (
     STAGED_ARRAY_NAMESPACES,
     STATIC_ATTRIBUTES,
     STATIC_QUERIES,
+    TRACED_MODULE_BASES,
     TRANSFORMS,
     TREE_MAPS,
     TransformSpec,
@@ -350,6 +351,31 @@ class TracedAnalysis:
         for owned in self._collected.owned.values():
             for call in owned.calls:
                 self._call_site_entry(call, staged_outside=False)
+        for method, cls in self._collected.class_of.items():
+            base = self._traced_module_base(cls)
+            if base is not None:
+                self._module_method_entry(method, base)
+
+    def _traced_module_base(self, cls: cst.ClassDef) -> str | None:
+        """`flax.linen.Module` or `haiku.Module`, when `cls` subclasses one directly."""
+        for base in cls.bases:
+            found = self.imported_names(base.value) & TRACED_MODULE_BASES
+            if found:
+                return min(found)
+        return None
+
+    def _module_method_entry(self, method: cst.FunctionDef, base: str) -> None:
+        """A method of a linen / Haiku module: its inputs other than `self` and Python values
+        (`train: bool = False`) are traced; not staged (`init` may run un-jitted)."""
+        if any(
+            _decorator_name(d.decorator) in {"staticmethod", "classmethod"}
+            for d in method.decorators
+        ):
+            return
+        params = _positional_param_names(method)[1:]
+        params += [p.name.value for p in method.params.kwonly_params]
+        traced = set(params) - _python_valued_params(method)
+        self._mark(method, traced, False, f"a method of a `{base}`")
 
     def _decorator_entry(self, function: cst.FunctionDef, decorator: cst.BaseExpression) -> None:
         spec_call = self._transform_of(decorator)
@@ -823,8 +849,12 @@ def _python_annotated(param: cst.Param) -> bool:
 def _literal_default(param: cst.Param) -> bool:
     default = param.default
     return isinstance(default, cst.BaseNumber | cst.BaseString) or (
-        isinstance(default, cst.Name) and default.value in {"True", "False"}
+        isinstance(default, cst.Name) and default.value in {"True", "False", "None"}
     )
+
+
+def _decorator_name(decorator: cst.BaseExpression) -> str | None:
+    return decorator.value if isinstance(decorator, cst.Name) else None
 
 
 def _annotation_names(annotation: cst.BaseExpression) -> set[str]:

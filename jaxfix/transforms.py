@@ -116,6 +116,10 @@ TRANSFORMS: dict[str, TransformSpec] = {
     **FRAMEWORK_TRANSFORMS,
 }
 
+# Module classes whose methods run only inside `init` / `apply` (Flax linen) or a transformed
+# function (Haiku), which are meant to be jitted: their array inputs are traced by design.
+TRACED_MODULE_BASES = frozenset({"flax.linen.Module", "haiku.Module"})
+
 # `W(f)` calls `f` with its own arguments: under a trace, `W(f)(x)` traces `f` like `f(x)`.
 CALL_WRAPPERS = frozenset({"jax.named_call"})
 

@@ -132,6 +132,30 @@ POSITIVE = {
         def model(x):
             return jax.named_call(layer, name="layer")(x)
         """,
+    "linen_compact_call_pickle": """\
+        import pickle
+        from flax import linen as nn
+
+        class Block(nn.Module):
+            features: int
+
+            @nn.compact
+            def __call__(self, x):
+                pickle.dumps(x)
+                return nn.Dense(self.features)(x)
+        """,
+    "haiku_module_cache": """\
+        import functools
+        import haiku as hk
+
+        @functools.lru_cache
+        def scale(x):
+            return x
+
+        class Head(hk.Module):
+            def __call__(self, x):
+                return scale(x)
+        """,
 }
 
 NEGATIVE = {
@@ -209,6 +233,25 @@ NEGATIVE = {
         @functools.partial(nnx.jit, static_argnums=1)
         def step(model, n):
             return lookup(n)
+        """,
+    # Python-valued inputs of a linen method, and a class that is no framework module.
+    "linen_python_inputs_and_plain_class": """\
+        import functools
+        import pickle
+        import flax.linen as nn
+
+        @functools.lru_cache
+        def rate(train):
+            return 0.1 if train else 0.0
+
+        class Block(nn.Module):
+            @nn.compact
+            def __call__(self, x, train: bool = False, mask=None):
+                return x * rate(train) * rate(mask)
+
+        class Plain:
+            def __call__(self, x):
+                return pickle.dumps(x)
         """,
 }
 
