@@ -26,7 +26,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from jaxfix.firstpass import Bindings
-from jaxfix.transforms import CUSTOM_RULE_METHODS, TRANSFORMS
+from jaxfix.transforms import CUSTOM_RULE_METHODS, TRACED_MODULE_BASES, TRANSFORMS
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -56,6 +56,8 @@ class Candidates:
     functions: list[_Function] = field(default_factory=list)
     calls: list[_Call] = field(default_factory=list)
     lambdas: dict[ast.Lambda, _Function] = field(default_factory=dict)
+    # Classes and the functions defined directly in their bodies (linen / Haiku methods).
+    classes: list[tuple[ast.ClassDef, list[_Function]]] = field(default_factory=list)
     bindings: list[Bindings] = field(default_factory=list)  # one per top-level statement
     imported: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     transforms: Collection[str] = field(default_factory=lambda: TRANSFORMS)
@@ -174,6 +176,9 @@ class Candidates:
                         entries.append(self.lambdas[node])
         names.update(self.entered)
         entries += (f for f in self.functions if not f.names.isdisjoint(names))
+        for cls, methods in self.classes:
+            if any(self._full_names(b) & TRACED_MODULE_BASES for b in cls.bases):
+                entries += methods
         return entries
 
     def _closure(self, entries: Iterable[_Function]) -> set[_Function]:
@@ -236,6 +241,7 @@ def collect(
     `Bindings`, which the slice needs."""
     found = Candidates(transforms=transforms, entered=entered)
     lambda_names: dict[ast.Lambda, set[str]] = {}
+    methods_of: dict[ast.stmt, list[_Function]] = {}  # a class's statement -> its methods
     for statement, top in enumerate(tree.body):
         names = Bindings()
         found.bindings.append(names)
@@ -261,6 +267,8 @@ def collect(
                     names.defines.add(node.name)
                 function = _Function(statement, {node.name}, decorators=list(node.decorator_list))
                 found.functions.append(function)
+                if node in methods_of:
+                    methods_of.pop(node).append(function)
                 outer = [
                     *node.decorator_list,
                     *getattr(node, "type_params", ()),  # Python 3.12
@@ -282,6 +290,9 @@ def collect(
             elif isinstance(node, ast.ClassDef):
                 if module_level:
                     names.defines.add(node.name)
+                methods: list[_Function] = []
+                found.classes.append((node, methods))
+                methods_of.update((child, methods) for child in node.body)
                 stack.extend((child, owner, False) for child in _children(node))
                 continue
             elif isinstance(node, ast.Assign):

@@ -31,8 +31,9 @@ from jaxfix.transforms import TransformSpec, with_user_transforms
 
 MAX_FIX_PASSES = 10
 
-# No rule can fire in a file that never mentions jax: such files are not even parsed.
-PREFILTER = "jax"
+# No rule can fire in a file that never mentions jax or a framework built on it (whose
+# transforms trace too): such files are not even parsed.
+PREFILTER = ("jax", "equinox", "flax", "haiku")
 
 
 class FixError(Exception):
@@ -76,8 +77,8 @@ def applicable_rules(
     text: str, rules: Sequence[type[Rule]], options: Options = DEFAULT
 ) -> list[type[Rule]]:
     """The rules that could fire in `text`, judged by a cheap substring test: the text must
-    mention jax or a transform of the project (or be traced from another module), and one of
-    the rule's anchors."""
+    mention jax, a JAX framework or a transform of the project (or be traced from another
+    module), and one of the rule's anchors."""
     aware = [rule for rule in rules if rule.project_aware] if options.serialized_imports else []
     if not _may_trace(text, options):
         return aware
@@ -86,7 +87,7 @@ def applicable_rules(
 
 def _may_trace(text: str, options: Options) -> bool:
     return (
-        PREFILTER in text
+        any(word in text for word in PREFILTER)
         or bool(options.entries)
         or any(_last_name(transform) in text for transform in options.transforms)
     )
@@ -320,7 +321,7 @@ def _follows_calls(
         return None
     mentioned = _anchored_rules(text, _analysers(rules), options)
     calls = (
-        PREFILTER in text
+        any(word in text for word in PREFILTER)
         or "from ." in text
         or any(package in text for package in options.packages)
     )

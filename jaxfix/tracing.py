@@ -28,13 +28,16 @@ from libcst.metadata import (
 
 from jaxfix.project import Entry, Place, ProjectContext, TracedCall
 from jaxfix.transforms import (
+    CALL_WRAPPERS,
     CUSTOM_DERIVATIVES,
     CUSTOM_RULE_METHODS,
     HOST_CALLBACKS,
     PARTIAL,
+    PYTHON_TYPES,
     STAGED_ARRAY_NAMESPACES,
     STATIC_ATTRIBUTES,
     STATIC_QUERIES,
+    TRACED_MODULE_BASES,
     TRANSFORMS,
     TREE_MAPS,
     TransformSpec,
@@ -413,6 +416,31 @@ class TracedAnalysis:
         for owned in self._collected.owned.values():
             for call in owned.calls:
                 self._call_site_entry(call, staged_outside=False)
+        for method, cls in self._collected.class_of.items():
+            base = self._traced_module_base(cls)
+            if base is not None:
+                self._module_method_entry(method, base)
+
+    def _traced_module_base(self, cls: cst.ClassDef) -> str | None:
+        """`flax.linen.Module` or `haiku.Module`, when `cls` subclasses one directly."""
+        for base in cls.bases:
+            found = self.imported_names(base.value) & TRACED_MODULE_BASES
+            if found:
+                return min(found)
+        return None
+
+    def _module_method_entry(self, method: cst.FunctionDef, base: str) -> None:
+        """A method of a linen / Haiku module: its inputs other than `self` and Python values
+        (`train: bool = False`) are traced; not staged (`init` may run un-jitted)."""
+        if any(
+            _decorator_name(d.decorator) in {"staticmethod", "classmethod"}
+            for d in method.decorators
+        ):
+            return
+        params = _positional_param_names(method)[1:]
+        params += [p.name.value for p in method.params.kwonly_params]
+        traced = set(params) - _python_valued_params(method)
+        self._mark(method, traced, False, f"a method of a `{base}`")
 
     def _enter_from_project(self, entry: Entry) -> None:
         """A top-level function that another module's traced code calls."""
@@ -585,13 +613,16 @@ class TracedAnalysis:
         staged_outside: bool,
     ) -> None:
         function = target.function
-        params = _positional_param_names(function)[target.bound_positions :]
-        all_names = _param_names(function) - set(
-            _positional_param_names(function)[: target.bound_positions]
-        )
+        bound = target.bound_positions + spec.leading_untraced
+        params = _positional_param_names(function)[bound:]
+        all_names = _param_names(function) - set(_positional_param_names(function)[:bound])
         static = _static_params(spec, options, params) | target.bound_keywords
-        if spec.argnums_keyword is not None:
-            argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
+        if spec.filtered:
+            static |= _python_valued_params(function)
+        if spec.argnums_keyword is not None or spec.default_argnums:
+            argnums = (
+                _int_tuple(_keyword(options, spec.argnums_keyword)) if spec.argnums_keyword else ()
+            ) or spec.default_argnums
             traced = {params[i] for i in argnums if -len(params) <= i < len(params)}
         else:
             traced = set(all_names)
@@ -682,8 +713,15 @@ class TracedAnalysis:
                 if inner[1] is not None:
                     self._propagate_arguments(call, inner[1], caller)
                 return
+            wrapped = self._wrapped_call(call.func)
+            if wrapped is not None:
+                self._propagate_arguments(call, wrapped, caller)
+                return
         names = self.imported_names(call.func)
         if names & HOST_CALLBACKS:
+            return
+        if names & CALL_WRAPPERS:
+            # `jax.named_call(f)`: calling what it returns calls f (see `_wrapped_call`).
             return
         if any(name in self._transforms for name in names):
             if caller.staged:
@@ -694,6 +732,14 @@ class TracedAnalysis:
             self._propagate_arguments(call, callee, caller)
         else:
             self._propagate_higher_order(call, caller)
+
+    def _wrapped_call(self, call: cst.Call) -> _Target | None:
+        """For `jax.named_call(f, name=...)`: f, which the wrapper calls with its arguments."""
+        if not call.args or call.args[0].keyword is not None:
+            return None
+        if not self.imported_names(call.func) & CALL_WRAPPERS:
+            return None
+        return self._callable(call.args[0].value)
 
     def _callee(self, func: cst.BaseExpression) -> _Target | None:
         """A same-module function (or a method of the same class via `self.`) being called."""
@@ -861,6 +907,46 @@ def _static_params(
     for keyword in spec.static_argnames_keywords:
         static.update(_str_tuple(_keyword(options, keyword)))
     return static
+
+
+def _python_valued_params(function: FunctionNode) -> set[str]:
+    """Parameters that look like Python values, not arrays: annotated with a Python type
+    (`n: int`, `act: Callable[...]`, `k: int | None`) or defaulting to a literal (`n=3`)."""
+    return {
+        param.name.value
+        for param in _params(function)
+        if _python_annotated(param) or _literal_default(param)
+    }
+
+
+def _python_annotated(param: cst.Param) -> bool:
+    annotation = param.annotation
+    return annotation is not None and _annotation_names(annotation.annotation) <= PYTHON_TYPES
+
+
+def _literal_default(param: cst.Param) -> bool:
+    default = param.default
+    return isinstance(default, cst.BaseNumber | cst.BaseString) or (
+        isinstance(default, cst.Name) and default.value in {"True", "False", "None"}
+    )
+
+
+def _decorator_name(decorator: cst.BaseExpression) -> str | None:
+    return decorator.value if isinstance(decorator, cst.Name) else None
+
+
+def _annotation_names(annotation: cst.BaseExpression) -> set[str]:
+    """The type names an annotation is made of (`Callable[[int], int] | None` -> Callable, int,
+    None); an unknown shape gives a name no Python type has."""
+    if isinstance(annotation, cst.Name):
+        return {annotation.value}
+    if isinstance(annotation, cst.Attribute):
+        return {annotation.attr.value}
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _annotation_names(annotation.left) | _annotation_names(annotation.right)
+    if isinstance(annotation, cst.Subscript):
+        return _annotation_names(annotation.value)
+    return {"<unknown>"}
 
 
 def _unbatched_params(

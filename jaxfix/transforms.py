@@ -28,6 +28,13 @@ class TransformSpec:
     in_axes_keyword: str | None = None
     # The callables come as a list or tuple (lax.switch branches).
     fun_sequence: bool = False
+    # Leading parameters that receive a framework object, not data (the module of a Flax
+    # linen lifted transform's `fn(module, carry, x)`): never traced.
+    leading_untraced: int = 0
+    # Equinox's `filter_*`: only array leaves are traced, everything else is static. We cannot
+    # see types, so a parameter annotated with a Python type (`n: int`) or defaulting to a
+    # literal (`n=3`, `name="x"`) counts as static; any other parameter as traced.
+    filtered: bool = False
 
 
 _JIT = TransformSpec(
@@ -37,6 +44,42 @@ _JIT = TransformSpec(
 _GRAD = TransformSpec(staged=False, argnums_keyword="argnums", default_argnums=(0,))
 _EAGER = TransformSpec(staged=False)
 _CUSTOM = TransformSpec(staged=False, static_argnums_keywords=("nondiff_argnums",))
+
+_EQX_JIT = TransformSpec(filtered=True)
+_EQX_GRAD = TransformSpec(staged=False, default_argnums=(0,), filtered=True)
+_LINEN = TransformSpec(fun_keywords=("target", "fn"), leading_untraced=1)
+_SCAN = TransformSpec(fun_keywords=("f",))
+
+# Transforms of the JAX frameworks (Equinox, Flax linen and NNX, Haiku), by their full names.
+FRAMEWORK_TRANSFORMS: dict[str, TransformSpec] = {
+    "equinox.filter_jit": _EQX_JIT,
+    "equinox.filter_pmap": _EQX_JIT,
+    "equinox.filter_grad": _EQX_GRAD,
+    "equinox.filter_value_and_grad": _EQX_GRAD,
+    "equinox.filter_vmap": TransformSpec(staged=False, in_axes_keyword="in_axes", filtered=True),
+    "flax.linen.jit": _LINEN,
+    "flax.linen.scan": _LINEN,
+    "flax.linen.remat": _LINEN,
+    "flax.linen.checkpoint": _LINEN,
+    "flax.linen.vmap": TransformSpec(staged=False, fun_keywords=("target",), leading_untraced=1),
+    "flax.nnx.jit": _JIT,
+    "flax.nnx.scan": _SCAN,
+    "flax.nnx.remat": TransformSpec(static_argnums_keywords=("static_argnums",)),
+    "flax.nnx.vmap": TransformSpec(staged=False, fun_keywords=("f",), in_axes_keyword="in_axes"),
+    "flax.nnx.grad": TransformSpec(
+        fun_keywords=("f",), staged=False, argnums_keyword="argnums", default_argnums=(0,)
+    ),
+    "flax.nnx.value_and_grad": TransformSpec(
+        fun_keywords=("f",), staged=False, argnums_keyword="argnums", default_argnums=(0,)
+    ),
+    # A function given to `hk.transform` runs only through `.init` / `.apply`, which are meant
+    # to be jitted: its inputs are traced whenever it is, so it is traced code by design. Not
+    # staged: un-jitted, a constant it makes stays concrete.
+    "haiku.transform": TransformSpec(fun_keywords=("f",), staged=False),
+    "haiku.transform_with_state": TransformSpec(fun_keywords=("f",), staged=False),
+    "haiku.scan": _SCAN,
+    "jax.experimental.checkify.checkify": TransformSpec(fun_keywords=("f",)),
+}
 
 TRANSFORMS: dict[str, TransformSpec] = {
     "jax.jit": _JIT,
@@ -70,7 +113,20 @@ TRANSFORMS: dict[str, TransformSpec] = {
         fun_positions=(1,), fun_keywords=("branches",), fun_sequence=True
     ),
     "jax.lax.map": TransformSpec(fun_keywords=("f",)),
+    **FRAMEWORK_TRANSFORMS,
 }
+
+# Module classes whose methods run only inside `init` / `apply` (Flax linen) or a transformed
+# function (Haiku), which are meant to be jitted: their array inputs are traced by design.
+TRACED_MODULE_BASES = frozenset({"flax.linen.Module", "haiku.Module"})
+
+# `W(f)` calls `f` with its own arguments: under a trace, `W(f)(x)` traces `f` like `f(x)`.
+CALL_WRAPPERS = frozenset({"jax.named_call"})
+
+# Annotations of parameters that hold Python values (static under Equinox's `filter_*`).
+PYTHON_TYPES = frozenset(
+    {"int", "float", "bool", "str", "bytes", "complex", "type", "Callable", "None"}
+)
 
 # `f.defjvp` / `f.defvjp` on a function made by these register rules that are traced too.
 CUSTOM_DERIVATIVES = frozenset({"jax.custom_jvp", "jax.custom_vjp"})
