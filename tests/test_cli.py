@@ -198,6 +198,7 @@ def test_explain_and_rules() -> None:
         ["JF101", "serialize-in-traced", "unsafe"],
         ["JF102", "cache-on-traced", "safe"],
         ["JF107", "serialized-return", "unsafe"],
+        ["JF108", "pickled-device-array", "safe"],
     ]
     assert rows[2].endswith("A memoizing cache decorator on a function that jax traces or jits")
     as_json = json.loads(invoke("rules", "--output-format", "json").stdout)
@@ -206,6 +207,7 @@ def test_explain_and_rules() -> None:
         ("JF101", "unsafe"),
         ("JF102", "safe"),
         ("JF107", "unsafe"),
+        ("JF108", "safe"),
     ]
     assert as_json[1]["options"] == {"extra-serializers": ANY}
     assert as_json[2]["url"].endswith("docs/rules.md#jf102-cache-on-traced")

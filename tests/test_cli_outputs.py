@@ -27,7 +27,7 @@ from jaxfix.edits import apply_edits
 from jaxfix.engine import check_text
 from jaxfix.formats import FORMATS, FileResult, render
 from jaxfix.output import unified_diff
-from jaxfix.registry import all_rules
+from jaxfix.registry import select_rules
 from tests.programs import CACHED, CLEAN, HOISTABLE, RETURNED
 
 ROOT = Path(__file__).parent.parent
@@ -86,7 +86,7 @@ def engine_results(folder: Path) -> list[FileResult]:
 
 @cache
 def engine_result(path: str, text: str) -> FileResult:
-    found = check_text(text, all_rules(), filename=path, edits=True)
+    found = check_text(text, select_rules(), filename=path, edits=True)
     return FileResult(path, text, tuple(found))
 
 

@@ -1,0 +1,165 @@
+"""JF108 pickled-device-array (opt-in): host code pickles a `jax.Array` instead of its host copy."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import Assignment
+
+from jaxfix.diagnostic import FixSafety
+from jaxfix.hoist import jax_module_name
+from jaxfix.libcst_command import command_hooks
+from jaxfix.rule import Rule
+
+# Serializer -> the keyword of the value it serializes (always its first argument).
+PICKLERS = {
+    "pickle.dumps": "obj",
+    "pickle.dump": "obj",
+    "cloudpickle.dumps": "obj",
+    "cloudpickle.dump": "obj",
+    "dill.dumps": "obj",
+    "dill.dump": "obj",
+    "joblib.dump": "value",
+}
+# Calls whose result is a `jax.Array` on a device.
+ARRAY_NAMESPACES = ("jax.numpy.", "jax.random.")
+ARRAY_MAKERS = frozenset({"jax.device_put", "jax.device_put_replicated", "jax.device_put_sharded"})
+# ... unless they are these, which answer Python or NumPy values.
+NOT_ARRAYS = frozenset({"jax.numpy.shape", "jax.numpy.ndim", "jax.numpy.size", "jax.numpy.dtype"})
+HOST_COPIES = frozenset({"jax.device_get", "numpy.asarray", "numpy.array"})
+
+
+class PickledDeviceArray(Rule):
+    """
+    ## What it does
+    Finds host code (outside any traced function) that pickles a value jaxfix knows is a
+    `jax.Array` or a tuple, list or dict of them: the result of a function the module jits, of
+    `jnp.*` or `jax.random.*`, or of `jax.device_put`. Opt-in: select `JF108` to run it.
+
+    ## Why is this bad?
+    A pickled `jax.Array` unpickles as a `jax.Array`: the reader needs jax installed (the load
+    fails with `ModuleNotFoundError: No module named 'jax'` elsewhere), and the array is put
+    back on a device, which on another machine may not be the one it came from. A NumPy copy
+    loads anywhere.
+
+    ## Example
+    ```python
+    @jax.jit
+    def fit(x):
+        return x / x.sum()
+
+
+    weights = fit(jnp.arange(4.0))
+    blob = pickle.dumps(weights)
+    ```
+
+    ## Use instead
+    ```python
+    blob = pickle.dumps(jax.device_get(weights))
+    ```
+
+    ## Fix safety
+    Safe for readers that use the loaded value as a NumPy array (or pass it back to jax, which
+    accepts NumPy arrays). A reader that relies on getting a `jax.Array` back (its `.sharding`,
+    `.devices()`, or `isinstance(x, jax.Array)`) now gets a `numpy.ndarray`: that is why the rule
+    is opt-in.
+
+    ## References
+    - https://docs.jax.dev/en/latest/_autosummary/jax.device_get.html
+    - https://docs.python.org/3/library/pickle.html
+    """
+
+    code = "JF108"
+    name = "pickled-device-array"
+    summary = "Host code pickles a jax.Array (the file then needs jax to load)"
+    message = (
+        "`{call}` pickles `{value}`, a `jax.Array`: loading it needs jax and a device;"
+        " pickle `jax.device_get(...)` of it instead"
+    )
+    fix_title = "Pickle the host copy (`jax.device_get`)"
+    fix_safety = FixSafety.SAFE
+    anchors = frozenset(PICKLERS)
+    traced_only = False
+    default_enabled = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.traced.context_of(node) is not None:
+            return  # in traced code: JF101's
+        payload = self._payload(node)
+        if payload is None or not self._is_device_array(payload):
+            return
+        message = self.message.format(
+            call=cst.Module([]).code_for_node(node.func),
+            value=cst.Module([]).code_for_node(payload),
+        )
+        jax_name, imports = jax_module_name(self.traced, node)
+        if not jax_name:
+            self.report(node, message)
+            return
+        host = cst.parse_expression(f"{jax_name}.device_get(x)")
+        assert isinstance(host, cst.Call)
+        fix = self.make_fix({payload: host.with_changes(args=[cst.Arg(payload)])}, imports)
+        self.report(node, message, fix)
+
+    def _payload(self, call: cst.Call) -> cst.BaseExpression | None:
+        for name in self.qualified_names(call.func):
+            keyword = PICKLERS.get(name)
+            for index, arg in enumerate(call.args if keyword else ()):
+                if (arg.keyword is None and not arg.star and index == 0) or (
+                    arg.keyword is not None and arg.keyword.value == keyword
+                ):
+                    return arg.value
+        return None
+
+    def _is_device_array(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether `value` surely is a `jax.Array` (or a display of them); unknown is no."""
+        if depth > 8:
+            return False
+        if isinstance(value, cst.Tuple | cst.List):
+            elements = [e.value for e in value.elements]
+            return bool(elements) and all(self._is_device_array(e, depth + 1) for e in elements)
+        if isinstance(value, cst.Dict):
+            items = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+            return (
+                bool(items)
+                and len(items) == len(value.elements)
+                and all(self._is_device_array(v, depth + 1) for v in items)
+            )
+        if isinstance(value, cst.Call):
+            return self._makes_device_array(value)
+        if isinstance(value, cst.Name):
+            bound = self._single_value(value)
+            return bound is not None and self._is_device_array(bound, depth + 1)
+        return False
+
+    def _makes_device_array(self, call: cst.Call) -> bool:
+        names = self.qualified_names(call.func)
+        if names & (HOST_COPIES | NOT_ARRAYS):
+            return False
+        if names & ARRAY_MAKERS or any(n.startswith(ARRAY_NAMESPACES) for n in names):
+            return True
+        function = (
+            self.traced.function_of_name(call.func) if isinstance(call.func, cst.Name) else None
+        )
+        traced = self.traced.functions.get(function) if function is not None else None
+        return traced is not None and traced.staged and self.traced.context_of(call) is None
+
+    def _single_value(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The value of `name = value` (or `name, other = value`) when that is the name's only
+        binding in its scope."""
+        scope = self.traced.scope_of(name)
+        if scope is None:
+            return None
+        bindings = [a for a in scope[name.value] if isinstance(a, Assignment)]
+        if len(bindings) != 1:
+            return None
+        target = self.traced.parent(bindings[0].node)
+        while isinstance(target, cst.Element | cst.Tuple | cst.List):  # `a, b = f(x)`
+            target = self.traced.parent(target)
+        assign = self.traced.parent(target) if isinstance(target, cst.AssignTarget) else None
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+            return assign.value
+        return None
+
+
+# `PickledDeviceArrayCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
+__getattr__, __dir__ = command_hooks(PickledDeviceArray)
