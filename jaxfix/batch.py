@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,7 +145,8 @@ def _trace_across_modules(
         entered.update(again)
         followed |= set(again)
         for i, entries in again.items():
-            tasks[i] = (tasks[i][0], _with_project(tasks[i][1], packages, entries))
+            targets = _reaching_targets(outcomes[i].facts, reaches)
+            tasks[i] = (tasks[i][0], _with_project(tasks[i][1], packages, entries, targets))
         outcomes.update(_outcomes({i: tasks[i] for i in again}, jobs, cache))
         calls = [
             call
@@ -277,13 +278,29 @@ def _rerun(
     outcomes.update(_outcomes(again, jobs, cache))
 
 
+def _reaching_targets(
+    facts: project.ModuleFacts, reaches: Callable[[str], bool]
+) -> tuple[str, ...]:
+    """The functions of the run a file calls that reach a rule's anchor: the only calls its
+    follow-up analysis must note (the cheap facts of the first round list them all)."""
+    called = facts.traced_targets | {target for _, target in facts.calls}
+    return tuple(sorted(filter(reaches, called)))
+
+
 def _with_project(
-    job: Job, packages: tuple[str, ...], entries: tuple[project.Entry, ...] | None
+    job: Job,
+    packages: tuple[str, ...],
+    entries: tuple[project.Entry, ...] | None,
+    targets: tuple[str, ...] = (),
 ) -> Job:
-    """The job for a file of this run: the run's packages, and the file's entries when it is
-    to be followed (None in the first round)."""
+    """The job for a file of this run: the run's packages, and, when it is to be followed
+    (`entries` None in the first round), its entries and the calls worth noting."""
     options = dataclasses.replace(
-        job.options, packages=packages, follow=entries is not None, entries=entries or ()
+        job.options,
+        packages=packages,
+        follow=entries is not None,
+        entries=entries or (),
+        follow_targets=targets,
     )
     return dataclasses.replace(job, options=options)
 

@@ -31,8 +31,8 @@ from jaxfix.project import ModuleFacts
 DEFAULT_FOLDER = Path(".jaxfix_cache")
 FORMAT = 3
 # Results kept per file: a file that other modules concern is analysed under several jobs (alone,
-# then with what the run tells it, see `jaxfix.project`).
-JOBS_PER_FILE = 4
+# then with what the run tells it in each round, see `jaxfix.batch`); a warm run needs them all.
+JOBS_PER_FILE = 12
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# jaxfix's result cache\n"
 
 

@@ -164,16 +164,10 @@ class Candidates:
             if any(self._refers_to_transform(d, wrappers) for d in function.decorators):
                 entries.append(function)
         for site in self.calls:
-            if not self._is_transform(site.call.func):
-                continue
-            for argument in (*site.call.args, *(k.value for k in site.call.keywords)):
-                for node in ast.walk(argument):
-                    if isinstance(node, ast.Name):
-                        names.add(node.id)
-                    elif isinstance(node, ast.Attribute):
-                        names.add(node.attr)
-                    elif isinstance(node, ast.Lambda):
-                        entries.append(self.lambdas[node])
+            if self._is_transform(site.call.func):
+                named, lambdas = self._arguments(site.call)
+                names |= named
+                entries += lambdas
         names.update(self.entered)
         entries += (f for f in self.functions if not f.names.isdisjoint(names))
         for cls, methods in self.classes:
@@ -181,11 +175,58 @@ class Candidates:
                 entries += methods
         return entries
 
-    def _closure(self, entries: Iterable[_Function]) -> set[_Function]:
+    def tracing_context(self, functions: Iterable[_Function]) -> set[int]:
+        """The top-level statements that decide whether `functions` are traced, and with which
+        arguments: their own, those of the traced functions that call them (transitively), and
+        those applying a transform to any of these. What follows a traced call needs, without
+        the far larger set of everything that mentions the functions."""
+        by_name = self._by_name()
+        callers: dict[_Function, list[_Function]] = defaultdict(list)
+        for caller in self.traced():
+            for name in caller.reads:
+                for callee in by_name.get(name, ()):
+                    callers[callee].append(caller)
+            for lambda_ in caller.lambdas:
+                callers[lambda_].append(caller)
+        reached: set[_Function] = set()
+        work = list(functions)
+        while work:
+            function = work.pop()
+            if function not in reached:
+                reached.add(function)
+                work.extend(callers[function])
+        statements = {function.statement for function in reached}
+        names = {name for function in reached for name in function.names}
+        for site in self.calls:
+            if self._is_transform(site.call.func):
+                named, lambdas = self._arguments(site.call)
+                if not named.isdisjoint(names) or not reached.isdisjoint(lambdas):
+                    statements.add(site.statement)
+        return statements
+
+    def _arguments(self, call: ast.Call) -> tuple[set[str], list[_Function]]:
+        """The names (and attribute names) written in a call's arguments, and its lambdas."""
+        names: set[str] = set()
+        lambdas: list[_Function] = []
+        for argument in (*call.args, *(k.value for k in call.keywords)):
+            for node in ast.walk(argument):
+                if isinstance(node, ast.Name):
+                    names.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    names.add(node.attr)
+                elif isinstance(node, ast.Lambda):
+                    lambdas.append(self.lambdas[node])
+        return names, lambdas
+
+    def _by_name(self) -> dict[str, list[_Function]]:
         by_name: dict[str, list[_Function]] = defaultdict(list)
         for function in self.functions:
             for name in function.names:
                 by_name[name].append(function)
+        return by_name
+
+    def _closure(self, entries: Iterable[_Function]) -> set[_Function]:
+        by_name = self._by_name()
         seen: set[_Function] = set()
         work = list(entries)
         while work:

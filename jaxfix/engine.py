@@ -57,6 +57,7 @@ class _Selection:
     tree: ast.Module
     seeds: set[int] | None = None
     bindings: Sequence[firstpass.Bindings] = ()
+    context: set[int] = field(default_factory=set)  # see `firstpass.relevant_slice`
 
     def around(self, lines: Collection[int]) -> _Selection:
         """Only the seeds that span one of `lines`."""
@@ -64,12 +65,12 @@ class _Selection:
             return self
         spans = {i: firstpass.lines_of(self.tree.body[i]) for i in self.seeds}
         seeds = {i for i, (first, last) in spans.items() if any(first <= n <= last for n in lines)}
-        return dataclasses.replace(self, seeds=seeds)
+        return dataclasses.replace(self, seeds=seeds, context=set())
 
     def slice(self, text: str, for_fixes: Collection[str] | None = None) -> firstpass.Slice | None:
         """The part of `text` the rules depend on (see `firstpass.relevant_slice`)."""
         return firstpass.relevant_slice(
-            text, self.tree, self.seeds, self.bindings, for_fixes=for_fixes
+            text, self.tree, self.seeds, self.bindings, context=self.context, for_fixes=for_fixes
         )
 
 
@@ -360,9 +361,16 @@ def _check(
         }
         rules = [rule for rule in rules if by_rule[rule]]
         seeds = set().union(*by_rule.values())
+        context = set()
         if following:
-            seeds |= {call.statement for call, _ in found.project_calls(options.packages)}
-        selection = _Selection(tree, seeds, found.bindings)
+            assert follow is not None
+            targets, traced = set(options.follow_targets), found.traced()
+            context = found.tracing_context(
+                call.owner
+                for call, name in found.project_calls(options.packages)
+                if call.owner in traced and follow.place.absolute(name) in targets
+            )
+        selection = _Selection(tree, seeds, found.bindings, context)
     elif not rules and not following:
         return [], selection
     piece = selection.slice(text)

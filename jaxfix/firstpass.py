@@ -100,12 +100,16 @@ def relevant_slice(
     seeds: Collection[int] | None,
     bindings: Sequence[Bindings] = (),
     *,
+    context: Collection[int] = (),
     for_fixes: Collection[str] | None = None,
 ) -> Slice | None:
     """The part of `text` that the top-level statements `seeds` (indices into `tree.body`,
     whose `bindings` are given in the same order) depend on; None when there are no seeds,
     the whole file when `seeds` is None. Raises `InvalidSource` when a kept statement is nested
     deeper than `MAX_DEPTH`.
+
+    `context` (indices too) are statements kept with their dependencies but not their
+    dependents: for a caller that already says everything about how they are reached.
 
     `for_fixes` (names) makes the slice one that fixes can be applied to as to the whole file:
     it also keeps every import (new imports go where they would in the file) and every
@@ -114,7 +118,7 @@ def relevant_slice(
     if seeds is None:
         check_depth(tree.body)
         return Slice(text, whole=True)
-    if not seeds:
+    if not seeds and not context:
         return None
     lines = _LINE.findall(text)
     chunks = _chunks(tree.body, bindings)
@@ -129,7 +133,7 @@ def relevant_slice(
     )
     dropped = for_fixes or ()
     seed_chunks.update(i for i, c in enumerate(chunks) if not c.defines.isdisjoint(dropped))
-    kept = _closure(chunks, seed_chunks)
+    kept = _closure(chunks, seed_chunks, {chunk_of[statement] for statement in context})
     if for_fixes is not None:
         kept.update(i for i, chunk in enumerate(chunks) if all(map(_is_import, chunk.nodes)))
     check_depth(node for index in kept for node in chunks[index].nodes)
@@ -182,8 +186,11 @@ def _chunks(body: Sequence[ast.stmt], bindings: Sequence[Bindings]) -> list[_Chu
     return chunks
 
 
-def _closure(chunks: Sequence[_Chunk], seeds: Iterable[int]) -> set[int]:
-    """Seeds, their dependents (transitively) and the dependencies of everything kept."""
+def _closure(
+    chunks: Sequence[_Chunk], seeds: Iterable[int], context: Iterable[int] = ()
+) -> set[int]:
+    """Seeds, their dependents (transitively) and the dependencies of everything kept,
+    `context` among it."""
     definers: dict[str, list[int]] = defaultdict(list)
     mentioners: dict[str, list[int]] = defaultdict(list)
     for index, chunk in enumerate(chunks):
@@ -193,7 +200,7 @@ def _closure(chunks: Sequence[_Chunk], seeds: Iterable[int]) -> set[int]:
             mentioners[name].append(index)
     kept: set[int] = set()
     spreading: set[int] = set()  # kept as seed or dependent: their names pull in dependents
-    work: list[tuple[int, bool]] = [(index, True) for index in seeds]
+    work = [(index, True) for index in seeds] + [(index, False) for index in context]
     while work:
         index, spreads = work.pop()
         if index in kept and (index in spreading or not spreads):

@@ -439,3 +439,81 @@ def test_the_multi_module_example_fails_before_and_runs_after(tmp_path: Path) ->
     after = report()
     assert after.returncode == 0, after.stderr
     assert after.stdout == "ndarray [1.2, 3.0, 12.0]\ntotal 16.20\n"
+
+
+FOLLOWED = """\
+import functools
+
+import jax
+from jax import lax
+
+from pkg.io import save_blob, save_tag
+
+
+def unrelated(x):
+    return save_tag(x, "host")  # not traced: no call noted
+
+
+def host_caller():
+    return middle(1.0, "a")  # mentions `middle`, but untraced: not needed
+
+
+def middle(x, tag):
+    return save_blob(x, tag)
+
+
+def outer(x):
+    return middle(x, "outer")
+
+
+@jax.jit
+def step(x):
+    return outer(x * 2)
+
+
+def fanned(x, tag):
+    return save_tag(tag, x)
+
+
+def body(carry, x):
+    save_tag(carry, x)
+    return carry, x
+
+
+def scanned(xs):
+    return lax.scan(body, 0.0, xs)
+
+
+fast = jax.jit(functools.partial(fanned, tag="fast"))
+
+
+def entered(a, b):
+    return save_blob(b, a)
+"""
+
+
+def test_followed_calls_are_the_same_with_and_without_the_slice() -> None:
+    from jaxfix.engine import check_text
+    from jaxfix.options import Options
+    from jaxfix.project import ModuleFacts
+    from jaxfix.registry import all_rules
+
+    options = Options(
+        packages=("pkg",),
+        follow=True,
+        entries=(Entry("entered", positions=(1,)),),
+        follow_targets=("pkg.io.save_blob", "pkg.io.save_tag"),
+    )
+    calls = []
+    for slicing in (True, False):
+        facts = ModuleFacts()
+        place = Place("pkg.train", "pkg")
+        kwargs = {"options": options, "place": place, "facts": facts, "slicing": slicing}
+        check_text(FOLLOWED, all_rules(), **kwargs)  # type: ignore[arg-type]
+        calls.append(sorted(facts.calls_out, key=repr))
+    assert calls[0] == calls[1]
+    assert {(call.target, call.entry.positions) for call in calls[0]} == {
+        ("pkg.io.save_blob", (0,)),  # from `middle`, traced through `outer` by `step`
+        ("pkg.io.save_tag", (0, 1)),  # from the scan body
+        ("pkg.io.save_tag", (1,)),  # from `fanned`, traced by `fast`
+    }
