@@ -211,7 +211,7 @@ class Candidates:
         for argument in (*call.args, *(k.value for k in call.keywords)):
             for node in ast.walk(argument):
                 if isinstance(node, ast.Name):
-                    names.add(node.id)
+                    names.update((node.id, "__call__"))  # `jax.vmap(model)` calls the instance
                 elif isinstance(node, ast.Attribute):
                     names.add(node.attr)
                 elif isinstance(node, ast.Lambda):
@@ -303,6 +303,8 @@ def collect(
                     owner.reads.add(node.attr)
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
+                if owner is not None and isinstance(node.func, ast.Name):
+                    owner.reads.add("__call__")  # it may call an instance of a class
             elif isinstance(node, _FUNCTIONS):
                 if module_level:
                     names.defines.add(node.name)

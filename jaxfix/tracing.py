@@ -69,6 +69,7 @@ class _Target:
     function: FunctionNode
     bound_positions: int = 0
     bound_keywords: frozenset[str] = frozenset()
+    receiver: cst.BaseExpression | None = None  # the instance a method is called on
 
 
 @dataclass
@@ -582,9 +583,8 @@ class TracedAnalysis:
         """The function an argument denotes, and what `functools.partial` binds of it."""
         if isinstance(value, cst.Lambda):
             return _Target(value)
-        if isinstance(value, cst.Name):
-            function = self.function_of_name(value)
-            return _Target(function) if function is not None else None
+        if isinstance(value, cst.Name | cst.Attribute):
+            return self._callee(value)  # also a bound method: `jax.jit(self.step)`
         if (
             isinstance(value, cst.Call)
             and PARTIAL in self.imported_names(value.func)
@@ -742,14 +742,56 @@ class TracedAnalysis:
         return self._callable(call.args[0].value)
 
     def _callee(self, func: cst.BaseExpression) -> _Target | None:
-        """A same-module function (or a method of the same class via `self.`) being called."""
+        """A same-module function being called: by its name, as a method of the same class
+        via `self.`, or as a method (`__call__` too) of an instance of a same-module class."""
         if isinstance(func, cst.Name):
             function = self.function_of_name(func)
-            return _Target(function) if function is not None else None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-            method = self._method_of_self(func.value, func.attr.value)
-            if method is not None:
-                return _Target(method, bound_positions=1)
+            if function is not None:
+                return _Target(function)
+            receiver, method = func, self._instance_method(func, "__call__")
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            receiver = func.value
+            method = self._method_of_self(receiver, func.attr.value) or self._instance_method(
+                receiver, func.attr.value
+            )
+        else:
+            return None
+        return _Target(method, bound_positions=1, receiver=receiver) if method else None
+
+    def _instance_method(self, receiver: cst.Name, attr: str) -> cst.FunctionDef | None:
+        """`attr` of the same-module class `receiver` is an instance of: a parameter annotated
+        with the class (`model: MLP`), or a name bound only by calls of it (`m = MLP(...)`)."""
+        classes: set[cst.ClassDef] = set()
+        for assignment in self._assignments(receiver):
+            cls = self._class_instantiated(assignment.node)
+            if cls is None:
+                return None
+            classes.add(cls)
+        if len(classes) != 1:
+            return None
+        (cls,) = classes
+        method = _method_named(cls, attr)
+        if method is None or not _is_instance_method(method):
+            return None
+        return method
+
+    def _class_instantiated(self, bound: cst.CSTNode) -> cst.ClassDef | None:
+        parent = self._parents.get(bound)
+        if isinstance(bound, cst.Param):
+            annotation = bound.annotation.annotation if bound.annotation else None
+            return self._class_named(annotation)
+        if isinstance(parent, cst.AssignTarget):
+            assign = self._parents.get(parent)
+            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
+                return self._class_named(assign.value.func)
+        return None
+
+    def _class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
+        if not isinstance(expr, cst.Name):
+            return None
+        assignments = self._assignments(expr)
+        if len(assignments) == 1 and isinstance(assignments[0].node, cst.ClassDef):
+            return assignments[0].node
         return None
 
     def _method_of_self(self, receiver: cst.Name, attr: str) -> cst.FunctionDef | None:
@@ -759,10 +801,7 @@ class TracedAnalysis:
         params = _positional_param_names(owner)
         if not params or params[0] != receiver.value:
             return None
-        for statement in self._collected.class_of[owner].body.body:
-            if isinstance(statement, cst.FunctionDef) and statement.name.value == attr:
-                return statement
-        return None
+        return _method_named(self._collected.class_of[owner], attr)
 
     def _propagate_arguments(self, call: cst.Call, target: _Target, caller: TracedFunction) -> None:
         """The callee runs under the caller's trace; the parameters given tracers are traced."""
@@ -770,6 +809,8 @@ class TracedAnalysis:
         params = _positional_param_names(function)[target.bound_positions :]
         keyword_names = _param_names(function) - target.bound_keywords
         traced: set[str] = set()
+        if target.receiver is not None and self._traced(target.receiver, caller.staged):
+            traced.add(_positional_param_names(function)[0])  # `self` holds tracers
         for index, arg in enumerate(call.args):
             if not self._traced(arg.value, caller.staged):
                 continue
@@ -833,6 +874,20 @@ class TracedAnalysis:
 
 
 # ----- syntax helpers -----------------------------------------------------------------------
+
+
+def _method_named(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    for statement in cls.body.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return statement
+    return None
+
+
+def _is_instance_method(method: cst.FunctionDef) -> bool:
+    return not any(
+        _decorator_name(d.decorator) in {"staticmethod", "classmethod", "property"}
+        for d in method.decorators
+    ) and bool(_positional_param_names(method))
 
 
 def _params(function: FunctionNode) -> Iterator[cst.Param]:
