@@ -27,6 +27,16 @@ def codes(source: str) -> list[str]:
 
 
 POSITIVE = {
+    "optax_stateless_update": """\
+        import pickle
+        import optax
+
+        def scale(updates, params):
+            pickle.dumps(updates)
+            return updates
+
+        opt = optax.stateless(scale)
+        """,
     "eqx_module_call_vmapped_instance": """\
         import pickle
         import equinox as eqx
@@ -172,6 +182,20 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "optax_init_fn_runs_eagerly": """\
+        import pickle
+        import optax
+
+        def make():
+            def init_fn(params):
+                pickle.dumps(params)
+                return optax.EmptyState()
+
+            def update_fn(updates, state, params=None):
+                return updates, state
+
+            return optax.GradientTransformation(init_fn, update_fn)
+        """,
     "eqx_module_call_only_eager": """\
         import pickle
         import equinox as eqx
