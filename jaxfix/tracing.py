@@ -214,6 +214,7 @@ class TracedAnalysis:
         self._traced_bindings: set[cst.CSTNode] = set()
         self._changed = False
         self._all_names: set[str] | None = None
+        self._param_classes: dict[cst.Param, cst.ClassDef] | None = None
         self._find_entry_points()
         self._propagate()
 
@@ -759,32 +760,85 @@ class TracedAnalysis:
         return _Target(method, bound_positions=1, receiver=receiver) if method else None
 
     def _instance_method(self, receiver: cst.Name, attr: str) -> cst.FunctionDef | None:
-        """`attr` of the same-module class `receiver` is an instance of: a parameter annotated
-        with the class (`model: MLP`), or a name bound only by calls of it (`m = MLP(...)`)."""
+        """`attr` of the same-module class `receiver` is an instance of (`_instance_class`)."""
+        cls = self._instance_class(receiver)
+        method = _method_named(cls, attr) if cls is not None else None
+        if method is None or not _is_instance_method(method):
+            return None
+        return method
+
+    def _instance_class(self, name: cst.Name) -> cst.ClassDef | None:
+        """The same-module class `name` holds an instance of: a name bound only by calls of it
+        (`m = MLP(...)`), or a parameter annotated with it (`model: MLP`) or given only such
+        names by the module's calls of its function."""
         classes: set[cst.ClassDef] = set()
-        for assignment in self._assignments(receiver):
+        for assignment in self._assignments(name):
             cls = self._class_instantiated(assignment.node)
             if cls is None:
                 return None
             classes.add(cls)
-        if len(classes) != 1:
-            return None
-        (cls,) = classes
-        method = _method_named(cls, attr)
-        if method is None or not _is_instance_method(method):
-            return None
-        return method
+        return classes.pop() if len(classes) == 1 else None
 
     def _class_instantiated(self, bound: cst.CSTNode) -> cst.ClassDef | None:
         parent = self._parents.get(bound)
         if isinstance(bound, cst.Param):
             annotation = bound.annotation.annotation if bound.annotation else None
-            return self._class_named(annotation)
+            return self._class_named(annotation) or self._passed_instances().get(bound)
         if isinstance(parent, cst.AssignTarget):
             assign = self._parents.get(parent)
             if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
                 return self._class_named(assign.value.func)
         return None
+
+    def _passed_instances(self) -> dict[cst.Param, cst.ClassDef]:
+        """Parameters that the module's calls of their function (`step(model, x)`, also
+        `eqx.filter_grad(loss)(model, x)`) give instances of one same-module class only."""
+        if self._param_classes is None:
+            self._param_classes = {}
+            for _ in range(MAX_ALIASES):  # a chain of calls hands the instance on
+                found = self._instances_given()
+                if found == self._param_classes:
+                    break
+                self._param_classes = found
+        return self._param_classes
+
+    def _instances_given(self) -> dict[cst.Param, cst.ClassDef]:
+        given: dict[cst.Param, set[cst.ClassDef | None]] = defaultdict(set)
+        for owned in self._collected.owned.values():
+            for call in owned.calls:
+                for param, value in self._arguments_of(call):
+                    name = value if isinstance(value, cst.Name) else None
+                    given[param].add(self._instance_class(name) if name else None)
+        return {
+            param: cls
+            for param, classes in given.items()
+            if len(classes) == 1
+            for cls in classes
+            if cls is not None
+        }
+
+    def _arguments_of(self, call: cst.Call) -> Iterator[tuple[cst.Param, cst.BaseExpression]]:
+        """Each argument of a call of a same-module function, with the parameter it binds."""
+        func = call.func
+        wrapped = self._transform_call(func) if isinstance(func, cst.Call) else None
+        target = wrapped[1] if wrapped is not None else self._function_called(func)
+        if target is None or target.bound_keywords or target.receiver is not None:
+            return
+        signature = target.function.params
+        positional = [*signature.posonly_params, *signature.params][target.bound_positions :]
+        by_name = {p.name.value: p for p in (*signature.params, *signature.kwonly_params)}
+        for index, arg in enumerate(call.args):
+            if arg.star:
+                return
+            if arg.keyword is not None:
+                if arg.keyword.value in by_name:
+                    yield by_name[arg.keyword.value], arg.value
+            elif index < len(positional):
+                yield positional[index], arg.value
+
+    def _function_called(self, func: cst.BaseExpression) -> _Target | None:
+        function = self.function_of_name(func) if isinstance(func, cst.Name) else None
+        return _Target(function) if function is not None else None
 
     def _class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
         if not isinstance(expr, cst.Name):

@@ -1401,6 +1401,51 @@ def test_static_arguments(src: str, expected: dict[str, set[str]]) -> None:
             {"predict": {"x"}},
             id="a name bound to an instance and to something else: not resolved",
         ),
+        pytest.param(
+            """
+            import equinox as eqx
+            import jax
+
+            class MLP(eqx.Module):
+                def __call__(self, x):
+                    return x
+
+            def loss_fn(model, x):
+                return jax.vmap(model)(x).sum()
+
+            @eqx.filter_jit
+            def make_step(model, x):
+                return eqx.filter_grad(loss_fn)(model, x)
+
+            model = MLP()
+            make_step(model, 1.0)
+            """,
+            {"make_step": {"model", "x"}, "loss_fn": {"model", "x"}, "__call__": {"self", "x"}},
+            id="an instance handed on through calls, unannotated (the Equinox idiom)",
+        ),
+        pytest.param(
+            """
+            import jax
+
+            class MLP:
+                def __call__(self, x):
+                    return x
+
+            def double(x):
+                return 2 * x
+
+            @jax.jit
+            def run(fn, x):
+                return fn(x)
+
+            run(MLP(), 1.0)
+            m = MLP()
+            run(m, 1.0)
+            run(double, 1.0)
+            """,
+            {"run": {"fn", "x"}},
+            id="a parameter given an instance and a function: not resolved to the class",
+        ),
     ],
 )
 def test_call_sites(src: str, expected: dict[str, set[str]]) -> None:
