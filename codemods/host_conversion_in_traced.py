@@ -6,12 +6,13 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import Assignment, BaseAssignment
+from libcst.metadata import Assignment, BaseAssignment, Scope
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
 from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Fix, ImportNeeded, Rule
+from jaxfix.tracing import TracedFunction
 
 
 def _names(text: str) -> list[str]:
@@ -105,6 +106,10 @@ METRIC_METHODS = frozenset({"log", "add_scalar", "add_scalars", "log_metrics"})
 LOGGING_MODULES = ("logging.", "absl.logging.", "wandb.")
 # Methods on a traced array whose result is still an array (the fixed NumPy call feeds them).
 _HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
+# The reason `jaxfix.tracing` gives a function that an unknown higher-order call applies to
+# traced data, and the transforms that trace a function without ever running it.
+HIGHER_ORDER = "applied to traced values"
+ABSTRACT_TRANSFORMS = ("jax.eval_shape", "jax.make_jaxpr")
 # Calls that make a string: printed as they are, they cannot become `jax.debug.print` arguments.
 STRING_BUILTINS = frozenset({"builtins.str", "builtins.repr", "builtins.ascii", "builtins.format"})
 STRING_METHODS = frozenset({"format", "join"})
@@ -200,6 +205,8 @@ class HostConversionInTraced(Rule):
         found = self._finding(node)
         if found is None or self._in_logging_call(node):
             return
+        if found.display in {"print", "str.format", "format"} and _abstract_only(context):
+            return  # `jax.eval_shape` never runs the function: a print at trace time is all
         message = self.message.format(
             call=found.display,
             problem=found.problem,
@@ -224,7 +231,7 @@ class HostConversionInTraced(Rule):
         if name in SCIPY_FUNCTIONS and self._any_traced(call):
             advice = f"use `{SCIPY_FUNCTIONS[name]}`, or `jax.pure_callback`{_SHAPE}"
             return _Finding(_code(call.func), _TO_NUMPY, advice)
-        if name in CONVERSIONS and call.args and self.traced.is_traced(call.args[0].value):
+        if name in CONVERSIONS and call.args and self._converts_traced(call.args[0].value):
             problem = f"needs a concrete value but gets a traced one (`{CONVERSIONS[name]}`)"
             if name == "builtins.bool":
                 advice = "use `jnp.where` or `lax.cond`, or make the argument static"
@@ -269,6 +276,19 @@ class HostConversionInTraced(Rule):
         ):
             return _Finding("str.format", _FORMATS, _FORMAT_ADVICE)
         return None
+
+    def _converts_traced(self, value: cst.BaseExpression) -> bool:
+        """Traced, and not a parameter of a function that is traced only because a
+        higher-order function (`tree_map`) applies it to traced data: there, `bool(leaf)`
+        is usually of a static leaf (a filter spec), which the analysis cannot tell apart."""
+        if not self.traced.is_traced(value):
+            return False
+        context = self.traced.context_of(value)
+        if context is None or set(context.reasons) != {HIGHER_ORDER}:
+            return True
+        return not (
+            isinstance(value, cst.Name) and _is_parameter(self.traced.scope_of(value), value)
+        )
 
     def _any_traced(self, call: cst.Call) -> bool:
         return any(self._shows_traced(arg.value) for arg in call.args)
@@ -574,6 +594,18 @@ def _only_imports(assignments: Collection[BaseAssignment]) -> bool:
     return bool(found) and all(
         isinstance(a, Assignment) and isinstance(a.node, cst.Import | cst.ImportFrom) for a in found
     )
+
+
+def _abstract_only(context: TracedFunction) -> bool:
+    """Traced only to find shapes (`jax.eval_shape`, `jax.make_jaxpr`): it never runs."""
+    return all(any(f"`{t}`" in reason for t in ABSTRACT_TRANSFORMS) for reason in context.reasons)
+
+
+def _is_parameter(scope: Scope | None, name: cst.Name) -> bool:
+    if scope is None:
+        return False
+    found = [a for a in scope[name.value] if isinstance(a, Assignment)]
+    return bool(found) and all(isinstance(a.node, cst.Param) for a in found)
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:

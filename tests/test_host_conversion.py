@@ -1,0 +1,75 @@
+"""JF104's boundaries that the fixtures cannot show without another rule's findings: logging and
+metrics calls are JF103's, and the cases where a print is reported but not rewritten."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from jaxfix.codemods.host_conversion_in_traced import HostConversionInTraced
+from jaxfix.engine import check_text, fix_text
+
+HEADER = """\
+import logging
+from functools import partial
+
+import jax
+import numpy as np
+import wandb
+
+logger = logging.getLogger(__name__)
+
+
+@partial(jax.jit, static_argnames=("writer", "i"))
+def step(x, writer, i):
+"""
+
+
+def findings(body: str) -> list[tuple[int, bool]]:
+    """(line in `body`, fixable) of each JF104 finding."""
+    text = HEADER + textwrap.indent(textwrap.dedent(body) + "\n", "    ") + "    return x\n"
+    offset = HEADER.count("\n")
+    found = check_text(text, [HostConversionInTraced])
+    return [(d.line - offset, d.fix is not None) for d in found]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'logging.info("loss %s", float(x))',
+        'logger.warning(f"loss {x.item()}")',
+        'logger.log(logging.INFO, "x %s", np.asarray(x))',
+        'wandb.log({"loss": float(x)})',
+        'writer.add_scalar("loss", x.item(), i)',
+        'writer.log_metrics({"loss": float(x.sum())})',
+        'raise ValueError("bad {}".format(x))',
+        'print("step", i, x.shape, len(x), x.ndim, x.dtype)',
+    ],
+)
+def test_left_to_other_rules_or_static(body: str) -> None:
+    assert findings(body) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("y = np.log(x)", [(1, True)]),  # `np.log` is NumPy, not a logger's method
+        ('print("step", i, "loss", x)', [(1, False)]),  # a static value prints differently
+        ('print(f"{x=}")', [(1, False)]),
+        ('print("%.3f" % x)', [(1, False)]),
+        ("print(x, file=None)", [(1, False)]),
+        ("print(float(x))", [(1, False), (1, False)]),
+        ("if np.isnan(x).any():\n    pass", [(1, False)]),
+        ("y = np.asarray(x, copy=True)", [(1, False)]),
+        ('s = "{}".format(x)', [(1, False)]),
+    ],
+)
+def test_reported_and_whether_fixed(body: str, expected: list[tuple[int, bool]]) -> None:
+    assert findings(body) == expected
+
+
+def test_print_template_escapes_braces_and_keeps_conversions() -> None:
+    text = HEADER + '    print("{a}", f"{{b}} {x!r:>8}", x)\n    return x\n'
+    fixed = fix_text(text, [HostConversionInTraced], unsafe_fixes=True).text
+    assert 'jax.debug.print("{{a}} {{b}} {!r:>8} {}", x, x)' in fixed
