@@ -110,6 +110,18 @@ _HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps
 # traced data, and the transforms that trace a function without ever running it.
 HIGHER_ORDER = "applied to traced values"
 ABSTRACT_TRANSFORMS = ("jax.eval_shape", "jax.make_jaxpr")
+CALLED_FROM = "called from traced"
+# A `try` catching one of these around a conversion handles the traced case on purpose.
+CAUGHT_BUILTINS = frozenset({"builtins.Exception", "builtins.BaseException", "builtins.TypeError"})
+CONVERSION_ERRORS = frozenset(
+    {
+        "ConcretizationTypeError",
+        "TracerArrayConversionError",
+        "TracerBoolConversionError",
+        "TracerIntegerConversionError",
+        "JAXTypeError",
+    }
+)
 # Calls that make a string: printed as they are, they cannot become `jax.debug.print` arguments.
 STRING_BUILTINS = frozenset({"builtins.str", "builtins.repr", "builtins.ascii", "builtins.format"})
 STRING_METHODS = frozenset({"format", "join"})
@@ -133,9 +145,9 @@ class HostConversionInTraced(Rule):
     Finds code that needs the *values* of a traced array on the host, inside a function that jax
     traces: NumPy functions (`np.asarray`, `np.array`, `np.sin`, `np.concatenate`,
     `np.linalg.norm`...) and SciPy functions (`scipy.special.expit`...) applied to it,
-    `float()`, `int()`, `bool()`, `complex()`, `.item()`, `.tolist()`, `jax.device_get`, and
-    `print` of it (also through an f-string, `str.format` or `%`), or `str.format` of it.
-    Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
+    `float()`, `int()`, `bool()`, `complex()`, `.item()`, `.tolist()`, `jax.device_get`,
+    `print` of it (directly, or formatted by an f-string, `str.format` or `%`) and
+    `str.format` of it. Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: a shape and a dtype, no data. NumPy and SciPy raise
@@ -203,7 +215,7 @@ class HostConversionInTraced(Rule):
         if context is None:
             return
         found = self._finding(node)
-        if found is None or self._in_logging_call(node):
+        if found is None or self._in_logging_call(node) or self._error_caught(node):
             return
         if found.display in {"print", "str.format", "format"} and _abstract_only(context):
             return  # `jax.eval_shape` never runs the function: a print at trace time is all
@@ -278,17 +290,24 @@ class HostConversionInTraced(Rule):
         return None
 
     def _converts_traced(self, value: cst.BaseExpression) -> bool:
-        """Traced, and not a parameter of a function that is traced only because a
-        higher-order function (`tree_map`) applies it to traced data: there, `bool(leaf)`
-        is usually of a static leaf (a filter spec), which the analysis cannot tell apart."""
+        """Traced, and not a parameter that is probably a Python value: in a function traced
+        only because a higher-order function (`tree_map`) applies it to traced data, where
+        `bool(leaf)` is usually of a static leaf (a filter spec); or one that looks like a
+        Python value (`n: int`, `axis=0`) in a function traced only through its callers."""
         if not self.traced.is_traced(value):
             return False
         context = self.traced.context_of(value)
-        if context is None or set(context.reasons) != {HIGHER_ORDER}:
+        if context is None or not isinstance(value, cst.Name):
             return True
-        return not (
-            isinstance(value, cst.Name) and _is_parameter(self.traced.scope_of(value), value)
+        if not _is_parameter(self.traced.scope_of(value), value):
+            return True
+        if set(context.reasons) == {HIGHER_ORDER}:
+            return False
+        through_callers = all(
+            r == HIGHER_ORDER or r.startswith(CALLED_FROM) for r in context.reasons
         )
+        python_valued = value.value in self.traced.python_valued_params(context.node)
+        return not (through_callers and python_valued)
 
     def _any_traced(self, call: cst.Call) -> bool:
         return any(self._shows_traced(arg.value) for arg in call.args)
@@ -334,6 +353,30 @@ class HostConversionInTraced(Rule):
             and func.attr.value in LOGGER_METHODS | METRIC_METHODS
             and not self.qualified_names(func.value)  # `np.log(x)` is no logger
         )
+
+    def _error_caught(self, node: cst.CSTNode) -> bool:
+        """In the body of a `try` that catches the conversion error: handled on purpose."""
+        child, parent = node, self.traced.parent(node)
+        while parent is not None and not isinstance(parent, cst.FunctionDef | cst.Lambda):
+            if (
+                isinstance(parent, cst.Try)
+                and child is parent.body
+                and any(self._catches_conversion(h.type) for h in parent.handlers)
+            ):
+                return True
+            child, parent = parent, self.traced.parent(parent)
+        return False
+
+    def _catches_conversion(self, caught: cst.BaseExpression | None) -> bool:
+        if caught is None:
+            return True  # a bare `except:`
+        if isinstance(caught, cst.Tuple):
+            return any(self._catches_conversion(e.value) for e in caught.elements)
+        if self.qualified_names(caught) & CAUGHT_BUILTINS:
+            return True
+        if isinstance(caught, cst.Attribute):
+            return caught.attr.value in CONVERSION_ERRORS
+        return isinstance(caught, cst.Name) and caught.value in CONVERSION_ERRORS
 
     def _in_print(self, node: cst.CSTNode) -> bool:
         return any(PRINT in self.qualified_names(call.func) for call in self._enclosing_calls(node))

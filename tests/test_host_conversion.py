@@ -7,9 +7,11 @@ import textwrap
 
 import pytest
 
-from jaxfix.codemods.host_conversion_in_traced import HostConversionInTraced
 from jaxfix.engine import check_text, fix_text
+from jaxfix.registry import find_rule
 
+RULE = find_rule("JF104")
+assert RULE is not None
 HEADER = """\
 import logging
 from functools import partial
@@ -30,7 +32,7 @@ def findings(body: str) -> list[tuple[int, bool]]:
     """(line in `body`, fixable) of each JF104 finding."""
     text = HEADER + textwrap.indent(textwrap.dedent(body) + "\n", "    ") + "    return x\n"
     offset = HEADER.count("\n")
-    found = check_text(text, [HostConversionInTraced])
+    found = check_text(text, [RULE])
     return [(d.line - offset, d.fix is not None) for d in found]
 
 
@@ -71,5 +73,31 @@ def test_reported_and_whether_fixed(body: str, expected: list[tuple[int, bool]])
 
 def test_print_template_escapes_braces_and_keeps_conversions() -> None:
     text = HEADER + '    print("{a}", f"{{b}} {x!r:>8}", x)\n    return x\n'
-    fixed = fix_text(text, [HostConversionInTraced], unsafe_fixes=True).text
+    fixed = fix_text(text, [RULE], unsafe_fixes=True).text
     assert 'jax.debug.print("{{a}} {{b}} {!r:>8} {}", x, x)' in fixed
+
+
+HELPER = """\
+import jax
+
+
+def shift(x, axis: int, steps=1):
+    return x * int(axis) + float(steps) + float(x)
+
+
+@jax.jit
+def step(x):
+    try:
+        n = int(x)
+    except jax.errors.ConcretizationTypeError:
+        n = 0
+    return shift(x, x.ndim, x) + n
+"""
+
+
+def test_conversions_handled_or_of_python_valued_parameters_are_left_alone() -> None:
+    # `int(axis)` of an `int`-annotated parameter and `float(steps)` of one defaulting to a
+    # literal, in a helper traced only through its caller; `int(x)` inside a `try` that
+    # catches the error. `float(x)` of the array parameter is reported.
+    found = check_text(HELPER, [RULE])
+    assert [(d.line, d.column) for d in found] == [(5, 42)]
