@@ -645,10 +645,12 @@ def _abstract_only(context: TracedFunction) -> bool:
 
 
 def _is_parameter(scope: Scope | None, name: cst.Name) -> bool:
+    """Whether `name` is a parameter (also when reassigned: `axis = int(axis)`)."""
     if scope is None:
         return False
-    found = [a for a in scope[name.value] if isinstance(a, Assignment)]
-    return bool(found) and all(isinstance(a.node, cst.Param) for a in found)
+    return any(
+        isinstance(a, Assignment) and isinstance(a.node, cst.Param) for a in scope[name.value]
+    )
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:

@@ -82,7 +82,8 @@ import jax
 
 
 def shift(x, axis: int, steps=1):
-    return x * int(axis) + float(steps) + float(x)
+    axis = int(axis)
+    return x * axis + float(steps) + float(x)
 
 
 @jax.jit
@@ -100,4 +101,4 @@ def test_conversions_handled_or_of_python_valued_parameters_are_left_alone() -> 
     # literal, in a helper traced only through its caller; `int(x)` inside a `try` that
     # catches the error. `float(x)` of the array parameter is reported.
     found = check_text(HELPER, [RULE])
-    assert [(d.line, d.column) for d in found] == [(5, 42)]
+    assert [(d.line, d.column) for d in found] == [(6, 37)]
