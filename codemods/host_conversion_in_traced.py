@@ -11,6 +11,7 @@ from libcst.metadata import Assignment, BaseAssignment, Scope
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
 from jaxfix.libcst_command import command_hooks
+from jaxfix.returns import DUMPS
 from jaxfix.rule import Fix, ImportNeeded, Rule
 from jaxfix.tracing import TracedFunction
 
@@ -257,7 +258,7 @@ class HostConversionInTraced(Rule):
             problem = "returns the traced value unchanged: nothing reaches the host"
             advice = "call it on the jitted function's result, or use `jax.debug.callback`"
             return _Finding(_code(call.func), problem, advice)
-        if name == PRINT and self._any_traced(call):
+        if name == PRINT and any(self._prints_traced(arg.value) for arg in call.args):
             problem = (
                 "prints the tracer once, when the function is traced, not the values (a format"
                 " spec raises `TypeError`)"
@@ -308,6 +309,14 @@ class HostConversionInTraced(Rule):
         )
         python_valued = value.value in self.traced.python_valued_params(context.node)
         return not (through_callers and python_valued)
+
+    def _prints_traced(self, value: cst.BaseExpression) -> bool:
+        """Traced, and not what a serializer makes of a traced value (JF101 reports that)."""
+        if isinstance(value, cst.Call) and self.qualified_names(value.func) & DUMPS.keys():
+            return False
+        if isinstance(value, cst.BinaryOperation):
+            return self._prints_traced(value.left) or self._prints_traced(value.right)
+        return self._shows_traced(value)
 
     def _any_traced(self, call: cst.Call) -> bool:
         return any(self._shows_traced(arg.value) for arg in call.args)

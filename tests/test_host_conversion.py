@@ -14,6 +14,7 @@ RULE = find_rule("JF104")
 assert RULE is not None
 HEADER = """\
 import logging
+import pickle
 from functools import partial
 
 import jax
@@ -47,6 +48,7 @@ def findings(body: str) -> list[tuple[int, bool]]:
         'writer.log_metrics({"loss": float(x.sum())})',
         'raise ValueError("bad {}".format(x))',
         'print("step", i, x.shape, len(x), x.ndim, x.dtype)',
+        "print(pickle.dumps(x))",  # JF101's: the pickling fails first
     ],
 )
 def test_left_to_other_rules_or_static(body: str) -> None:
