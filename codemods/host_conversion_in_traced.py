@@ -24,50 +24,62 @@ def _names(text: str) -> list[str]:
 # under jax 0.10.2 / NumPy 2). Not those that call the array's own method and so work on a
 # tracer (`np.sum`, `np.mean`, `np.max`, `np.reshape`, `np.transpose`, `np.round`...), and not
 # the savers (`np.save`, `np.savez`, `np.savetxt`: JF101).
-_ELEMENTWISE = _names(
+_UNARY = _names(
     "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arctanh exp exp2 expm1 log log2"
     " log10 log1p sqrt cbrt square abs absolute fabs sign floor ceil trunc rint negative"
-    " reciprocal isnan isinf isfinite sinc deg2rad rad2deg logical_not conj angle add subtract"
-    " multiply divide true_divide power maximum minimum fmax fmin mod remainder floor_divide"
-    " arctan2 hypot logaddexp equal not_equal greater less greater_equal less_equal logical_and"
-    " logical_or logical_xor"
+    " reciprocal isnan isinf isfinite sinc deg2rad rad2deg logical_not conj angle"
 )
-# NumPy function -> the keywords its `jax.numpy` namesake takes with the same meaning: the fix
-# rewrites only calls that pass no other keyword (no `out=`, `where=`, `copy=`...).
-JNP_EQUIVALENTS: dict[str, frozenset[str]] = {
-    **dict.fromkeys(_ELEMENTWISE, frozenset()),
-    "asarray": frozenset({"dtype"}),
-    "array": frozenset({"dtype"}),
-    "dot": frozenset(),
-    "matmul": frozenset(),
-    "vdot": frozenset(),
-    "inner": frozenset(),
-    "outer": frozenset(),
-    "kron": frozenset(),
-    "tensordot": frozenset({"axes"}),
-    "einsum": frozenset(),
-    "concatenate": frozenset({"axis"}),
-    "stack": frozenset({"axis"}),
-    "vstack": frozenset(),
-    "hstack": frozenset(),
-    "where": frozenset(),  # three arguments only: `np.where(c)` is `nonzero`
-    "clip": frozenset(),
-    "expand_dims": frozenset({"axis"}),
-    "broadcast_to": frozenset({"shape"}),
-    "tile": frozenset(),
-    "roll": frozenset({"shift", "axis"}),
-    "tril": frozenset({"k"}),
-    "triu": frozenset({"k"}),
-    "zeros_like": frozenset({"dtype"}),
-    "ones_like": frozenset({"dtype"}),
-    "full_like": frozenset({"fill_value", "dtype"}),
-    "nan_to_num": frozenset({"nan", "posinf", "neginf"}),
-    "float32": frozenset(),
-    "int32": frozenset(),
-    "linalg.norm": frozenset({"ord", "axis", "keepdims"}),
-    "linalg.inv": frozenset(),
-    "linalg.det": frozenset(),
-    "linalg.solve": frozenset(),
+_BINARY = _names(
+    "add subtract multiply divide true_divide power maximum minimum fmax fmin mod remainder"
+    " floor_divide arctan2 hypot logaddexp equal not_equal greater less greater_equal"
+    " less_equal logical_and logical_or logical_xor"
+)
+
+
+@dataclass(frozen=True)
+class JnpEquivalent:
+    """How a NumPy call is written for its `jax.numpy` namesake to mean the same: at most
+    `positional` positional arguments (NumPy's next one is often `out`; None: any number) and
+    only these keywords (no `out=`, `where=`, `copy=`...)."""
+
+    positional: int | None
+    keywords: frozenset[str] = frozenset()
+
+
+def _takes(positional: int | None, *keywords: str) -> JnpEquivalent:
+    return JnpEquivalent(positional, frozenset(keywords))
+
+
+JNP_EQUIVALENTS: dict[str, JnpEquivalent] = {
+    **dict.fromkeys(_UNARY, _takes(1)),
+    **dict.fromkeys(_BINARY, _takes(2)),
+    "asarray": _takes(2, "dtype"),
+    "array": _takes(2, "dtype"),
+    **dict.fromkeys(["dot", "matmul", "vdot", "inner", "outer", "kron"], _takes(2)),
+    "tensordot": _takes(3, "axes"),
+    "einsum": _takes(None),
+    "concatenate": _takes(2, "axis"),
+    "stack": _takes(2, "axis"),
+    "vstack": _takes(1),
+    "hstack": _takes(1),
+    "where": _takes(3),  # with three arguments only: `np.where(c)` is `nonzero`
+    "clip": _takes(3),
+    "expand_dims": _takes(2, "axis"),
+    "broadcast_to": _takes(2, "shape"),
+    "tile": _takes(2),
+    "roll": _takes(3, "shift", "axis"),
+    "tril": _takes(2, "k"),
+    "triu": _takes(2, "k"),
+    "zeros_like": _takes(2, "dtype"),
+    "ones_like": _takes(2, "dtype"),
+    "full_like": _takes(3, "fill_value", "dtype"),
+    "nan_to_num": _takes(1, "nan", "posinf", "neginf"),
+    "float32": _takes(1),
+    "int32": _takes(1),
+    "linalg.norm": _takes(4, "ord", "axis", "keepdims"),
+    "linalg.inv": _takes(1),
+    "linalg.det": _takes(1),
+    "linalg.solve": _takes(2),
 }
 _NO_FIX = _names(
     "asanyarray ascontiguousarray copy fix nansum nanmean nanmax nanmin median sort unique"
@@ -401,12 +413,16 @@ class HostConversionInTraced(Rule):
     # ----- fixes ----------------------------------------------------------------------------
 
     def _jnp_fix(self, call: cst.Call, short: str) -> Fix | None:
-        keywords = JNP_EQUIVALENTS.get(short)
-        if keywords is None or any(arg.star for arg in call.args):
+        takes = JNP_EQUIVALENTS.get(short)
+        if takes is None or any(arg.star for arg in call.args):
             return None
-        if any(arg.keyword is not None and arg.keyword.value not in keywords for arg in call.args):
+        keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
+        positional = len(call.args) - len(keywords)
+        if not set(keywords) <= takes.keywords:
             return None
-        if short == "where" and len(call.args) != 3:
+        if takes.positional is not None and positional > takes.positional:
+            return None
+        if short == "where" and positional != 3:
             return None
         if not self._stays_traced(call):
             return None

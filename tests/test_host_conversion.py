@@ -66,6 +66,9 @@ def test_left_to_other_rules_or_static(body: str) -> None:
         ("print(float(x))", [(1, False), (1, False)]),
         ("if np.isnan(x).any():\n    pass", [(1, False)]),
         ("y = np.asarray(x, copy=True)", [(1, False)]),
+        ("y = np.add(x, x, x)", [(1, False)]),  # the third positional is NumPy's `out`
+        ("y = np.where(x > 0)", [(1, False)]),  # `nonzero`: no fixed shape under jit
+        ("y = np.where(x > 0, x, 0.0)", [(1, True)]),
         ('s = "{}".format(x)', [(1, False)]),
     ],
 )
