@@ -613,8 +613,12 @@ def _fstring_template(value: cst.FormattedString) -> tuple[str, list[cst.BaseExp
     for part in value.parts:
         if isinstance(part, cst.FormattedStringText):
             # `{{` stays `{{`: a literal brace in an f-string and in a format template alike.
-            text = cst.parse_expression(f"{plain_prefix}{quote}{part.value}{quote}")
-            assert isinstance(text, cst.SimpleString)
+            try:
+                text = cst.parse_expression(f"{plain_prefix}{quote}{part.value}{quote}")
+            except cst.ParserSyntaxError:  # pragma: no cover - the text came from a string
+                return None
+            if not isinstance(text, cst.SimpleString):  # pragma: no cover
+                return None
             evaluated = text.evaluated_value
             if not isinstance(evaluated, str):
                 return None

@@ -107,3 +107,17 @@ def test_conversions_handled_or_of_python_valued_parameters_are_left_alone() -> 
     # catches the error. `float(x)` of the array parameter is reported.
     found = check_text(HELPER, [RULE])
     assert [(d.line, d.column) for d in found] == [(6, 37)]
+
+
+@pytest.mark.parametrize(
+    ("printed", "expected"),
+    [
+        ("""'say "hi"', x""", """jax.debug.print('say "hi" {}', x)"""),
+        ('rf"\\d {x}"', 'jax.debug.print("\\\\d {}", x)'),
+        ('"""a\nb""", x', 'jax.debug.print("a\\nb {}", x)'),
+    ],
+)
+def test_print_template_quotes(printed: str, expected: str) -> None:
+    text = HEADER + f"    print({printed})\n    return x\n"
+    fixed = fix_text(text, [RULE], unsafe_fixes=True).text
+    assert expected in fixed
