@@ -77,6 +77,8 @@ class Candidates:
         def anchored(func: ast.expr) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in methods:
                 return True
+            if isinstance(func, ast.Name) and f"builtins.{func.id}" in qualified:
+                return True  # a builtin (`print`), or a name that may shadow it: a candidate
             return not self._full_names(func).isdisjoint(qualified)
 
         traced = self.traced()

@@ -292,6 +292,11 @@ class TracedAnalysis:
             return self._collected.owned.get(function, _NOTHING)
         return _NOTHING
 
+    def python_valued_params(self, function: FunctionNode) -> set[str]:
+        """Parameters of `function` that look like Python values, not arrays (`n: int`,
+        `axis=0`): what Equinox's `filter_*` treat as static."""
+        return _python_valued_params(function)
+
     def receivers_of(self, attribute: str) -> set[str]:
         """The names the module reads `attribute` on (`f` for `f.cache_clear()`)."""
         return self._collected.receivers.get(attribute, set())
