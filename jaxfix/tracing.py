@@ -11,6 +11,7 @@ traced: a false alarm costs more than a missed finding.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ from jaxfix.transforms import (
 FunctionNode = cst.FunctionDef | cst.Lambda
 # How many `a = b` aliases a name is followed through (a cycle `a = b; b = a` ends there).
 MAX_ALIASES = 8
+# A test that asks whether a value is a tracer (`not_jax_tracer(x)`, `core.is_concrete(x)`).
+TRACER_CHECK = re.compile("tracer|concrete", re.IGNORECASE)
 
 
 @dataclass
@@ -265,9 +268,27 @@ class TracedAnalysis:
         return self.functions.get(owner) if owner is not None else None
 
     def is_traced(self, expr: cst.BaseExpression) -> bool:
-        """Whether `expr` evaluates to a tracer (or a container of them) where it stands."""
+        """Whether `expr` evaluates to a tracer (or a container of them) where it stands.
+        Not in a branch of a tracer check (`if not_jax_tracer(x):`, `if isinstance(x,
+        core.Tracer)`, `if core.is_concrete(x)`): such code knows what it holds."""
         context = self.context_of(expr)
-        return context is not None and self._traced(expr, context.staged)
+        return (
+            context is not None
+            and self._traced(expr, context.staged)
+            and not self._under_tracer_check(expr)
+        )
+
+    def _under_tracer_check(self, node: cst.CSTNode) -> bool:
+        child, parent = node, self._parents.get(node)
+        while parent is not None and not isinstance(parent, cst.FunctionDef | cst.Lambda):
+            if (
+                isinstance(parent, cst.If | cst.IfExp)
+                and child is not parent.test
+                and any(TRACER_CHECK.search(n.value) for n in _names_in(parent.test))
+            ):
+                return True
+            child, parent = parent, self._parents.get(parent)
+        return False
 
     def traced_names(self, node: cst.CSTNode) -> list[str]:
         """Names read in `node` whose values are traced, in first-appearance order."""
@@ -704,7 +725,10 @@ class TracedAnalysis:
             )
         if not isinstance(value, cst.Call) or any(arg.star for arg in value.args):
             return None
-        names = self.imported_names(value.func)
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "items" and len(targets) == 2:
+            return [(targets[0], None), (targets[1], func.value)]  # keys are hashable: no tracer
+        names = self.imported_names(func)
         if "builtins.enumerate" in names and len(targets) == 2 and value.args:
             return [(targets[0], None), (targets[1], value.args[0].value)]
         if "builtins.zip" in names and len(targets) == len(value.args):
@@ -917,6 +941,8 @@ class TracedAnalysis:
             return expr.attr.value not in STATIC_ATTRIBUTES and self._traced(expr.value, staged)
         if isinstance(expr, cst.Lambda | cst.BaseString | cst.Integer | cst.Float | cst.Imaginary):
             return False
+        if isinstance(expr, cst.Set | cst.SetComp):
+            return False  # a set cannot hold a tracer (unhashable)
         if isinstance(expr, cst.Call):
             return self._call_traced(expr, staged)
         return any(self._traced(child, staged) for child in _child_expressions(expr))
@@ -925,6 +951,8 @@ class TracedAnalysis:
         names = self.imported_names(call.func)
         if names & STATIC_QUERIES:
             return False
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "keys":
+            return False  # dict keys are hashable: never tracers
         if staged and any(n.startswith(STAGED_ARRAY_NAMESPACES) for n in names):
             return True
         if isinstance(call.func, cst.Attribute) and self._traced(call.func.value, staged):
@@ -933,6 +961,14 @@ class TracedAnalysis:
 
 
 # ----- syntax helpers -----------------------------------------------------------------------
+
+
+def _names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
+    """Every name in `expr`, also attribute names (`core.Tracer` gives `core` and `Tracer`)."""
+    if isinstance(expr, cst.Name):
+        yield expr
+    for child in expr.children:
+        yield from _names_in(child)
 
 
 def _method_named(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:

@@ -163,6 +163,8 @@ STATIC_QUERIES = frozenset(
     {
         "builtins.len",
         "builtins.isinstance",
+        "builtins.set",  # a set of tracers raises; what it holds is hashable
+        "builtins.frozenset",
         "builtins.type",
         "builtins.id",
         "jax.numpy.shape",

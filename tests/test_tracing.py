@@ -2034,6 +2034,52 @@ def test_same_module_calls(src: str, expected: dict[str, set[str]]) -> None:
             {"inner:x": False},
             id="closure read on the host",
         ),
+        pytest.param(
+            """
+            import jax
+
+            @jax.jit
+            def f(trace):
+                for name, site in trace.items():
+                    probe(name)
+                    probe(site)
+                names = {n for n in trace}
+                probe(names)
+                probe(set(trace))
+                probe(trace.keys())
+                return trace
+            """,
+            {
+                "f:name": False,
+                "f:site": True,
+                "f:names": False,
+                "f:set(trace)": False,
+                "f:trace.keys()": False,
+            },
+            id="dict keys and set elements are hashable: never tracers",
+        ),
+        pytest.param(
+            """
+            import jax
+            from jax import core
+
+            def not_jax_tracer(x):
+                return not isinstance(x, core.Tracer)
+
+            @jax.jit
+            def f(x, y):
+                if not_jax_tracer(x):
+                    probe(x)
+                z = float(y) if core.is_concrete(y) else y
+                if isinstance(y, core.Tracer):
+                    probe(y)
+                if x > 0:
+                    probe(x + 1)
+                return z
+            """,
+            {"f:x": False, "f:y": False, "f:x + 1": True},
+            id="values in a branch of a tracer check are left alone",
+        ),
     ],
 )
 def test_values(src: str, expected: dict[str, bool]) -> None:
