@@ -126,10 +126,11 @@ class ParallelInTraced(Rule):
     `joblib.Parallel(n_jobs=...)(joblib.delayed(f)(x) for ...)`.
 
     The receiver must be known to come from `multiprocessing`, `concurrent.futures` or
-    `joblib`: made by their constructor in the same function (`p = Pool()`,
+    `joblib`: made by their constructor in the traced function (`p = Pool()`,
     `with ProcessPoolExecutor() as ex:`, `a, b = Pipe()`, `get_context("spawn").Pool()`,
-    `Manager().Queue()`), or, for the less common method names (`submit`, `imap`,
-    `apply_async`, `put_nowait`, ...), at module level.
+    `Manager().Queue()`), or at module level for every method but `map` and `apply` (names
+    too common in JAX code, `jax.tree.map` and flax's `model.apply`, to look for everywhere).
+    A `put` on a receiver of unknown origin is JF103's (`leak-in-traced`).
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: an abstract value with a shape and a dtype but no
