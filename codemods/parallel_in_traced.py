@@ -336,8 +336,9 @@ class ParallelInTraced(Rule):
         return None
 
     def _bound_values(self, name: cst.Name) -> list[cst.BaseExpression]:
-        """The values a name is bound to: `n = value`, `with value as n`, `a, n = value`
-        (the whole value); empty when one binding is of another form (a parameter, a loop)."""
+        """The values a name is bound to: `n = value`, `n: T = value`, `with value as n`,
+        `a, n = Pipe()` (the whole value); empty when one binding is of another form (a
+        parameter, a loop target, an import)."""
         scope = self.traced.scope_of(name)
         if scope is None:
             return []
@@ -355,6 +356,8 @@ class ParallelInTraced(Rule):
         if isinstance(parent, cst.AsName):
             item = self.traced.parent(parent)
             return item.item if isinstance(item, cst.WithItem) else None
+        if isinstance(parent, cst.AnnAssign):
+            return parent.value if parent.target is target else None
         unpacked = False
         while isinstance(parent, cst.Element | cst.Tuple | cst.List):
             unpacked = True
