@@ -907,8 +907,11 @@ class TracedAnalysis:
         self._mark(function, traced, caller.staged, f"called from traced `{caller.label}`")
 
     def _propagate_higher_order(self, call: cst.Call, caller: TracedFunction) -> None:
-        """An unknown callable given a function and traced data applies one to the other."""
-        functions = [self._callable(arg.value) for arg in call.args]
+        """An unknown callable given a function and traced data applies one to the other;
+        not a thread's or process's `target=`, which runs outside the trace (JF105's)."""
+        functions = [
+            None if _is_keyword(arg, "target") else self._callable(arg.value) for arg in call.args
+        ]
         if not any(functions):
             return
         data_traced = any(
@@ -961,6 +964,10 @@ class TracedAnalysis:
 
 
 # ----- syntax helpers -----------------------------------------------------------------------
+
+
+def _is_keyword(arg: cst.Arg, keyword: str) -> bool:
+    return arg.keyword is not None and arg.keyword.value == keyword
 
 
 def _names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:

@@ -198,6 +198,7 @@ def test_explain_and_rules() -> None:
         ["JF101", "serialize-in-traced", "unsafe"],
         ["JF102", "cache-on-traced", "safe"],
         ["JF104", "host-conversion-in-traced", "unsafe"],
+        ["JF105", "parallel-in-traced", "none"],
         ["JF107", "serialized-return", "unsafe"],
         ["JF108", "pickled-device-array", "safe"],
     ]
@@ -208,6 +209,7 @@ def test_explain_and_rules() -> None:
         ("JF101", "unsafe"),
         ("JF102", "safe"),
         ("JF104", "unsafe"),
+        ("JF105", "none"),
         ("JF107", "unsafe"),
         ("JF108", "safe"),
     ]

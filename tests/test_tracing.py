@@ -1446,6 +1446,22 @@ def test_static_arguments(src: str, expected: dict[str, set[str]]) -> None:
             {"run": {"fn", "x"}},
             id="a parameter given an instance and a function: not resolved to the class",
         ),
+        pytest.param(
+            """
+            import threading
+            import jax
+
+            def log(total):
+                print(total)
+
+            @jax.jit
+            def body(total):
+                threading.Thread(target=log, args=(total,)).start()
+                return total
+            """,
+            {"body": {"total"}},
+            id="a thread's target runs outside the trace (JF105 reports what it is given)",
+        ),
     ],
 )
 def test_call_sites(src: str, expected: dict[str, set[str]]) -> None:

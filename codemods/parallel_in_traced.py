@@ -1,0 +1,423 @@
+"""JF105 parallel-in-traced: host parallelism (processes, threads, queues) fed traced values."""
+
+from __future__ import annotations
+
+import enum
+
+import libcst as cst
+from libcst.metadata import Assignment
+
+from jaxfix.libcst_command import command_hooks
+from jaxfix.rule import Rule
+
+
+class Kind(enum.Enum):
+    """What a constructor makes: where the values given to it go."""
+
+    PROCESSES = "worker processes"
+    THREADS = "worker threads"
+    QUEUE = "another process"
+    CONNECTION = "the other end of a pipe"
+    PROCESS = "a child process"  # `Process(target=f, args=...)`
+    THREAD = "a thread"  # `Thread(target=f, args=...)`
+    FACTORY = "a context or manager"  # `get_context(...)` / `Manager()`: makes the others
+
+
+# Constructors, by their full names, and what they make.
+MAKERS: dict[str, Kind] = {
+    "multiprocessing.Pool": Kind.PROCESSES,
+    "multiprocessing.pool.Pool": Kind.PROCESSES,
+    "multiprocessing.pool.ThreadPool": Kind.THREADS,
+    "multiprocessing.dummy.Pool": Kind.THREADS,
+    "concurrent.futures.ProcessPoolExecutor": Kind.PROCESSES,
+    "concurrent.futures.process.ProcessPoolExecutor": Kind.PROCESSES,
+    "concurrent.futures.ThreadPoolExecutor": Kind.THREADS,
+    "concurrent.futures.thread.ThreadPoolExecutor": Kind.THREADS,
+    "multiprocessing.Queue": Kind.QUEUE,
+    "multiprocessing.SimpleQueue": Kind.QUEUE,
+    "multiprocessing.JoinableQueue": Kind.QUEUE,
+    "multiprocessing.Pipe": Kind.CONNECTION,
+    "multiprocessing.get_context": Kind.FACTORY,
+    "multiprocessing.Manager": Kind.FACTORY,
+}
+# What a context (`mp.get_context("spawn")`) or a manager (`mp.Manager()`) makes.
+FACTORY_METHODS: dict[str, Kind] = {
+    "Pool": Kind.PROCESSES,
+    "Queue": Kind.QUEUE,
+    "SimpleQueue": Kind.QUEUE,
+    "JoinableQueue": Kind.QUEUE,
+    "Pipe": Kind.CONNECTION,
+}
+# The methods that send their arguments to the workers, by the kind of receiver.
+METHODS: dict[Kind, frozenset[str]] = {
+    Kind.PROCESSES: frozenset(
+        {
+            "map",
+            "imap",
+            "imap_unordered",
+            "starmap",
+            "starmap_async",
+            "map_async",
+            "apply",
+            "apply_async",
+            "submit",
+        }
+    ),
+    Kind.QUEUE: frozenset({"put", "put_nowait"}),
+    Kind.CONNECTION: frozenset({"send"}),
+}
+METHODS[Kind.THREADS] = METHODS[Kind.PROCESSES]
+# Arguments of those methods that are not sent: the function and the pool's own options.
+NOT_SENT = frozenset({"func", "fn", "callback", "error_callback", "chunksize", "timeout"})
+# Method names rare enough in traced code to be anchors (`map` is `jax.tree.map` and `apply`
+# is flax's `model.apply`): on a receiver made outside the traced function (a module-level
+# queue) only these are reported, since only they put the call in the analysed slice.
+RARE_METHODS = frozenset(
+    {"imap", "imap_unordered", "starmap", "starmap_async", "map_async", "apply_async"}
+    | {"submit", "put", "put_nowait", "send"}
+)
+# `Thread(target=f, args=(x,))`: the arguments its target runs with.
+SPAWNERS: dict[str, Kind] = {
+    "threading.Thread": Kind.THREAD,
+    "multiprocessing.Process": Kind.PROCESS,
+}
+SPAWNER_ARGUMENTS = {"args": 3, "kwargs": 4}  # keyword -> position (group, target, name first)
+PARALLEL = "joblib.Parallel"
+DELAYED = "joblib.delayed"
+THREAD_WHY = "a tracer is only valid in the thread that traces it"
+WHY = {
+    Kind.PROCESSES: "a tracer cannot be pickled",
+    Kind.THREADS: THREAD_WHY,
+    Kind.QUEUE: "a tracer cannot be pickled (a `multiprocessing.Queue` drops it silently"
+    " in its feeder thread)",
+    Kind.CONNECTION: "a tracer cannot be pickled",
+    Kind.PROCESS: "a tracer cannot be pickled, and a forked child gets a useless copy of it",
+    Kind.THREAD: THREAD_WHY,
+}
+FAN_OUT = (
+    "map the work with `jax.vmap`, run the pool outside the traced function, or call it"
+    " through `jax.pure_callback` with the result's shape"
+)
+SEND = "send it from `jax.debug.callback`, or return it and send it after the call"
+SPAWN = (
+    "start the work outside the traced function, or from `jax.pure_callback` (with the"
+    " result's shape) or `jax.debug.callback`"
+)
+HINTS = {
+    Kind.PROCESSES: FAN_OUT,
+    Kind.THREADS: FAN_OUT,
+    Kind.QUEUE: SEND,
+    Kind.CONNECTION: SEND,
+    Kind.PROCESS: SPAWN,
+    Kind.THREAD: SPAWN,
+}
+# Where the call sends values, and the values it sends.
+Found = tuple[Kind, list[cst.BaseExpression]]
+
+
+class ParallelInTraced(Rule):
+    """
+    ## What it does
+    Finds host parallelism given traced values inside a function that jax traces: the
+    `map` / `imap` / `starmap` / `apply` (and `_async`) methods of a `multiprocessing` pool,
+    `submit` / `map` of a `concurrent.futures` executor, `put` / `put_nowait` of a
+    `multiprocessing` queue, `send` of a `multiprocessing.Pipe` connection,
+    `threading.Thread` / `multiprocessing.Process` with traced `args`, and
+    `joblib.Parallel(n_jobs=...)(joblib.delayed(f)(x) for ...)`.
+
+    The receiver must be known to come from `multiprocessing`, `concurrent.futures` or
+    `joblib`: made by their constructor in the traced function (`p = Pool()`,
+    `with ProcessPoolExecutor() as ex:`, `a, b = Pipe()`, `get_context("spawn").Pool()`,
+    `Manager().Queue()`), or at module level for every method but `map` and `apply` (names
+    too common in JAX code, `jax.tree.map` and flax's `model.apply`, to look for everywhere).
+    A `put` on a receiver of unknown origin is JF103's (`leak-in-traced`).
+
+    ## Why is this bad?
+    Inside a trace an array is a `Tracer`: an abstract value with a shape and a dtype but no
+    data. Sending one to another process pickles it, which raises
+    `jax.errors.ConcretizationTypeError` ("The error occurred in the `__reduce__` method");
+    `joblib` raises `PicklingError`, and a `multiprocessing.Queue` fails in its background
+    feeder thread, so nothing is raised and the value never arrives. A thread (a
+    `ThreadPoolExecutor`, `prefer="threads"`) that computes with a tracer raises
+    `UnexpectedTracerError`, and a `threading.Thread` or a forked `Process` only prints or
+    drops its error: the work silently never happens. `Pool.map` over a traced array
+    can hang, its task thread failing while it iterates over the tracer.
+
+    ## Example
+    ```python
+    @jax.jit
+    def features(x):
+        with concurrent.futures.ProcessPoolExecutor() as ex:
+            rows = list(ex.map(expensive, x))
+        return jnp.stack(rows)
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def features(x):
+        return jax.vmap(expensive)(x)
+    ```
+    When `expensive` is not JAX code, run the pool before or after the traced function, or
+    call it through `jax.pure_callback(run_pool, jax.ShapeDtypeStruct(x.shape, x.dtype), x)`,
+    which hands it NumPy arrays. A value sent to a queue can go through
+    `jax.debug.callback(q.put, x)`. Pool work on concrete values outside traced code, on
+    static arguments (`x.shape`) and `joblib.Parallel` with `n_jobs=1` (it runs in the
+    calling thread) are not reported.
+
+    ## Fix safety
+    No fix: whether the work can be vmapped, moved out of the trace or wrapped in a callback
+    depends on what it does.
+
+    ## References
+    - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
+    - https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError
+    - https://docs.jax.dev/en/latest/external-callbacks.html
+    """
+
+    code = "JF105"
+    name = "parallel-in-traced"
+    summary = "Host processes, threads or queues given traced values inside traced code"
+    message = "`{call}` hands a traced value to {where} inside `{function}` ({reason}): {why}"
+    fix_title = "Map with `jax.vmap`, or move the parallel work outside the trace"
+    fix_safety = None
+    anchors = (
+        frozenset(MAKERS)
+        | frozenset(SPAWNERS)
+        | frozenset(FACTORY_METHODS)
+        | RARE_METHODS
+        | {"Process", PARALLEL, DELAYED}
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        context = self.traced.context_of(node)
+        if context is None:
+            return
+        found = self._method_call(node) or self._spawn(node) or self._parallel(node)
+        if found is None:
+            return
+        kind, payloads = found
+        if not any(self.traced.is_traced(p) for p in payloads):
+            return
+        message = self.message.format(
+            call=_code(node.func),
+            where=kind.value,
+            function=context.label,
+            reason=context.reasons[0],
+            why=WHY[kind],
+        )
+        self.report(node, f"{message}; {HINTS[kind]}")
+
+    # ----- what the call is -------------------------------------------------------------------
+
+    def _method_call(self, call: cst.Call) -> Found | None:
+        """`p.map(f, xs)`, `ex.submit(f, x)`, `q.put(x)`, `conn.send(x)` on a known receiver."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        method = func.attr.value
+        made = self._made(func.value, call)
+        if made is None:
+            return None
+        kind, maker = made
+        if method not in METHODS.get(kind, ()):
+            return None
+        if method not in RARE_METHODS and not self._made_here(maker, call):
+            return None  # only a rare method name or the constructor puts it in the slice
+        if kind in (Kind.QUEUE, Kind.CONNECTION):
+            return kind, _argument(call, 0, "obj")
+        positional = [a.value for a in call.args if a.keyword is None][1:]
+        keywords = [
+            a.value for a in call.args if a.keyword is not None and a.keyword.value not in NOT_SENT
+        ]
+        return kind, positional + keywords
+
+    def _made_here(self, maker: cst.Call, call: cst.Call) -> bool:
+        """The constructor runs in traced code and in the same module-level statement."""
+        return self.traced.context_of(maker) is not None and (
+            _top_level(self, maker) is _top_level(self, call)
+        )
+
+    def _spawn(self, call: cst.Call) -> Found | None:
+        """`threading.Thread(target=f, args=(x,))`, `mp.Process(...)`, `ctx.Process(...)`."""
+        kind = self._kind_of_name(call.func, SPAWNERS)
+        func = call.func
+        if (
+            kind is None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == "Process"
+            and self._factory(func.value)
+        ):
+            kind = Kind.PROCESS
+        if kind is None:
+            return None
+        payloads: list[cst.BaseExpression] = []
+        for keyword, position in SPAWNER_ARGUMENTS.items():
+            payloads += _argument(call, position, keyword)
+        return kind, payloads
+
+    def _parallel(self, call: cst.Call) -> Found | None:
+        """`joblib.Parallel(n_jobs=2)(joblib.delayed(f)(x) for ...)`, also through a name."""
+        maker = self._parallel_maker(call.func)
+        if maker is None or not _runs_in_parallel(maker):
+            return None
+        tasks = [a.value for a in call.args if a.keyword is None][:1]
+        if not tasks or not any(
+            self.qualified_names(inner.func) & {DELAYED} for inner in _calls_in(tasks[0])
+        ):
+            return None
+        threads = any(
+            a.keyword is not None
+            and a.keyword.value in {"prefer", "backend"}
+            and isinstance(a.value, cst.SimpleString)
+            and a.value.evaluated_value in {"threads", "threading"}
+            for a in maker.args
+        )
+        return (Kind.THREADS if threads else Kind.PROCESSES), tasks
+
+    def _parallel_maker(self, func: cst.BaseExpression) -> cst.Call | None:
+        if isinstance(func, cst.Call):
+            return func if PARALLEL in self.qualified_names(func.func) else None
+        if not isinstance(func, cst.Name):
+            return None
+        values = self._bound_values(func)
+        if len(values) != 1 or not isinstance(values[0], cst.Call):
+            return None
+        value = values[0]
+        return value if PARALLEL in self.qualified_names(value.func) else None
+
+    # ----- where a receiver comes from --------------------------------------------------------
+
+    def _made(
+        self, receiver: cst.BaseExpression, site: cst.CSTNode
+    ) -> tuple[Kind, cst.Call] | None:
+        """What made `receiver`, and the constructor call: `Pool(2)` itself, or the one
+        call every binding of the name `receiver` comes from."""
+        if isinstance(receiver, cst.Call):
+            kind = self._made_by(receiver)
+            return (kind, receiver) if kind is not None and kind is not Kind.FACTORY else None
+        if not isinstance(receiver, cst.Name):
+            return None
+        values = self._bound_values(receiver)
+        if len(values) != 1 or not isinstance(values[0], cst.Call):
+            return None
+        kind = self._made_by(values[0])
+        if kind is None or kind is Kind.FACTORY:
+            return None
+        return kind, values[0]
+
+    def _made_by(self, call: cst.Call) -> Kind | None:
+        """The kind of what `call` constructs, when it is a known constructor."""
+        kind = self._kind_of_name(call.func, MAKERS)
+        if kind is not None:
+            return kind
+        func = call.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in FACTORY_METHODS
+            and self._factory(func.value)
+        ):
+            return FACTORY_METHODS[func.attr.value]
+        return None
+
+    def _factory(self, expr: cst.BaseExpression) -> bool:
+        """`mp.get_context(...)` / `mp.Manager()`, or a name bound only to one of them."""
+        if isinstance(expr, cst.Name):
+            values = self._bound_values(expr)
+            if len(values) != 1:
+                return False
+            expr = values[0]
+        return isinstance(expr, cst.Call) and self._kind_of_name(expr.func, MAKERS) is Kind.FACTORY
+
+    def _kind_of_name(self, func: cst.BaseExpression, table: dict[str, Kind]) -> Kind | None:
+        for name in sorted(self.qualified_names(func)):
+            if name in table:
+                return table[name]
+        return None
+
+    def _bound_values(self, name: cst.Name) -> list[cst.BaseExpression]:
+        """The values a name is bound to: `n = value`, `n: T = value`, `with value as n`,
+        `a, n = Pipe()` (the whole value); empty when one binding is of another form (a
+        parameter, a loop target, an import)."""
+        scope = self.traced.scope_of(name)
+        if scope is None:
+            return []
+        assignments = [a for a in scope[name.value] if isinstance(a, Assignment)]
+        values: list[cst.BaseExpression] = []
+        for assignment in assignments:
+            value = self._binding_value(assignment.node)
+            if value is None:
+                return []
+            values.append(value)
+        return values
+
+    def _binding_value(self, target: cst.CSTNode) -> cst.BaseExpression | None:
+        parent = self.traced.parent(target)
+        if isinstance(parent, cst.AsName):
+            item = self.traced.parent(parent)
+            return item.item if isinstance(item, cst.WithItem) else None
+        if isinstance(parent, cst.AnnAssign):
+            return parent.value if parent.target is target else None
+        unpacked = False
+        while isinstance(parent, cst.Element | cst.Tuple | cst.List):
+            unpacked = True
+            parent = self.traced.parent(parent)
+        if not isinstance(parent, cst.AssignTarget):
+            return None
+        assign = self.traced.parent(parent)
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return None
+        if unpacked and not (
+            isinstance(assign.value, cst.Call) and self._made_by(assign.value) is Kind.CONNECTION
+        ):
+            return None  # only `a, b = Pipe()` unpacks into what it constructs
+        return assign.value
+
+
+def _top_level(rule: ParallelInTraced, node: cst.CSTNode) -> cst.CSTNode:
+    """The module-level statement holding `node`."""
+    while True:
+        parent = rule.traced.parent(node)
+        if parent is None or isinstance(parent, cst.Module):
+            return node
+        node = parent
+
+
+def _runs_in_parallel(maker: cst.Call) -> bool:
+    """`Parallel(n_jobs=...)` with a number of jobs other than 1 or None (the default runs
+    the tasks one after the other in the calling thread, where tracers work)."""
+    jobs = _argument(maker, 0, "n_jobs")
+    if not jobs:
+        return False
+    value = jobs[0]
+    if isinstance(value, cst.Integer) and value.evaluated_value == 1:
+        return False
+    return not (isinstance(value, cst.Name) and value.value == "None")
+
+
+def _argument(call: cst.Call, position: int, keyword: str) -> list[cst.BaseExpression]:
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return []
+        if arg.keyword is None and index == position:
+            return [arg.value]
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return [arg.value]
+    return []
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+    for child in node.children:
+        if isinstance(child, cst.Call):
+            found.append(child)
+        found.extend(_calls_in(child))
+    return found
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+# `ParallelInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
+__getattr__, __dir__ = command_hooks(ParallelInTraced)
