@@ -29,6 +29,9 @@ from jaxfix.firstpass import Bindings
 from jaxfix.transforms import CUSTOM_RULE_METHODS, TRACED_MODULE_BASES, TRANSFORMS
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# An anchor that is no callee: the statements whose functions may store to state that outlives
+# them (assign to an attribute or an item, or declare a name `global` / `nonlocal`).
+STORES = "<stores>"
 
 
 @dataclass(eq=False)  # identity: two functions are never equal
@@ -40,6 +43,7 @@ class _Function:
     reads: set[str] = field(default_factory=set)  # names and attribute names, own body only
     lambdas: list[_Function] = field(default_factory=list)  # written in its own body
     decorators: list[ast.expr] = field(default_factory=list)
+    stores: bool = False  # its body assigns an attribute or an item, or has `global`/`nonlocal`
 
 
 @dataclass
@@ -68,7 +72,8 @@ class Candidates:
         """Top-level statements calling (or decorating with) one of `anchors`, in the body of a
         function that may be traced (anywhere, when not `traced_only`). A dotted anchor is a
         full name, matched through the file's imports (`pickle.dumps`); a plain one is a method
-        name, matched on any receiver (`x.tobytes()`)."""
+        name, matched on any receiver (`x.tobytes()`). `STORES` stands for the stores of
+        `_Function.stores`."""
         if not anchors:
             return set()
         qualified = frozenset(a for a in anchors if "." in a)
@@ -87,6 +92,8 @@ class Candidates:
         }
         for function in traced if traced_only else self.functions:
             if any(anchored(_decorated_by(decorator)) for decorator in function.decorators):
+                found.add(function.statement)
+            elif function.stores and STORES in anchors:
                 found.add(function.statement)
         return found
 
@@ -301,6 +308,10 @@ def collect(
             if isinstance(node, ast.Attribute):
                 if owner is not None:
                     owner.reads.add(node.attr)
+                    owner.stores |= isinstance(node.ctx, ast.Store)
+            elif isinstance(node, ast.Subscript):
+                if owner is not None:
+                    owner.stores |= isinstance(node.ctx, ast.Store)
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
             elif isinstance(node, _FUNCTIONS):
@@ -349,8 +360,11 @@ def collect(
                 if module_level:
                     names.defines.update(_bound_by_import(node))
                 continue
-            elif isinstance(node, ast.Global):
-                names.defines.update(node.names)
+            elif isinstance(node, ast.Global | ast.Nonlocal):
+                if isinstance(node, ast.Global):
+                    names.defines.update(node.names)
+                if owner is not None:
+                    owner.stores = True
             elif module_level and (bound := _bound_name(node)) is not None:
                 names.defines.add(bound)
             stack.extend((child, owner, module_level) for child in _children(node))
