@@ -90,10 +90,10 @@ class Candidates:
             for call in self.calls
             if (not traced_only or call.owner in traced) and anchored(call.call.func)
         }
+        stores = STORES in anchors
         for function in traced if traced_only else self.functions:
-            if any(anchored(_decorated_by(decorator)) for decorator in function.decorators):
-                found.add(function.statement)
-            elif function.stores and STORES in anchors:
+            decorated = any(anchored(_decorated_by(d)) for d in function.decorators)
+            if decorated or (stores and function.stores):
                 found.add(function.statement)
         return found
 

@@ -197,6 +197,7 @@ def test_explain_and_rules() -> None:
         ["JF001", "unused-suppression", "none"],
         ["JF101", "serialize-in-traced", "unsafe"],
         ["JF102", "cache-on-traced", "safe"],
+        ["JF103", "leak-in-traced", "unsafe"],
         ["JF107", "serialized-return", "unsafe"],
         ["JF108", "pickled-device-array", "safe"],
     ]
@@ -206,6 +207,7 @@ def test_explain_and_rules() -> None:
         ("JF001", "none"),
         ("JF101", "unsafe"),
         ("JF102", "safe"),
+        ("JF103", "unsafe"),
         ("JF107", "unsafe"),
         ("JF108", "safe"),
     ]
