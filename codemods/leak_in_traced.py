@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 from libcst.metadata import Assignment, FunctionScope, GlobalScope
 
-from jaxfix.candidates import STORES
+from jaxfix.candidates import OUTER, STORES
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
 from jaxfix.libcst_command import command_hooks
@@ -145,7 +145,8 @@ class LeakInTraced(Rule):
     fix_title = "Move the statement to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
     anchors = frozenset(
-        {STORES, *SEQUENCE_METHODS, *MAPPING_METHODS, *LOGGER_METHODS, *METRICS_METHODS}
+        {STORES, *LOGGER_METHODS, *METRICS_METHODS}
+        | {OUTER + method for method in MUTATORS}
         | LOGGING_FUNCTIONS
     )
 

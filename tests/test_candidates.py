@@ -117,6 +117,21 @@ KEPT = {
             global LAST
             LAST = x
         """,
+    "an append to a module list (OUTER)": """\
+        import jax
+        LOG = []
+        @jax.jit
+        def f(x):
+            LOG.append(x)
+        """,
+    "an append to an attribute of self, and to a mutable default (OUTER)": """\
+        import jax
+        class T:
+            @jax.jit
+            def f(self, x, acc=[]):
+                self.history.append(x)
+                acc.append(x)
+        """,
 }
 
 DROPPED = {
@@ -155,6 +170,21 @@ DROPPED = {
         @jax.jit
         def f(x):
             return shapes(x)
+        """,
+    "containers a traced function builds, or receives, itself (OUTER, STORES)": """\
+        import jax
+        @jax.jit
+        def f(x, ys, *more):
+            xs = []
+            xs.append(x)
+            ys.append(x)
+            for z in more:
+                z.update(x)
+            out = {}
+            out["a"] = x
+            with open("f") as h:
+                h.seen = x
+            return xs
         """,
     "an anchor name that is not called": """\
         import jax
