@@ -160,9 +160,8 @@ class LeakInTraced(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.traced.context_of(node) is None:
             return
-        logged = self._logged(node)
-        if logged:
-            self._found(node, None, self.log_message, logged, "log", None)
+        if self._logged(node):
+            self._found(node, None, self.log_message, "", "log", None)
             return
         func = node.func
         if not isinstance(func, cst.Attribute) or self.qualified_names(func):
@@ -245,21 +244,19 @@ class LeakInTraced(Rule):
             and self._leaks(func.value)
         )
 
-    def _logged(self, call: cst.Call) -> str | None:
-        """'logs' when `call` hands a traced value to a logger or metrics writer."""
+    def _logged(self, call: cst.Call) -> bool:
+        """`call` hands a traced value to a logger or a metrics writer."""
         func = call.func
         if self.qualified_names(func) & LOGGING_FUNCTIONS:
             pass
         elif not isinstance(func, cst.Attribute) or self.qualified_names(func):
-            return None
+            return False
         elif func.attr.value in LOGGER_METHODS:
             if not self._made_by(func.value, LOGGER_MAKERS):
-                return None
+                return False
         elif func.attr.value not in METRICS_METHODS or self._own_method(func):
-            return None
-        if not any(self._leaks(arg.value) for arg in call.args):
-            return None
-        return "logs"
+            return False
+        return any(self._leaks(arg.value) for arg in call.args)
 
     # ----- where a value lives ----------------------------------------------------------------
 
