@@ -320,7 +320,26 @@ class LeakInTraced(Rule):
                 return False
         block = self.traced.parent(function)
         cls = self.traced.parent(block) if block is not None else None
-        return isinstance(cls, cst.ClassDef) and self._plain_class(cls, depth=0)
+        return (
+            isinstance(cls, cst.ClassDef)
+            and self._plain_class(cls, depth=0)
+            and not self._made_in_trace(cls)
+        )
+
+    def _made_in_trace(self, cls: cst.ClassDef) -> bool:
+        """Traced code makes instances of `cls` (`m = MLP(); m(x)`): their attributes may die
+        with the trace, so `self` is not known to outlive it."""
+        scope = self.traced.scope_of(cls)
+        if scope is None:
+            return True
+        for assignment in scope[cls.name.value]:
+            if not isinstance(assignment, Assignment) or assignment.node is not cls:
+                continue
+            for access in assignment.references:
+                call = self.traced.parent(access.node)
+                if isinstance(call, cst.Call) and self.traced.context_of(call) is not None:
+                    return True
+        return False
 
     def _plain_class(self, cls: cst.ClassDef, depth: int) -> bool:
         if depth > 8 or cls.decorators or cls.keywords:

@@ -101,6 +101,8 @@ class Candidates:
         def anchored(func: ast.expr) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in methods:
                 return True
+            if isinstance(func, ast.Name) and f"builtins.{func.id}" in qualified:
+                return True  # a builtin (`print`), or a name that may shadow it: a candidate
             return not self._full_names(func).isdisjoint(qualified)
 
         def on_outer(call: _Call) -> bool:
@@ -245,7 +247,7 @@ class Candidates:
         for argument in (*call.args, *(k.value for k in call.keywords)):
             for node in ast.walk(argument):
                 if isinstance(node, ast.Name):
-                    names.add(node.id)
+                    names.update((node.id, "__call__"))  # `jax.vmap(model)` calls the instance
                 elif isinstance(node, ast.Attribute):
                     names.add(node.attr)
                 elif isinstance(node, ast.Lambda):
@@ -342,6 +344,8 @@ def collect(
                         owner.store_roots.add(root)
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
+                if owner is not None and isinstance(node.func, ast.Name):
+                    owner.reads.add("__call__")  # it may call an instance of a class
             elif isinstance(node, _FUNCTIONS):
                 if module_level:
                     names.defines.add(node.name)

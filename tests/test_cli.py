@@ -198,6 +198,7 @@ def test_explain_and_rules() -> None:
         ["JF101", "serialize-in-traced", "unsafe"],
         ["JF102", "cache-on-traced", "safe"],
         ["JF103", "leak-in-traced", "unsafe"],
+        ["JF104", "host-conversion-in-traced", "unsafe"],
         ["JF107", "serialized-return", "unsafe"],
         ["JF108", "pickled-device-array", "safe"],
     ]
@@ -208,6 +209,7 @@ def test_explain_and_rules() -> None:
         ("JF101", "unsafe"),
         ("JF102", "safe"),
         ("JF103", "unsafe"),
+        ("JF104", "unsafe"),
         ("JF107", "unsafe"),
         ("JF108", "safe"),
     ]
