@@ -29,6 +29,13 @@ from jaxfix.firstpass import Bindings
 from jaxfix.transforms import CUSTOM_RULE_METHODS, TRACED_MODULE_BASES, TRANSFORMS
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# An anchor that is no callee: the statements whose functions may store to state that outlives
+# them: assign to an attribute or an item of a name that is not a local variable (a parameter,
+# a global, a closure's name), or declare a name `global` / `nonlocal`.
+STORES = "<stores>"
+# A method anchor written `OUTER + "append"` counts only on a receiver whose root name is not a
+# local variable of the calling function (`self.history.append`, not `xs.append`).
+OUTER = "<outer>."
 
 
 @dataclass(eq=False)  # identity: two functions are never equal
@@ -40,6 +47,20 @@ class _Function:
     reads: set[str] = field(default_factory=set)  # names and attribute names, own body only
     lambdas: list[_Function] = field(default_factory=list)  # written in its own body
     decorators: list[ast.expr] = field(default_factory=list)
+    # The root names of the attributes and items its body assigns (`self` for `self.a.b = 1`).
+    store_roots: set[str] = field(default_factory=set)
+    # Local variables (some): assignment targets and the parameters of `_plain_parameters`.
+    binds: set[str] = field(default_factory=set)
+    declared: set[str] | None = None  # the names it declares `global` or `nonlocal`, if any
+
+    def is_outer(self, name: str) -> bool:
+        """Whether `name` may name something that outlives a call (not a local variable)."""
+        return name not in self.binds or (self.declared is not None and name in self.declared)
+
+    @property
+    def stores(self) -> bool:
+        """It may store to state that outlives it (see `STORES`)."""
+        return self.declared is not None or any(map(self.is_outer, self.store_roots))
 
 
 @dataclass
@@ -68,11 +89,14 @@ class Candidates:
         """Top-level statements calling (or decorating with) one of `anchors`, in the body of a
         function that may be traced (anywhere, when not `traced_only`). A dotted anchor is a
         full name, matched through the file's imports (`pickle.dumps`); a plain one is a method
-        name, matched on any receiver (`x.tobytes()`)."""
+        name, matched on any receiver (`x.tobytes()`). `STORES` stands for the stores of
+        `_Function.stores`, and `OUTER + name` for a method on a receiver that is not a local
+        variable."""
         if not anchors:
             return set()
-        qualified = frozenset(a for a in anchors if "." in a)
+        qualified = frozenset(a for a in anchors if "." in a and not a.startswith(OUTER))
         methods = frozenset(a for a in anchors if "." not in a)
+        outer = frozenset(a[len(OUTER) :] for a in anchors if a.startswith(OUTER))
 
         def anchored(func: ast.expr) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in methods:
@@ -81,14 +105,24 @@ class Candidates:
                 return True  # a builtin (`print`), or a name that may shadow it: a candidate
             return not self._full_names(func).isdisjoint(qualified)
 
+        def on_outer(call: _Call) -> bool:
+            func = call.call.func
+            if not isinstance(func, ast.Attribute) or func.attr not in outer:
+                return False
+            root = _root_name(func.value)
+            return root is not None and (call.owner is None or call.owner.is_outer(root))
+
         traced = self.traced()
         found = {
             call.statement
             for call in self.calls
-            if (not traced_only or call.owner in traced) and anchored(call.call.func)
+            if (not traced_only or call.owner in traced)
+            and (anchored(call.call.func) or (outer and on_outer(call)))
         }
+        stores = STORES in anchors
         for function in traced if traced_only else self.functions:
-            if any(anchored(_decorated_by(decorator)) for decorator in function.decorators):
+            decorated = any(anchored(_decorated_by(d)) for d in function.decorators)
+            if decorated or (stores and function.stores):
                 found.add(function.statement)
         return found
 
@@ -292,6 +326,8 @@ def collect(
         stack: list[tuple[ast.AST, _Function | None, bool]] = [(top, None, True)]
         while stack:
             node, owner, module_level = stack.pop()
+            if owner is not None and isinstance(node, _BINDERS):
+                owner.binds.update(_bound_names(node))
             if isinstance(node, ast.Name):
                 if isinstance(node.ctx, ast.Load):
                     names.mentions.add(node.id)
@@ -300,9 +336,12 @@ def collect(
                 if owner is not None:
                     owner.reads.add(node.id)
                 continue
-            if isinstance(node, ast.Attribute):
+            if isinstance(node, ast.Attribute | ast.Subscript):
                 if owner is not None:
-                    owner.reads.add(node.attr)
+                    if isinstance(node, ast.Attribute):
+                        owner.reads.add(node.attr)
+                    if isinstance(node.ctx, ast.Store) and (root := _root_name(node)):
+                        owner.store_roots.add(root)
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
                 if owner is not None and isinstance(node.func, ast.Name):
@@ -311,6 +350,7 @@ def collect(
                 if module_level:
                     names.defines.add(node.name)
                 function = _Function(statement, {node.name}, decorators=list(node.decorator_list))
+                function.binds.update(_plain_parameters(node.args))
                 found.functions.append(function)
                 if node in methods_of:
                     methods_of.pop(node).append(function)
@@ -353,12 +393,62 @@ def collect(
                 if module_level:
                     names.defines.update(_bound_by_import(node))
                 continue
-            elif isinstance(node, ast.Global):
-                names.defines.update(node.names)
+            elif isinstance(node, ast.Global | ast.Nonlocal):
+                if isinstance(node, ast.Global):
+                    names.defines.update(node.names)
+                if owner is not None:
+                    owner.declared = (owner.declared or set()) | set(node.names)
             elif module_level and (bound := _bound_name(node)) is not None:
                 names.defines.add(bound)
             stack.extend((child, owner, module_level) for child in _children(node))
     return found
+
+
+_BINDERS = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.For,
+    ast.AsyncFor,
+    ast.With,
+    ast.AsyncWith,
+)
+
+
+def _bound_names(node: ast.stmt) -> Iterator[str]:
+    """The names an assignment, a `for` or a `with` binds in the function holding it."""
+    if isinstance(node, ast.Assign):
+        targets: list[ast.expr] = list(node.targets)
+    elif isinstance(node, ast.With | ast.AsyncWith):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    else:
+        assert isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor)
+        targets = [node.target]
+    while targets:
+        target = targets.pop()
+        if isinstance(target, ast.Name):
+            yield target.id
+        elif isinstance(target, ast.Tuple | ast.List):
+            targets.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            targets.append(target.value)
+
+
+def _plain_parameters(args: ast.arguments) -> Iterator[str]:
+    """Parameters that only hold what each call passes: not the first (`self`), and without a
+    default (a mutable default outlives the calls)."""
+    positional = [*args.posonlyargs, *args.args]
+    with_default = len(args.defaults)
+    yield from (a.arg for a in positional[1 : len(positional) - with_default])
+    yield from (a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None)
+    yield from (a.arg for a in (args.vararg, args.kwarg) if a is not None)
+
+
+def _root_name(expr: ast.expr) -> str | None:
+    """`a` for `a`, `a.b.c` and `a[0].b`; None for any other base (a call, a literal)."""
+    while isinstance(expr, ast.Attribute | ast.Subscript):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _bound_by_import(node: ast.Import | ast.ImportFrom) -> Iterator[str]:

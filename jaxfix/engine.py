@@ -99,11 +99,13 @@ def _last_name(dotted: str) -> str:
 
 
 def _anchored_rules(text: str, rules: Sequence[type[Rule]], options: Options) -> list[type[Rule]]:
-    """The rules one of whose anchors `text` mentions."""
+    """The rules one of whose anchors `text` mentions (any text may store: `STORES`)."""
     return [
         rule
         for rule in rules
-        if not rule.anchors or any(w in text for w in _words(_anchors(rule, options)))
+        if not rule.anchors
+        or candidates.STORES in rule.anchors
+        or any(w in text for w in _words(_anchors(rule, options)))
     ]
 
 

@@ -62,7 +62,8 @@ class Rule(cst.BatchableCSTVisitor):
     # The callees (of calls and decorators) at which the rule reports: full names as imports
     # give them (`pickle.dumps`) and method names matched on any receiver (`tobytes`). A file
     # or top-level statement that calls none of them is never analysed; empty means the rule
-    # may report anywhere (every statement is analysed).
+    # may report anywhere (every statement is analysed). `jaxfix.candidates.STORES` also
+    # counts the stores to attributes, items and `global` / `nonlocal` names.
     anchors: ClassVar[frozenset[str]]
     # The rule reports only in code that jax traces: anchors count only inside functions that
     # may be traced (see `jaxfix.candidates`).

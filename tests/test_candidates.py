@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from jaxfix.candidates import collect
+from jaxfix.candidates import STORES, collect
 from jaxfix.registry import all_rules
 
 ANCHORS = frozenset().union(*(rule.anchors for rule in all_rules()))
@@ -97,6 +97,41 @@ KEPT = {
         def f(x):
             encode(x)
         """,
+    "an item stored in traced code (STORES)": """\
+        import jax
+        CACHE = {}
+        @jax.jit
+        def f(x):
+            CACHE["x"] = x
+        """,
+    "an attribute stored in traced code (STORES)": """\
+        import jax
+        @jax.jit
+        def f(x):
+            state.last = x
+        """,
+    "a global rebound in traced code (STORES)": """\
+        import jax
+        @jax.grad
+        def f(x):
+            global LAST
+            LAST = x
+        """,
+    "an append to a module list (OUTER)": """\
+        import jax
+        LOG = []
+        @jax.jit
+        def f(x):
+            LOG.append(x)
+        """,
+    "an append to an attribute of self, and to a mutable default (OUTER)": """\
+        import jax
+        class T:
+            @jax.jit
+            def f(self, x, acc=[]):
+                self.history.append(x)
+                acc.append(x)
+        """,
 }
 
 DROPPED = {
@@ -136,6 +171,21 @@ DROPPED = {
         def f(x):
             return shapes(x)
         """,
+    "containers a traced function builds, or receives, itself (OUTER, STORES)": """\
+        import jax
+        @jax.jit
+        def f(x, ys, *more):
+            xs = []
+            xs.append(x)
+            ys.append(x)
+            for z in more:
+                z.update(x)
+            out = {}
+            out["a"] = x
+            with open("f") as h:
+                h.seen = x
+            return xs
+        """,
     "an anchor name that is not called": """\
         import jax
         @jax.jit
@@ -169,3 +219,11 @@ def test_only_the_statements_with_a_candidate_are_seeds() -> None:
 def test_rules_that_report_outside_traced_code_see_every_anchor() -> None:
     tree = ast.parse("import pickle\ndef save(x):\n    pickle.dumps(x)\n")
     assert collect(tree).statements(ANCHORS, traced_only=False) == {1}
+
+
+def test_stores_count_only_for_the_stores_anchor() -> None:
+    tree = ast.parse("import jax\n@jax.jit\ndef f(x):\n    s.a = x\n    d[0] = x\n")
+    assert collect(tree).statements(frozenset({"tobytes"}), traced_only=True) == set()
+    assert collect(tree).statements(frozenset({STORES}), traced_only=True) == {1}
+    host = ast.parse("import jax\ndef f(x):\n    s.a = x\n")
+    assert collect(host).statements(frozenset({STORES}), traced_only=True) == set()

@@ -406,3 +406,11 @@ def test_a_file_that_only_names_a_project_transform_is_analysed() -> None:
     options = Options(transforms=("my_lib.compiled",))
     assert [d.code for d in check_text(text, all_rules(), options=options)] == ["JF101"]
     assert check_text(text, all_rules()) == []
+
+
+def test_a_store_alone_passes_the_text_prefilter_of_a_stores_rule() -> None:
+    """No word of the file is an anchor's name: the STORES anchor still has it analysed."""
+    text = "import jax\nLAST = {}\n\n\n@jax.jit\ndef f(x):\n    LAST['x'] = x * 2\n    return x\n"
+    found = check_text(text, RULES)
+    assert [d.code for d in found] == ["JF103"]
+    assert check_text(text, RULES, slicing=False) == found

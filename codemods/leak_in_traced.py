@@ -1,0 +1,630 @@
+"""JF103 leak-in-traced: a traced value kept in state that outlives the trace, or logged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+from libcst.metadata import Assignment, FunctionScope, GlobalScope
+
+from jaxfix.candidates import OUTER, STORES
+from jaxfix.diagnostic import FixSafety
+from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
+from jaxfix.libcst_command import command_hooks
+from jaxfix.rule import Fix, Rule, RuleSettings
+from jaxfix.tracing import FunctionNode, TracedAnalysis
+
+# Methods that put their argument into a list, deque or queue: method -> index of the value.
+SEQUENCE_METHODS = {
+    "append": 0,
+    "extend": 0,
+    "insert": 1,
+    "appendleft": 0,
+    "extendleft": 0,
+    "put": 0,
+    "put_nowait": 0,
+}
+# Methods of dicts and sets (None: every argument), counted only on a known dict or set.
+MAPPING_METHODS: dict[str, int | None] = {"add": 0, "update": None, "setdefault": 1}
+MUTATORS = frozenset(SEQUENCE_METHODS) | frozenset(MAPPING_METHODS)
+_LEVELS = ("debug", "info", "warning", "warn", "error", "critical", "exception", "fatal", "log")
+LOGGING_FUNCTIONS = frozenset(
+    {f"logging.{level}" for level in _LEVELS}
+    | {f"absl.logging.{level}" for level in _LEVELS}
+    | {"wandb.log", "wandb.run.log"}
+)
+LOGGER_METHODS = frozenset(_LEVELS)
+LOGGER_MAKERS = frozenset({"logging.getLogger", "wandb.init"})
+# Metrics writers' methods (`tensorboardX`, `torch.utils.tensorboard`, `clu`), on any receiver.
+METRICS_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "log_metrics"})
+CONTAINER_MAKERS = frozenset(
+    {
+        "builtins.list",
+        "builtins.dict",
+        "builtins.set",
+        "collections.deque",
+        "collections.defaultdict",
+        "collections.OrderedDict",
+        "collections.Counter",
+        "queue.Queue",
+        "queue.SimpleQueue",
+        "queue.LifoQueue",
+        "queue.PriorityQueue",
+    }
+)
+_CONTAINER_LITERALS = (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
+# Objects made by these keep their state in a way their transforms handle (Flax NNX variables,
+# Equinox and Haiku modules), or belong to another rule (JF105: multiprocessing queues).
+NOT_OURS = ("flax.", "equinox.", "haiku.", "multiprocessing.", "torch.multiprocessing.")
+# Base classes whose `self` is a plain Python object (anything else may be a framework module).
+PLAIN_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic"})
+NOT_ARRAYS = frozenset({"tobytes", "dumps", "tolist"})  # methods of arrays that return none
+# Functions whose result is an array when their arguments are (or a Python number, for the
+# conversions, which fail on a tracer: the statement fails at once).
+ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.")
+CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.complex", "builtins.str"})
+Statement = cst.SimpleStatementLine
+_TARGETS = (cst.Attribute, cst.Subscript)
+
+
+class LeakInTraced(Rule):
+    """
+    ## What it does
+    Finds traced code (`jit`, `grad`, `vmap`, `lax.scan` and loop bodies, the functions they
+    call) that keeps a traced value in state that outlives the trace: appends it to a
+    module-level list, a closure's list, a mutable default or `self.history`, puts it on a
+    `queue.Queue` or `deque`, stores it in a `global` / `nonlocal` name, a module-level dict or
+    an attribute of `self` or of an outer object; and traced values passed to a logger
+    (`logging.info`, `logging.getLogger(...)` loggers, `wandb.log`, `writer.add_scalar`,
+    `log_metrics`). A list or dict the traced function creates itself is not reported, nor are
+    Flax NNX, Flax linen, Equinox and Haiku modules' own attributes.
+
+    ## Why is this bad?
+    Inside the trace an array is a `Tracer`, an abstract value without data, valid only while
+    jax traces the function. Nothing fails where it is stored: the failure comes later, when
+    the host uses what it kept. A jnp operation on it raises `UnexpectedTracerError`, `float()`
+    or pickling raises `ConcretizationTypeError`, and `print` shows `JitTracer(float32[])`
+    instead of numbers. The statement also runs only once per trace, not once per call. A
+    logger formats a tracer (its `%f` fails inside the handler, `float(loss)` raises
+    `ConcretizationTypeError` at once) instead of the value.
+
+    ## Example
+    ```python
+    HISTORY = []
+
+
+    @jax.jit
+    def step(w, x):
+        loss = jnp.mean((w * x) ** 2)
+        HISTORY.append(loss)
+        logger.info("loss %f", float(loss))
+        return w - 0.1 * loss
+    ```
+
+    ## Use instead
+    ```python
+    HISTORY = []
+
+
+    @jax.jit
+    def step(w, x):
+        loss = jnp.mean((w * x) ** 2)
+
+        def _host_append(loss):
+            HISTORY.append(loss)
+
+        jax.debug.callback(_host_append, loss, ordered=True)
+
+        def _host_info(loss):
+            logger.info("loss %f", float(loss))
+
+        jax.debug.callback(_host_info, loss, ordered=True)
+        return w - 0.1 * loss
+    ```
+    When the traced code reads the stored value back, there is no mechanical fix: return the
+    value from the traced function and store or log it after the call.
+
+    ## Fix safety
+    Unsafe. The statement moves into a host callback that runs when the compiled function
+    *executes*, with concrete arrays, not when it is traced: once per call (not once per
+    compilation), once per element under `vmap` and once per iteration under `lax.scan`.
+    `ordered=True` keeps the effects in program order, but transformations such as
+    rematerialisation may repeat them. Values reach the host asynchronously: call
+    `jax.effects_barrier()` before reading what the callback stored.
+
+    ## References
+    - https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError
+    - https://docs.jax.dev/en/latest/external-callbacks.html
+    """
+
+    code = "JF103"
+    name = "leak-in-traced"
+    summary = "A traced value stored in state that outlives the trace, or logged"
+    message = "`{what}` keeps a traced value in {where} inside `{function}` ({reason})"
+    log_message = "`{what}` logs a traced value inside `{function}` ({reason})"
+    fix_title = "Move the statement to a host callback (`jax.debug.callback`)"
+    fix_safety = FixSafety.UNSAFE
+    anchors = frozenset(
+        {STORES, *LOGGER_METHODS, *METRICS_METHODS}
+        | {OUTER + method for method in MUTATORS}
+        | LOGGING_FUNCTIONS
+    )
+
+    def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
+        super().__init__(traced, settings)
+        self._reserved: list[str] = []
+        self._fixes: dict[cst.CSTNode, Fix | None] = {}
+
+    # ----- what leaks -------------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.traced.context_of(node) is None:
+            return
+        if self._logged(node):
+            self._found(node, None, self.log_message, "", "log", None)
+            return
+        func = node.func
+        if not isinstance(func, cst.Attribute) or self.qualified_names(func):
+            return
+        method = func.attr.value
+        if method in SEQUENCE_METHODS:
+            payloads = _arguments(node, SEQUENCE_METHODS[method])
+        elif method in MAPPING_METHODS:
+            payloads = _arguments(node, MAPPING_METHODS[method])
+            if not self._is_container(func.value):
+                return
+        else:
+            return
+        where = self._outliving(func.value)
+        if where is None or not any(map(self._leaks, payloads)):
+            return
+        hint = "tracers are unhashable" if method == "add" else None
+        self._found(node, func.value, self.message, where, "keep", hint)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1:
+            self._store(node, node.targets[0].target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._store(node, node.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._store(node, node.target, node.value)
+
+    def _store(
+        self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> None:
+        if self.traced.context_of(node) is None or not self._leaks(value):
+            return
+        if isinstance(target, cst.Name):
+            outer = self._outer_name(target)
+            where = f"a {outer}" if outer else None
+        elif isinstance(target, cst.Subscript):
+            keys = [e.slice for e in target.slice]
+            if any(self.traced.is_traced(k.value) for k in keys if isinstance(k, cst.Index)):
+                return
+            where = self._outliving(target.value) if self._is_container(target.value) else None
+        elif isinstance(target, cst.Attribute):
+            where = self._outliving(target)
+        else:
+            return
+        if where is not None:
+            self._found(node, target, self.message, where, "keep", None)
+
+    def _leaks(self, value: cst.BaseExpression) -> bool:
+        """`value` is an array (or holds one) of the trace, as far as the syntax shows: a traced
+        name, an operation on one, or a call of jax's array functions or an array's methods.
+        What an unknown function returns may be static (a tree structure, a string made during
+        `eval_shape`), and a serialization is JF101's: neither counts."""
+        if isinstance(value, cst.Name | cst.Attribute):
+            return self.traced.is_traced(value)
+        if isinstance(value, cst.Call):
+            return self._array_call(value)
+        if isinstance(value, cst.Subscript):
+            return self._leaks(value.value)
+        if isinstance(value, cst.Lambda | cst.BaseString | cst.BaseNumber):
+            return isinstance(value, cst.FormattedString) and any(
+                self._leaks(part.expression)
+                for part in value.parts
+                if isinstance(part, cst.FormattedStringExpression)
+            )
+        return any(self._leaks(child) for child in _parts(value))
+
+    def _array_call(self, call: cst.Call) -> bool:
+        func = call.func
+        names = self.qualified_names(func)
+        if names:
+            return any(n.startswith(ARRAY_NAMESPACES) or n in CONVERSIONS for n in names) and any(
+                self._leaks(arg.value) for arg in call.args
+            )
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value not in NOT_ARRAYS
+            and self._leaks(func.value)
+        )
+
+    def _logged(self, call: cst.Call) -> bool:
+        """`call` hands a traced value to a logger or a metrics writer."""
+        func = call.func
+        if self.qualified_names(func) & LOGGING_FUNCTIONS:
+            pass
+        elif not isinstance(func, cst.Attribute) or self.qualified_names(func):
+            return False
+        elif func.attr.value in LOGGER_METHODS:
+            if not self._made_by(func.value, LOGGER_MAKERS):
+                return False
+        elif func.attr.value not in METRICS_METHODS or self._own_method(func):
+            return False
+        return any(self._leaks(arg.value) for arg in call.args)
+
+    # ----- where a value lives ----------------------------------------------------------------
+
+    def _outliving(self, expr: cst.BaseExpression) -> str | None:
+        """Where `expr` (a name, or attributes of one) lives when it outlives the trace."""
+        root = expr
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name) or self.qualified_names(root):
+            return None
+        shown = _code(expr)
+        outer = self._outer_name(root)
+        if outer is not None:
+            return f"a {outer}" if root is expr else f"an attribute of the {outer} `{root.value}`"
+        if self._made_by(root, frozenset(), NOT_OURS):
+            return None
+        assignments = self._assignments(root)
+        if not assignments:
+            return None
+        owner = self.traced.owner_function(root)
+        if all(isinstance(a.scope, GlobalScope) for a in assignments):
+            return f"module-level `{shown}`"
+        if len(assignments) != 1 or not isinstance(a := assignments[0], Assignment):
+            return None
+        scope = a.scope
+        if isinstance(a.node, cst.Param):
+            if scope is not None and getattr(scope, "node", None) is owner:
+                if root is not expr and self._is_plain_self(owner, a.node):
+                    return f"an attribute of `{root.value}`"
+                default = a.node.default
+                if default is not None and self._makes_container(default):
+                    return f"the default of parameter `{root.value}`"
+            return None
+        if isinstance(scope, FunctionScope) and scope.node is not owner:
+            enclosing = scope.node
+            if isinstance(enclosing, cst.FunctionDef) and enclosing not in self.traced.functions:
+                return f"`{shown}` of the enclosing `{enclosing.name.value}`"
+        return None
+
+    def _outer_name(self, name: cst.Name) -> str | None:
+        """'`global`' for a name the function declares global ('`nonlocal`')."""
+        owner = self.traced.owner_function(name)
+        if name.value in self.traced.declared_global(owner):
+            return "`global`"
+        if name.value in self.traced.declared_outer_names(owner):
+            return "`nonlocal`"
+        return None
+
+    def _is_plain_self(self, function: FunctionNode | None, param: cst.Param) -> bool:
+        """`param` is `self` of a method of a plain class (no framework module)."""
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        params = function.params.params
+        if not params or params[0] is not param:
+            return False
+        for decorator in function.decorators:
+            if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value in (
+                "staticmethod",
+                "classmethod",
+            ):
+                return False
+        block = self.traced.parent(function)
+        cls = self.traced.parent(block) if block is not None else None
+        return (
+            isinstance(cls, cst.ClassDef)
+            and self._plain_class(cls, depth=0)
+            and not self._made_in_trace(cls)
+        )
+
+    def _made_in_trace(self, cls: cst.ClassDef) -> bool:
+        """Traced code makes instances of `cls` (`m = MLP(); m(x)`): their attributes may die
+        with the trace, so `self` is not known to outlive it."""
+        scope = self.traced.scope_of(cls)
+        if scope is None:
+            return True
+        for assignment in scope[cls.name.value]:
+            if not isinstance(assignment, Assignment) or assignment.node is not cls:
+                continue
+            for access in assignment.references:
+                call = self.traced.parent(access.node)
+                if isinstance(call, cst.Call) and self.traced.context_of(call) is not None:
+                    return True
+        return False
+
+    def _plain_class(self, cls: cst.ClassDef, depth: int) -> bool:
+        if depth > 8 or cls.decorators or cls.keywords:
+            return False
+        for base in cls.bases:
+            if self.qualified_names(base.value) & PLAIN_BASES:
+                continue
+            parent = self._class_of_name(base.value) if isinstance(base.value, cst.Name) else None
+            if parent is None or not self._plain_class(parent, depth + 1):
+                return False
+        return True
+
+    def _class_of_name(self, name: cst.Name) -> cst.ClassDef | None:
+        assignments = self._assignments(name)
+        if len(assignments) == 1 and isinstance(assignments[0].node, cst.ClassDef):
+            return assignments[0].node
+        return None
+
+    def _is_container(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is a name every binding of which makes a list, dict, set, deque or queue."""
+        if not isinstance(expr, cst.Name):
+            return False
+        values = [self._value(a) for a in self._assignments(expr)]
+        return bool(values) and all(v is not None and self._makes_container(v) for v in values)
+
+    def _makes_container(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, _CONTAINER_LITERALS):
+            return True
+        return isinstance(value, cst.Call) and bool(
+            self.qualified_names(value.func) & CONTAINER_MAKERS
+        )
+
+    def _made_by(
+        self,
+        expr: cst.BaseExpression,
+        makers: frozenset[str],
+        prefixes: tuple[str, ...] = (),
+        depth: int = 0,
+    ) -> bool:
+        """`expr` is made by a call to one of `makers` (or, with `prefixes`, by a call of or on
+        something made under them: `multiprocessing.get_context().Queue()`), directly or as
+        the value of a name's every binding."""
+        if depth > 8:
+            return False
+        if isinstance(expr, cst.Call):
+            names = self.qualified_names(expr.func)
+            if names & makers or any(n.startswith(prefixes) for n in names):
+                return True
+            func = expr.func
+            return (
+                bool(prefixes)
+                and isinstance(func, cst.Attribute)
+                and self._made_by(func.value, makers, prefixes, depth + 1)
+            )
+        if not isinstance(expr, cst.Name):
+            return False
+        values = [self._value(a) for a in self._assignments(expr)]
+        return bool(values) and all(
+            isinstance(v, cst.Call) and self._made_by(v, makers, prefixes, depth + 1)
+            for v in values
+        )
+
+    def _own_method(self, func: cst.Attribute) -> bool:
+        """`self.log_metrics(...)` calls a method the class defines (it is analysed itself)."""
+        if not isinstance(func.value, cst.Name):
+            return False
+        owner = self.traced.owner_function(func)
+        block = self.traced.parent(owner) if owner is not None else None
+        cls = self.traced.parent(block) if block is not None else None
+        return isinstance(cls, cst.ClassDef) and any(
+            isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value
+            for s in cls.body.body
+        )
+
+    def _assignments(self, name: cst.Name) -> list[Assignment]:
+        scope = self.traced.scope_of(name)
+        if scope is None:
+            return []
+        return [a for a in scope[name.value] if isinstance(a, Assignment)]
+
+    def _value(self, assignment: Assignment) -> cst.BaseExpression | None:
+        """The value a name binding assigns (`x = value`, `x: T = value`, a parameter's
+        default), when it is one."""
+        if isinstance(assignment.node, cst.Param):
+            return assignment.node.default
+        target = self.traced.parent(assignment.node)
+        if isinstance(target, cst.AssignTarget):
+            assign = self.traced.parent(target)
+            if isinstance(assign, cst.Assign):
+                return assign.value
+        if isinstance(target, cst.AnnAssign):
+            return target.value
+        return None
+
+    # ----- report and fix ---------------------------------------------------------------------
+
+    def _found(
+        self,
+        node: cst.CSTNode,
+        location: cst.BaseExpression | None,
+        template: str,
+        where: str,
+        verb: str,
+        hint: str | None,
+    ) -> None:
+        """Report `node`, which keeps a traced value in `location` (or logs it: None), with a
+        fix when its statement can move to the host as it is."""
+        context = self.traced.context_of(node)
+        assert context is not None
+        what = (
+            _code(node.func) if isinstance(node, cst.Call) else f"{_code(location or node)} = ..."
+        )
+        message = template.format(
+            what=what, where=where, function=context.label, reason=context.reasons[0]
+        )
+        statement = None if hint or self._traced_root(location) else self._statement(node)
+        if statement is not None and location is not None and self._read_back(location, statement):
+            hint, statement = "it is read back inside the trace", None
+        fix = None
+        if statement is not None:
+            if statement not in self._fixes:
+                self._fixes[statement] = self._hoist(statement, node)
+            fix = self._fixes[statement]
+        if fix is None:
+            message += f"; return the value and {verb} it after the call"
+            message += f" ({hint})" if hint else ""
+        self.report(node, message, fix)
+
+    def _traced_root(self, location: cst.BaseExpression | None) -> bool:
+        """The container (or object) written to is itself traced, as a jitted function's
+        mutable default is to the analysis: the callback could not receive it."""
+        if isinstance(location, cst.Name) and not self._receiver(location):
+            return False  # `global g; g = y`: the name is rebound, not written through
+        while isinstance(location, cst.Attribute | cst.Subscript):
+            location = location.value
+        return isinstance(location, cst.Name) and self.traced.is_traced(location)
+
+    def _receiver(self, name: cst.Name) -> bool:
+        parent = self.traced.parent(name)
+        return isinstance(parent, cst.Attribute) and parent.value is name
+
+    def _statement(self, node: cst.CSTNode) -> Statement | None:
+        """The line holding `node`, when moving it to the host changes only host state."""
+        owner = self.traced.owner_function(node)
+        current: cst.CSTNode = node
+        while not isinstance(current, cst.SimpleStatementLine):
+            parent = self.traced.parent(current)
+            if parent is None or parent is owner or isinstance(parent, cst.Lambda):
+                return None
+            current = parent
+        if len(current.body) != 1:
+            return None
+        small = current.body[0]
+        if isinstance(small, cst.Expr):
+            host_only = small.value is node
+        elif isinstance(small, cst.Assign | cst.AugAssign | cst.AnnAssign):
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+            targets += [small.target] if not isinstance(small, cst.Assign) else []
+            host_only = all(is_host_only_target(self.traced, t) for t in targets)
+        else:
+            host_only = False
+        return current if host_only and not self._in_with(current, owner) else None
+
+    def _in_with(self, statement: cst.CSTNode, owner: FunctionNode | None) -> bool:
+        node = self.traced.parent(statement)
+        while node is not None and node is not owner:
+            if isinstance(node, cst.With):
+                return True
+            node = self.traced.parent(node)
+        return False
+
+    def _read_back(self, location: cst.BaseExpression, statement: Statement) -> bool:
+        """Whether traced code outside `statement` reads what it stores."""
+        if isinstance(location, cst.Subscript):
+            location = location.value
+        if isinstance(location, cst.Attribute):
+            attribute = location.attr.value
+            return any(
+                self.traced.context_of(a) is not None and not _write_only(self.traced, a)
+                for a in _attributes(self.traced.module, attribute)
+                if not _inside(self.traced, a, statement)
+            )
+        if not isinstance(location, cst.Name):
+            return True
+        for assignment in self._assignments(location):
+            for access in assignment.references:
+                read = access.node
+                if (
+                    isinstance(read, cst.Name)
+                    and self.traced.context_of(read) is not None
+                    and not _inside(self.traced, read, statement)
+                    and not _write_only(self.traced, read)
+                ):
+                    return True
+        return False
+
+    def _hoist(self, statement: Statement, node: cst.CSTNode) -> Fix | None:
+        jax_name, imports = jax_module_name(self.traced, statement)
+        if not jax_name:
+            return None
+        if isinstance(node, cst.Call):
+            func = node.func
+            method = func.attr.value if isinstance(func, cst.Attribute) else _code(func)
+            base = "_host_" + method.replace(".", "_")
+        else:
+            base = "_host_store"
+        host_name = fresh_name(self.traced, base, self._reserved)
+        statements = hoist_statement(self.traced, statement, {}, host_name, jax_name)
+        if statements is None:
+            return None
+        self._reserved.append(host_name)
+        return self.make_fix({statement: cst.FlattenSentinel(statements)}, imports)
+
+
+def _arguments(call: cst.Call, position: int | None) -> list[cst.BaseExpression]:
+    """The argument at `position` (every argument when None)."""
+    if position is None:
+        return [arg.value for arg in call.args]
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return [positional[position].value] if len(positional) > position else []
+
+
+def _write_only(analysis: TracedAnalysis, node: cst.Name | cst.Attribute) -> bool:
+    """`node` is only written through: the receiver of `.append(...)` and the like, the base
+    of an attribute or item that is assigned, or (an attribute) assigned itself."""
+    parent = analysis.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        call = analysis.parent(parent)
+        if isinstance(call, cst.Call) and call.func is parent:
+            return parent.attr.value in MUTATORS
+    current: cst.CSTNode = node
+    while isinstance(parent, _TARGETS) and parent.value is current:
+        current, parent = parent, analysis.parent(parent)
+    if current is node and not isinstance(node, cst.Attribute):
+        return False
+    return isinstance(parent, cst.AssignTarget) or (
+        isinstance(parent, cst.AnnAssign) and parent.target is current
+    )
+
+
+def _inside(analysis: TracedAnalysis, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+    current: cst.CSTNode | None = node
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = analysis.parent(current)
+    return False
+
+
+def _attributes(module: cst.Module, name: str) -> Iterator[cst.Attribute]:
+    """Every `x.name` in the module."""
+    found: list[cst.Attribute] = []
+
+    class _Finder(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if node.attr.value == name:
+                found.append(node)
+
+    module.visit(_Finder())
+    return iter(found)
+
+
+def _parts(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The operands and elements of an expression (looking through Element, Arg and the like),
+    without the bodies of lambdas and comprehensions."""
+    if isinstance(expr, cst.BaseComp | cst.Lambda):
+        return
+    for child in expr.children:
+        if isinstance(child, cst.BaseExpression):
+            yield child
+        elif not isinstance(child, cst.BaseSuite | cst.BaseStatement | cst.CompFor):
+            yield from _parts_of_node(child)
+
+
+def _parts_of_node(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
+    for child in node.children:
+        if isinstance(child, cst.BaseExpression):
+            yield child
+        else:
+            yield from _parts_of_node(child)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+# `LeakInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
+__getattr__, __dir__ = command_hooks(LeakInTraced)
