@@ -30,6 +30,25 @@ from jaxfix.transforms import CUSTOM_RULE_METHODS, TRACED_MODULE_BASES, TRANSFOR
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
+# An anchor that stands for syntax, not a callee: a value hashed as a dict key or set element
+# (`{k: v}`, `{k}`, `d[k]`, `k in s`, `d.get(k)`, `hash(k)`, `set([k])`, an argument a jitted
+# function declares static). A rule that lists it has every statement holding such a site in
+# traced code as a candidate; the words are what the text of such a file must contain.
+HASHED_KEYS = "<hashed keys>"
+SYNTAX_ANCHORS: dict[str, frozenset[str]] = {
+    HASHED_KEYS: frozenset({"{", "dict", "Dict", "set", "Set", "Counter", "hash", "static_arg"})
+}
+# What makes a dict or a set (last names: `collections.defaultdict`, `typing.Dict`, ...).
+_KEYED_TYPES = frozenset(
+    {"dict", "Dict", "set", "Set", "frozenset", "FrozenSet", "defaultdict", "DefaultDict"}
+    | {"Counter", "OrderedDict"}
+)
+# Callees that hash their argument or its elements, and methods that hash their first argument.
+_HASHING_CALLEES = frozenset({"hash", "set", "frozenset", "Counter"})
+_KEY_METHODS = frozenset({"get", "setdefault", "pop", "add", "discard", "remove"})
+_STATIC_KEYWORDS = frozenset({"static_argnums", "static_argnames"})
+_DISPLAYS = (ast.Dict, ast.Set, ast.DictComp, ast.SetComp)
+
 
 @dataclass(eq=False)  # identity: two functions are never equal
 class _Function:
@@ -62,6 +81,12 @@ class Candidates:
     imported: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     transforms: Collection[str] = field(default_factory=lambda: TRANSFORMS)
     entered: Collection[str] = ()  # functions other modules' traced code calls
+    # Possible hashing sites (see `HASHED_KEYS`) with the function whose body holds them, and
+    # what decides whether a site hashes: the values and annotations names are bound with, and
+    # the names of functions jitted with static arguments.
+    key_sites: list[tuple[ast.expr, _Function | None, int]] = field(default_factory=list)
+    keyed_bindings: list[tuple[str, ast.expr]] = field(default_factory=list)
+    static_jitted: set[str] = field(default_factory=set)
     _traced: set[_Function] | None = None
 
     def statements(self, anchors: Collection[str], traced_only: bool) -> set[int]:
@@ -72,7 +97,7 @@ class Candidates:
         if not anchors:
             return set()
         qualified = frozenset(a for a in anchors if "." in a)
-        methods = frozenset(a for a in anchors if "." not in a)
+        methods = frozenset(a for a in anchors if "." not in a and a not in SYNTAX_ANCHORS)
 
         def anchored(func: ast.expr) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in methods:
@@ -88,7 +113,57 @@ class Candidates:
         for function in traced if traced_only else self.functions:
             if any(anchored(_decorated_by(decorator)) for decorator in function.decorators):
                 found.add(function.statement)
+        if HASHED_KEYS in anchors:
+            found |= self._hashing_statements(traced if traced_only else None)
         return found
+
+    def _hashing_statements(self, traced: set[_Function] | None) -> set[int]:
+        """The statements of the sites that may hash a value (in `traced` functions, if given)."""
+        keyed = {name for name, value in self.keyed_bindings if self._keyed(value, set())}
+        return {
+            statement
+            for site, owner, statement in self.key_sites
+            if (traced is None or owner in traced) and self._hashes(site, keyed)
+        }
+
+    def _hashes(self, site: ast.expr, keyed: set[str]) -> bool:
+        if isinstance(site, ast.Dict):
+            return any(k is not None and not isinstance(k, ast.Constant) for k in site.keys)
+        if isinstance(site, ast.Set):
+            return any(not isinstance(e, ast.Constant) for e in site.elts)
+        if isinstance(site, ast.Subscript):
+            return self._keyed(site.value, keyed)
+        if isinstance(site, ast.Compare):
+            return any(self._keyed(c, keyed) for c in site.comparators)
+        if isinstance(site, ast.Call):
+            func = site.func
+            if isinstance(func, ast.Attribute) and func.attr in _KEY_METHODS:
+                return self._keyed(func.value, keyed)
+            if isinstance(func, ast.Name) and func.id in self.static_jitted:
+                return True
+            return bool(self._last_names(func) & _HASHING_CALLEES)
+        return isinstance(site, ast.DictComp | ast.SetComp)
+
+    def _keyed(self, expr: ast.expr, keyed: set[str]) -> bool:
+        """Whether `expr` may be a dict or a set: a display, a constructor call, a name bound
+        to one, or an annotation naming one (`keyed`: the names so bound)."""
+        if isinstance(expr, _DISPLAYS):
+            return True
+        if isinstance(expr, ast.Call):
+            return bool(self._last_names(expr.func) & _KEYED_TYPES)
+        if isinstance(expr, ast.Subscript):  # `dict[str, int]` as an annotation
+            return self._keyed(expr.value, keyed)
+        if isinstance(expr, ast.Name) and expr.id in keyed:
+            return True
+        return bool(self._last_names(expr) & _KEYED_TYPES)
+
+    def _last_names(self, expr: ast.expr) -> set[str]:
+        names = {name.rsplit(".", 1)[-1] for name in self._full_names(expr)}
+        if isinstance(expr, ast.Name):
+            names.add(expr.id)
+        elif isinstance(expr, ast.Attribute):
+            names.add(expr.attr)
+        return names
 
     def project_calls(self, packages: Collection[str]) -> Iterator[tuple[_Call, str]]:
         """Each call of a function imported from `packages` or by a relative import, with the
@@ -303,10 +378,17 @@ def collect(
                     owner.reads.add(node.attr)
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
+                found.key_sites.append((node, owner, statement))
+            elif isinstance(node, (*_DISPLAYS, ast.Subscript)):
+                found.key_sites.append((node, owner, statement))
+            elif isinstance(node, ast.Compare):
+                if any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+                    found.key_sites.append((node, owner, statement))
             elif isinstance(node, _FUNCTIONS):
                 if module_level:
                     names.defines.add(node.name)
                 function = _Function(statement, {node.name}, decorators=list(node.decorator_list))
+                _note_keyed(node, found)
                 found.functions.append(function)
                 if node in methods_of:
                     methods_of.pop(node).append(function)
@@ -338,6 +420,9 @@ def collect(
                 continue
             elif isinstance(node, ast.Assign):
                 targets = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                found.keyed_bindings.extend((name, node.value) for name in targets)
+                if isinstance(node.value, ast.Call) and _static_keywords(node.value):
+                    found.static_jitted |= targets
                 if isinstance(node.value, ast.Lambda):
                     lambda_names[node.value] = targets
                 elif isinstance(node.value, ast.Name | ast.Attribute):  # `my_jit = jax.jit`
@@ -349,12 +434,34 @@ def collect(
                 if module_level:
                     names.defines.update(_bound_by_import(node))
                 continue
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                found.keyed_bindings.append((node.target.id, node.annotation))
+                if node.value is not None:
+                    found.keyed_bindings.append((node.target.id, node.value))
             elif isinstance(node, ast.Global):
                 names.defines.update(node.names)
             elif module_level and (bound := _bound_name(node)) is not None:
                 names.defines.add(bound)
             stack.extend((child, owner, module_level) for child in _children(node))
     return found
+
+
+def _note_keyed(node: ast.FunctionDef | ast.AsyncFunctionDef, found: Candidates) -> None:
+    """A function's parameters annotated as dicts or sets, and whether it is jitted with
+    static arguments (`@partial(jax.jit, static_argnums=1)`)."""
+    args = node.args
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        if arg.annotation is not None:
+            found.keyed_bindings.append((arg.arg, arg.annotation))
+    if any(_static_keywords(decorator) for decorator in node.decorator_list):
+        found.static_jitted.add(node.name)
+
+
+def _static_keywords(expr: ast.expr) -> bool:
+    return any(
+        isinstance(call, ast.Call) and any(k.arg in _STATIC_KEYWORDS for k in call.keywords)
+        for call in ast.walk(expr)
+    )
 
 
 def _bound_by_import(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
