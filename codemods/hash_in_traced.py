@@ -41,6 +41,8 @@ ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.")
 # Methods that turn an array into a Python value: they fail (or not) on their own, not here.
 HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__index__"})
 
+SHOWN = 60  # characters of a site's source the message quotes
+
 LOOKUP = (
     "tracers are unhashable; index an array instead (`jnp.asarray(values)[i]`, `jnp.where`,"
     " `lax.switch`), or look the value up outside the trace or on a static argument"
@@ -279,7 +281,11 @@ class HashInTraced(Rule):
     def _binds_keyed(self, assignment: Assignment) -> bool:
         node = assignment.node
         if isinstance(node, cst.Param):
-            return node.annotation is not None and self._keyed_type(node.annotation.annotation)
+            starred = isinstance(node.star, str) and bool(node.star)  # `*rows: dict`: a tuple
+            annotation = node.annotation
+            return (
+                not starred and annotation is not None and self._keyed_type(annotation.annotation)
+            )
         target = self.traced.parent(node)
         statement = self.traced.parent(target) if isinstance(target, cst.AssignTarget) else target
         if isinstance(statement, cst.Assign):
@@ -304,7 +310,10 @@ class HashInTraced(Rule):
 
 
 def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+    """The source of `node`, its first line cut to `SHOWN` characters."""
+    code = cst.Module([]).code_for_node(node)
+    line = code.splitlines()[0] if code else code
+    return line if line == code and len(line) <= SHOWN else line[: SHOWN - 3] + "..."
 
 
 # `HashInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

@@ -47,6 +47,8 @@ _KEYED_TYPES = frozenset(
 _HASHING_CALLEES = frozenset({"hash", "set", "frozenset", "Counter"})
 _KEY_METHODS = frozenset({"get", "setdefault", "pop", "add", "discard", "remove"})
 _STATIC_KEYWORDS = frozenset({"static_argnums", "static_argnames"})
+# Builtins whose result is a Python value, whatever they receive (`id(x)`, `str(x)`).
+_PYTHON_VALUED = frozenset({"id", "int", "float", "bool", "str", "repr", "len", "type"})
 _DISPLAYS = (ast.Dict, ast.Set, ast.DictComp, ast.SetComp)
 
 
@@ -59,6 +61,7 @@ class _Function:
     reads: set[str] = field(default_factory=set)  # names and attribute names, own body only
     lambdas: list[_Function] = field(default_factory=list)  # written in its own body
     decorators: list[ast.expr] = field(default_factory=list)
+    loops: list[ast.For | ast.AsyncFor] = field(default_factory=list)  # own body only
 
 
 @dataclass
@@ -119,42 +122,89 @@ class Candidates:
 
     def _hashing_statements(self, traced: set[_Function] | None) -> set[int]:
         """The statements of the sites that may hash a value (in `traced` functions, if given)."""
-        keyed = {name for name, value in self.keyed_bindings if self._keyed(value, set())}
+        keyed = {name for name, value in self.keyed_bindings if self._keyed_binding(value)}
         return {
             statement
             for site, owner, statement in self.key_sites
-            if (traced is None or owner in traced) and self._hashes(site, keyed)
+            if (traced is None or owner in traced) and self._hashes(site, owner, keyed)
         }
 
-    def _hashes(self, site: ast.expr, keyed: set[str]) -> bool:
+    def _hashes(self, site: ast.expr, owner: _Function | None, keyed: set[str]) -> bool:
+        """Whether `site` may hash a tracer (see `_variable`)."""
+        loops = self._loop_names(owner.loops) if owner is not None else set()
         if isinstance(site, ast.Dict):
-            return any(k is not None and not isinstance(k, ast.Constant) for k in site.keys)
+            return any(k is not None and self._variable(k, loops) for k in site.keys)
         if isinstance(site, ast.Set):
-            return any(not isinstance(e, ast.Constant) for e in site.elts)
+            return any(self._variable(e, loops) for e in site.elts)
+        if isinstance(site, ast.DictComp | ast.SetComp):
+            key = site.key if isinstance(site, ast.DictComp) else site.elt
+            return self._variable(key, loops | self._loop_names(site.generators))
         if isinstance(site, ast.Subscript):
-            return self._keyed(site.value, keyed)
+            plain = not isinstance(site.slice, ast.Slice)
+            return plain and self._variable(site.slice, loops) and self._keyed(site.value, keyed)
         if isinstance(site, ast.Compare):
-            return any(self._keyed(c, keyed) for c in site.comparators)
-        if isinstance(site, ast.Call):
-            func = site.func
-            if isinstance(func, ast.Attribute) and func.attr in _KEY_METHODS:
-                return self._keyed(func.value, keyed)
-            if isinstance(func, ast.Name) and func.id in self.static_jitted:
-                return True
-            return bool(self._last_names(func) & _HASHING_CALLEES)
-        return isinstance(site, ast.DictComp | ast.SetComp)
+            keyed_right = any(self._keyed(c, keyed) for c in site.comparators)
+            return keyed_right and self._variable(site.left, loops)
+        if not isinstance(site, ast.Call):
+            return False
+        func, first = site.func, site.args[0] if site.args else None
+        if isinstance(func, ast.Attribute) and func.attr in _KEY_METHODS:
+            variable = first is not None and self._variable(first, loops)
+            return variable and self._keyed(func.value, keyed)
+        if isinstance(func, ast.Name) and func.id in self.static_jitted:
+            return True
+        callees = self._last_names(func) & _HASHING_CALLEES
+        if callees == {"hash"}:
+            return first is not None and self._variable(first, loops)
+        # `set(name)` may be a set of a dict's keys: the rule looks at displays and results.
+        plain = not isinstance(first, ast.Name | ast.Attribute | ast.Constant)
+        return bool(callees) and first is not None and plain
+
+    def _variable(self, key: ast.expr, loops: set[str]) -> bool:
+        """Whether a key may be a tracer: not a constant, not a name `loops` bind (nor their
+        attributes or items), not an imported module's attribute (`spmd.PARTITION_NAME`),
+        not a Python value the builtins make."""
+        if isinstance(key, ast.Tuple):
+            return any(self._variable(element, loops) for element in key.elts)
+        plain = loops
+        while isinstance(key, ast.Attribute | ast.Subscript):
+            if isinstance(key, ast.Attribute):
+                plain = loops | self.imported.keys()
+            key = key.value
+        if isinstance(key, ast.Call) and isinstance(key.func, ast.Name):
+            return key.func.id not in _PYTHON_VALUED
+        if isinstance(key, ast.Name):
+            return key.id not in plain
+        return not isinstance(key, ast.Constant)
+
+    def _loop_names(self, loops: Iterable[ast.For | ast.AsyncFor | ast.comprehension]) -> set[str]:
+        """The names (alone or in tuples) that loops bind, unless they walk what a jax
+        function returns (`for row in jnp.eye(3)`: arrays): the rule leaves the others out."""
+        return {
+            name
+            for loop in loops
+            if not any(n.startswith("jax.") for n in self._call_names(loop.iter))
+            for name in _loop_targets(loop.target)
+        }
+
+    def _call_names(self, expr: ast.expr) -> set[str]:
+        return self._full_names(expr.func) if isinstance(expr, ast.Call) else set()
 
     def _keyed(self, expr: ast.expr, keyed: set[str]) -> bool:
-        """Whether `expr` may be a dict or a set: a display, a constructor call, a name bound
-        to one, or an annotation naming one (`keyed`: the names so bound)."""
+        """Whether `expr` may be a dict or a set: a display, a constructor call, or a name
+        bound to one or annotated as one (`keyed`)."""
         if isinstance(expr, _DISPLAYS):
             return True
         if isinstance(expr, ast.Call):
             return bool(self._last_names(expr.func) & _KEYED_TYPES)
-        if isinstance(expr, ast.Subscript):  # `dict[str, int]` as an annotation
-            return self._keyed(expr.value, keyed)
-        if isinstance(expr, ast.Name) and expr.id in keyed:
+        return isinstance(expr, ast.Name) and expr.id in keyed
+
+    def _keyed_binding(self, expr: ast.expr) -> bool:
+        """Whether a value or an annotation (`dict[str, int]`) makes a name a dict or a set."""
+        if isinstance(expr, _DISPLAYS):
             return True
+        if isinstance(expr, ast.Call | ast.Subscript):
+            return self._keyed_binding(expr.func if isinstance(expr, ast.Call) else expr.value)
         return bool(self._last_names(expr) & _KEYED_TYPES)
 
     def _last_names(self, expr: ast.expr) -> set[str]:
@@ -438,12 +488,23 @@ def collect(
                 found.keyed_bindings.append((node.target.id, node.annotation))
                 if node.value is not None:
                     found.keyed_bindings.append((node.target.id, node.value))
+            elif isinstance(node, ast.For | ast.AsyncFor) and owner is not None:
+                owner.loops.append(node)
             elif isinstance(node, ast.Global):
                 names.defines.update(node.names)
             elif module_level and (bound := _bound_name(node)) is not None:
                 names.defines.add(bound)
             stack.extend((child, owner, module_level) for child in _children(node))
     return found
+
+
+def _loop_targets(target: ast.expr) -> Iterator[str]:
+    """The names a loop target binds, alone or in tuples (not starred)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _loop_targets(element)
 
 
 def _note_keyed(node: ast.FunctionDef | ast.AsyncFunctionDef, found: Candidates) -> None:

@@ -97,6 +97,30 @@ KEPT = {
         def f(x):
             encode(x)
         """,
+    "a module-level dict looked up in traced code (hash-in-traced)": """\
+        import jax
+        TABLE = {0: 1.0}
+        @jax.jit
+        def f(x):
+            return TABLE[x]
+        """,
+    "a parameter annotated as a dict, and a set display": """\
+        import jax
+        from typing import Dict
+        @jax.jit
+        def f(x, table: Dict[int, float]):
+            return table.get(x), {x}
+        """,
+    "a call of a function jitted with static arguments": """\
+        import jax
+        from functools import partial
+        @partial(jax.jit, static_argnums=1)
+        def g(x, n):
+            return x * n
+        @jax.jit
+        def f(x):
+            return g(x, x)
+        """,
 }
 
 DROPPED = {
@@ -141,6 +165,14 @@ DROPPED = {
         @jax.jit
         def f(x, dumps):
             return dumps
+        """,
+    "indexing arrays, and dicts with constant keys, in traced code": """\
+        import jax, jax.numpy as jnp
+        TABLE = jnp.asarray([1.0, 2.0])
+        CONFIG = {"scale": 2.0}
+        @jax.jit
+        def f(x, i, xs):
+            return {"y": TABLE[i] * x[i] * xs[i] * CONFIG["scale"]}, xs.get(i)
         """,
 }
 

@@ -197,6 +197,7 @@ def test_explain_and_rules() -> None:
         ["JF001", "unused-suppression", "none"],
         ["JF101", "serialize-in-traced", "unsafe"],
         ["JF102", "cache-on-traced", "safe"],
+        ["JF106", "hash-in-traced", "none"],
         ["JF107", "serialized-return", "unsafe"],
         ["JF108", "pickled-device-array", "safe"],
     ]
@@ -206,6 +207,7 @@ def test_explain_and_rules() -> None:
         ("JF001", "none"),
         ("JF101", "unsafe"),
         ("JF102", "safe"),
+        ("JF106", "none"),
         ("JF107", "unsafe"),
         ("JF108", "safe"),
     ]
