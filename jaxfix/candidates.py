@@ -62,6 +62,7 @@ class _Function:
     lambdas: list[_Function] = field(default_factory=list)  # written in its own body
     decorators: list[ast.expr] = field(default_factory=list)
     loops: list[ast.For | ast.AsyncFor] = field(default_factory=list)  # own body only
+    params: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -121,12 +122,15 @@ class Candidates:
         return found
 
     def _hashing_statements(self, traced: set[_Function] | None) -> set[int]:
-        """The statements of the sites that may hash a value (in `traced` functions, if given)."""
+        """The statements of the sites that may hash a value in `traced` functions; without
+        them (what other modules' traced calls could reach), of the sites that read a
+        parameter of their function, which such a call makes traced."""
         keyed = {name for name, value in self.keyed_bindings if self._keyed_binding(value)}
         return {
             statement
             for site, owner, statement in self.key_sites
-            if (traced is None or owner in traced) and self._hashes(site, owner, keyed)
+            if (owner in traced if traced is not None else _reads_parameter(site, owner))
+            and self._hashes(site, owner, keyed)
         }
 
     def _hashes(self, site: ast.expr, owner: _Function | None, keyed: set[str]) -> bool:
@@ -438,6 +442,7 @@ def collect(
                 if module_level:
                     names.defines.add(node.name)
                 function = _Function(statement, {node.name}, decorators=list(node.decorator_list))
+                function.params = _parameters(node.args)
                 _note_keyed(node, found)
                 found.functions.append(function)
                 if node in methods_of:
@@ -453,6 +458,7 @@ def collect(
                 continue
             elif isinstance(node, ast.Lambda):
                 function = _Function(statement, lambda_names.pop(node, set()))
+                function.params = _parameters(node.args)
                 found.functions.append(function)
                 found.lambdas[node] = function
                 if owner is not None:
@@ -496,6 +502,17 @@ def collect(
                 names.defines.add(bound)
             stack.extend((child, owner, module_level) for child in _children(node))
     return found
+
+
+def _parameters(args: ast.arguments) -> set[str]:
+    every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+    return {arg.arg for arg in every if arg is not None}
+
+
+def _reads_parameter(site: ast.expr, owner: _Function | None) -> bool:
+    return owner is not None and any(
+        isinstance(node, ast.Name) and node.id in owner.params for node in ast.walk(site)
+    )
 
 
 def _loop_targets(target: ast.expr) -> Iterator[str]:

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from jaxfix.candidates import collect
+from jaxfix.candidates import HASHED_KEYS, collect
 from jaxfix.registry import all_rules
 
 ANCHORS = frozenset().union(*(rule.anchors for rule in all_rules()))
@@ -201,3 +201,12 @@ def test_only_the_statements_with_a_candidate_are_seeds() -> None:
 def test_rules_that_report_outside_traced_code_see_every_anchor() -> None:
     tree = ast.parse("import pickle\ndef save(x):\n    pickle.dumps(x)\n")
     assert collect(tree).statements(ANCHORS, traced_only=False) == {1}
+
+
+def test_hashing_sites_reached_from_other_modules_read_a_parameter() -> None:
+    """Another module's traced call makes parameters traced: `lookup(k)` can hash a tracer,
+    `fixed()` cannot."""
+    tree = ast.parse(
+        "TABLE = {}\ndef lookup(k):\n    return TABLE[k]\ndef fixed():\n    return TABLE[K]\n"
+    )
+    assert collect(tree).statements(frozenset({HASHED_KEYS}), traced_only=False) == {1}
