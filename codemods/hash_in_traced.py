@@ -41,6 +41,8 @@ ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.")
 # Methods that turn an array into a Python value: they fail (or not) on their own, not here.
 HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__index__"})
 
+# Why tracing marks a callable given to an unknown function along with traced data.
+GUESSED = "applied to traced values"
 SHOWN = 60  # characters of a site's source the message quotes
 
 LOOKUP = (
@@ -175,7 +177,7 @@ class HashInTraced(Rule):
         shown: cst.BaseExpression | None = None,
     ) -> bool:
         """Report `site` when `key` is a tracer there; whether it did."""
-        context = self.traced.context_of(site)
+        context = self._context(site)
         if context is None or not self._tracer_valued(key):
             return False
         self._report(site, key if shown is None else shown, advice, context)
@@ -212,7 +214,7 @@ class HashInTraced(Rule):
     def _check_static(self, call: cst.Call) -> None:
         """A traced value in a position the callee's jit declares static."""
         found = self.traced.static_parameters(call.func)
-        context = self.traced.context_of(call) if found is not None else None
+        context = self._context(call) if found is not None else None
         if found is None or context is None:
             return
         params, static = found
@@ -224,6 +226,15 @@ class HashInTraced(Rule):
                 param = params[index]
             if param in static and self._tracer_valued(arg.value):
                 self._report(call, arg.value, f"`{param}` is static; {STATIC}", context)
+
+    def _context(self, site: cst.CSTNode) -> TracedFunction | None:
+        """The traced function `site` runs in, unless it is only a callable handed to some
+        function along with traced data (`update(params, logger=log)`): whether that calls it
+        with the tracers or with Python keys (`log("lr", 0.3)`) is unknown."""
+        context = self.traced.context_of(site)
+        if context is None or context.reasons == [GUESSED]:
+            return None
+        return context
 
     def _tracer_valued(self, expr: cst.BaseExpression) -> bool:
         """Whether `expr` is a tracer (or a tuple holding one) where it stands. A name bound by
