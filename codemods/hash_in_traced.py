@@ -36,13 +36,19 @@ ELEMENT_HASHERS = frozenset({"builtins.set", "builtins.frozenset", "collections.
 # Methods of a dict or a set that hash their first argument.
 DICT_METHODS = frozenset({"get", "setdefault", "pop"})
 KEY_METHODS = DICT_METHODS | {"add", "discard", "remove"}
+# Callables that hash by identity, whatever they hold.
+HASHED_BY_ID = frozenset({"functools.partial"})
 # Array namespaces: a loop over what their functions return walks an array, not a dict.
 ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.")
 # Methods that turn an array into a Python value: they fail (or not) on their own, not here.
 HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__index__"})
 
-# Why tracing marks a callable given to an unknown function along with traced data.
-GUESSED = "applied to traced values"
+# Why tracing marks every parameter traced while some may hold Python values: a callable
+# given to an unknown function along with traced data, a custom derivative rule (its
+# `nondiff_argnums` arguments are passed as they are).
+GUESSED = frozenset({"applied to traced values", "a custom derivative", "a custom derivative rule"})
+# Reasons of functions a transform traces itself: their parameters are traced as declared.
+ENTERED = ("decorated with `", "passed to `")
 SHOWN = 60  # characters of a site's source the message quotes
 
 LOOKUP = (
@@ -212,10 +218,14 @@ class HashInTraced(Rule):
             self._check(call, iterable, MEMBERSHIP)
 
     def _check_static(self, call: cst.Call) -> None:
-        """A traced value in a position the callee's jit declares static."""
+        """A traced value in a position the callee's jit declares static. Only in a function a
+        transform traces itself (`jit`, `vmap`, a `scan` body): a helper may be called with
+        Python values where the analysis cannot tell (`f(*args)` marks every parameter)."""
         found = self.traced.static_parameters(call.func)
         context = self._context(call) if found is not None else None
         if found is None or context is None:
+            return
+        if not any(reason.startswith(ENTERED) for reason in context.reasons):
             return
         params, static = found
         for index, arg in enumerate(call.args):
@@ -224,15 +234,22 @@ class HashInTraced(Rule):
             param = arg.keyword.value if arg.keyword is not None else None
             if param is None and index < len(params):
                 param = params[index]
-            if param in static and self._tracer_valued(arg.value):
+            if param in static and self._array_valued(arg.value):
                 self._report(call, arg.value, f"`{param}` is static; {STATIC}", context)
+                return
+
+    def _array_valued(self, expr: cst.BaseExpression) -> bool:
+        """A tracer, not an object that merely holds one (`partial(f, x)` hashes by id)."""
+        if isinstance(expr, cst.Call) and self.qualified_names(expr.func) & HASHED_BY_ID:
+            return False
+        return not isinstance(expr, cst.Lambda) and self._tracer_valued(expr)
 
     def _context(self, site: cst.CSTNode) -> TracedFunction | None:
-        """The traced function `site` runs in, unless it is only a callable handed to some
-        function along with traced data (`update(params, logger=log)`): whether that calls it
-        with the tracers or with Python keys (`log("lr", 0.3)`) is unknown."""
+        """The traced function `site` runs in, unless only guesses make it traced (see
+        `GUESSED`): a callable handed to some function along with traced data (optax's
+        `update(..., metrics_logger=log)` calls `log("lr", 0.3)`), or a custom rule."""
         context = self.traced.context_of(site)
-        if context is None or context.reasons == [GUESSED]:
+        if context is None or set(context.reasons) <= GUESSED:
             return None
         return context
 
