@@ -76,15 +76,19 @@ class HashInTraced(Rule):
     comprehension, `d[x]` (load, store, `del`), `x in d`, `d.get(x)`, `d.setdefault(x, ...)`,
     `d.pop(x)`, `s.add(x)` on a dict or set, an element of a set display, `set([x, ...])`,
     `frozenset(...)`, `collections.Counter(...)`, `hash(x)` (as in `np.random.seed(hash(x))`),
-    and a traced value passed as a static argument of a jitted function (`static_argnums`,
-    `static_argnames`). The receiver must be known to be a dict or a set: a display, a
-    `dict()` / `set()` / `defaultdict()` / `Counter()` call, a name bound only to one, or a
-    parameter annotated `dict` or `set`. Indexing an array or a list (`xs[i]`) is not hashing.
+    and a traced value passed as a static argument of a same-module jitted function
+    (`static_argnums`, `static_argnames`) by a function a transform traces. The receiver must
+    be known to be a dict or a set: a display, a `dict()` / `set()` / `defaultdict()` /
+    `Counter()` call, a name bound only to one, or a parameter annotated `dict` or `set`.
+    Indexing an array or a list (`xs[i]`) is not hashing. Left alone, as they often hold
+    Python values: names a loop binds (`for k in params`), `set(name)` (a dict's keys),
+    `int(x)` / `str(x)` keys, the parameters of custom derivative rules and of callables only
+    handed to an unknown function (`update(..., logger=log)`).
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`, which is unhashable: the lookup raises
     `TypeError: unhashable type: 'DynamicJaxprTracer'` (`'BatchTracer'` under `vmap`,
-    `'JVPTracer'` under `grad`), and a jitted function given a tracer for a static argument
+    `'LinearizeTracer'` under `grad`), and a jitted function given a tracer for a static argument
     raises `ValueError: Non-hashable static arguments are not supported`. Even a hashable
     tracer would not help: the key is only known when the compiled function runs.
 
