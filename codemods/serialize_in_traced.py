@@ -34,7 +34,21 @@ SERIALIZERS: dict[str, tuple[int, str] | None] = {
     "numpy.savez_compressed": None,
     "jax.numpy.save": (1, "arr"),
     "jax.numpy.savez": None,
+    "flax.serialization.to_bytes": (0, "target"),
+    "flax.serialization.msgpack_serialize": (0, "pytree"),
+    "orbax.checkpoint.v1.save_pytree": (1, "pytree"),
 }
+# Orbax checkpointers, whose `save(directory_or_step, ...)` writes every later argument.
+CHECKPOINTERS = frozenset(
+    f"orbax.checkpoint.{name}"
+    for name in (
+        "Checkpointer",
+        "AsyncCheckpointer",
+        "StandardCheckpointer",
+        "PyTreeCheckpointer",
+        "CheckpointManager",
+    )
+)
 EXTRA_SERIALIZERS = "extra-serializers"
 # Array methods that serialize their receiver.
 SERIALIZING_METHODS = frozenset({"tobytes", "tofile", "dumps", "dump"})
@@ -47,15 +61,18 @@ OPENERS = frozenset({"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.
 class SerializeInTraced(Rule):
     """
     ## What it does
-    Finds serialization (`pickle`, `cloudpickle`, `dill`, `joblib.dump`, `json`, `np.save`,
-    `jnp.save`, `.tobytes()`) of a traced value inside a function that jax traces (`jit`, `grad`,
-    `vmap`, `pmap`, `lax.scan` and loop bodies, and the functions they call).
+    Finds serialization and checkpointing (`pickle`, `cloudpickle`, `dill`, `joblib.dump`,
+    `json`, `np.save`, `jnp.save`, `.tobytes()`, Flax `serialization.to_bytes` /
+    `msgpack_serialize`, Orbax checkpointers' `save` and `ocp.v1.save_pytree`) of a traced value
+    inside a function that jax traces (`jit`, `grad`, `vmap`, `pmap`, `lax.scan` and loop
+    bodies, `custom_vjp` rules, and the functions they call).
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: an abstract value with a shape and a dtype but no
     data. Pickling one raises `jax.errors.ConcretizationTypeError` ("The error occurred in the
     `__reduce__` method, which may indicate an attempt to serialize/pickle a traced value."),
-    NumPy's savers raise `TracerArrayConversionError`, and `json` raises `TypeError`.
+    NumPy's savers and Flax's msgpack serialization raise `TracerArrayConversionError`, Orbax
+    raises `ValueError` ("TypeHandler lookup failed"), and `json` raises `TypeError`.
 
     ## Example
     ```python
@@ -102,7 +119,7 @@ class SerializeInTraced(Rule):
     message = "`{call}` serializes a traced value inside `{function}` ({reason})"
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
-    anchors = frozenset(SERIALIZERS) | SERIALIZING_METHODS
+    anchors = frozenset(SERIALIZERS) | SERIALIZING_METHODS | {"save"}
     options: ClassVar[Mapping[str, str]] = {
         "extra-serializers": "The project's own functions that serialize or save their first"
         " argument (`my_lib.io.save_blob`)."
@@ -160,7 +177,21 @@ class SerializeInTraced(Rule):
             and self.traced.is_traced(func.value)
         ):
             return f".{func.attr.value}()", [func.value]
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "save"
+            and self._is_checkpointer(func.value)
+        ):
+            return _display(func, "save"), _payloads(call, None)
         return None
+
+    def _is_checkpointer(self, receiver: cst.BaseExpression) -> bool:
+        """`ocp.StandardCheckpointer()`, or a name bound only to such a call."""
+        if isinstance(receiver, cst.Call):
+            return bool(self.qualified_names(receiver.func) & CHECKPOINTERS)
+        return isinstance(receiver, cst.Name) and self.traced.is_assigned_from(
+            receiver, CHECKPOINTERS
+        )
 
     def _hoist(self, call: cst.Call, call_name: str) -> Fix | None:
         """One fix per statement, shared by every serializer call in it."""

@@ -106,6 +106,8 @@ class Candidates:
         def anchored(func: ast.expr) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in methods:
                 return True
+            if isinstance(func, ast.Name) and f"builtins.{func.id}" in qualified:
+                return True  # a builtin (`print`), or a name that may shadow it: a candidate
             return not self._full_names(func).isdisjoint(qualified)
 
         traced = self.traced()
@@ -340,7 +342,7 @@ class Candidates:
         for argument in (*call.args, *(k.value for k in call.keywords)):
             for node in ast.walk(argument):
                 if isinstance(node, ast.Name):
-                    names.add(node.id)
+                    names.update((node.id, "__call__"))  # `jax.vmap(model)` calls the instance
                 elif isinstance(node, ast.Attribute):
                     names.add(node.attr)
                 elif isinstance(node, ast.Lambda):
@@ -432,6 +434,8 @@ def collect(
                     owner.reads.add(node.attr)
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
+                if owner is not None and isinstance(node.func, ast.Name):
+                    owner.reads.add("__call__")  # it may call an instance of a class
                 found.key_sites.append((node, owner, statement))
             elif isinstance(node, (*_DISPLAYS, ast.Subscript)):
                 found.key_sites.append((node, owner, statement))

@@ -33,7 +33,7 @@ MAX_FIX_PASSES = 10
 
 # No rule can fire in a file that never mentions jax or a framework built on it (whose
 # transforms trace too): such files are not even parsed.
-PREFILTER = ("jax", "equinox", "flax", "haiku")
+PREFILTER = ("jax", "equinox", "flax", "haiku", "optax")
 
 
 class FixError(Exception):

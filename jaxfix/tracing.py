@@ -69,6 +69,7 @@ class _Target:
     function: FunctionNode
     bound_positions: int = 0
     bound_keywords: frozenset[str] = frozenset()
+    receiver: cst.BaseExpression | None = None  # the instance a method is called on
 
 
 @dataclass
@@ -213,6 +214,7 @@ class TracedAnalysis:
         self._traced_bindings: set[cst.CSTNode] = set()
         self._changed = False
         self._all_names: set[str] | None = None
+        self._param_classes: dict[cst.Param, cst.ClassDef] | None = None
         self._find_entry_points()
         self._propagate()
 
@@ -289,6 +291,11 @@ class TracedAnalysis:
         if isinstance(function, cst.FunctionDef | cst.Lambda):
             return self._collected.owned.get(function, _NOTHING)
         return _NOTHING
+
+    def python_valued_params(self, function: FunctionNode) -> set[str]:
+        """Parameters of `function` that look like Python values, not arrays (`n: int`,
+        `axis=0`): what Equinox's `filter_*` treat as static."""
+        return _python_valued_params(function)
 
     def receivers_of(self, attribute: str) -> set[str]:
         """The names the module reads `attribute` on (`f` for `f.cache_clear()`)."""
@@ -619,9 +626,8 @@ class TracedAnalysis:
         """The function an argument denotes, and what `functools.partial` binds of it."""
         if isinstance(value, cst.Lambda):
             return _Target(value)
-        if isinstance(value, cst.Name):
-            function = self.function_of_name(value)
-            return _Target(function) if function is not None else None
+        if isinstance(value, cst.Name | cst.Attribute):
+            return self._callee(value)  # also a bound method: `jax.jit(self.step)`
         if (
             isinstance(value, cst.Call)
             and PARTIAL in self.imported_names(value.func)
@@ -779,14 +785,109 @@ class TracedAnalysis:
         return self._callable(call.args[0].value)
 
     def _callee(self, func: cst.BaseExpression) -> _Target | None:
-        """A same-module function (or a method of the same class via `self.`) being called."""
+        """A same-module function being called: by its name, as a method of the same class
+        via `self.`, or as a method (`__call__` too) of an instance of a same-module class."""
         if isinstance(func, cst.Name):
             function = self.function_of_name(func)
-            return _Target(function) if function is not None else None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-            method = self._method_of_self(func.value, func.attr.value)
-            if method is not None:
-                return _Target(method, bound_positions=1)
+            if function is not None:
+                return _Target(function)
+            receiver, method = func, self._instance_method(func, "__call__")
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            receiver = func.value
+            method = self._method_of_self(receiver, func.attr.value) or self._instance_method(
+                receiver, func.attr.value
+            )
+        else:
+            return None
+        return _Target(method, bound_positions=1, receiver=receiver) if method else None
+
+    def _instance_method(self, receiver: cst.Name, attr: str) -> cst.FunctionDef | None:
+        """`attr` of the same-module class `receiver` is an instance of (`_instance_class`)."""
+        cls = self._instance_class(receiver)
+        method = _method_named(cls, attr) if cls is not None else None
+        if method is None or not _is_instance_method(method):
+            return None
+        return method
+
+    def _instance_class(self, name: cst.Name) -> cst.ClassDef | None:
+        """The same-module class `name` holds an instance of: a name bound only by calls of it
+        (`m = MLP(...)`), or a parameter annotated with it (`model: MLP`) or given only such
+        names by the module's calls of its function."""
+        classes: set[cst.ClassDef] = set()
+        for assignment in self._assignments(name):
+            cls = self._class_instantiated(assignment.node)
+            if cls is None:
+                return None
+            classes.add(cls)
+        return classes.pop() if len(classes) == 1 else None
+
+    def _class_instantiated(self, bound: cst.CSTNode) -> cst.ClassDef | None:
+        parent = self._parents.get(bound)
+        if isinstance(bound, cst.Param):
+            annotation = bound.annotation.annotation if bound.annotation else None
+            return self._class_named(annotation) or self._passed_instances().get(bound)
+        if isinstance(parent, cst.AssignTarget):
+            assign = self._parents.get(parent)
+            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
+                return self._class_named(assign.value.func)
+        return None
+
+    def _passed_instances(self) -> dict[cst.Param, cst.ClassDef]:
+        """Parameters that the module's calls of their function (`step(model, x)`, also
+        `eqx.filter_grad(loss)(model, x)`) give instances of one same-module class only."""
+        if self._param_classes is None:
+            self._param_classes = {}
+            for _ in range(MAX_ALIASES):  # a chain of calls hands the instance on
+                found = self._instances_given()
+                if found == self._param_classes:
+                    break
+                self._param_classes = found
+        return self._param_classes
+
+    def _instances_given(self) -> dict[cst.Param, cst.ClassDef]:
+        given: dict[cst.Param, set[cst.ClassDef | None]] = defaultdict(set)
+        for owned in self._collected.owned.values():
+            for call in owned.calls:
+                for param, value in self._arguments_of(call):
+                    name = value if isinstance(value, cst.Name) else None
+                    given[param].add(self._instance_class(name) if name else None)
+        return {
+            param: cls
+            for param, classes in given.items()
+            if len(classes) == 1
+            for cls in classes
+            if cls is not None
+        }
+
+    def _arguments_of(self, call: cst.Call) -> Iterator[tuple[cst.Param, cst.BaseExpression]]:
+        """Each argument of a call of a same-module function, with the parameter it binds."""
+        func = call.func
+        wrapped = self._transform_call(func) if isinstance(func, cst.Call) else None
+        target = wrapped[1] if wrapped is not None else self._function_called(func)
+        if target is None or target.bound_keywords or target.receiver is not None:
+            return
+        signature = target.function.params
+        positional = [*signature.posonly_params, *signature.params][target.bound_positions :]
+        by_name = {p.name.value: p for p in (*signature.params, *signature.kwonly_params)}
+        for index, arg in enumerate(call.args):
+            if arg.star:
+                return
+            if arg.keyword is not None:
+                if arg.keyword.value in by_name:
+                    yield by_name[arg.keyword.value], arg.value
+            elif index < len(positional):
+                yield positional[index], arg.value
+
+    def _function_called(self, func: cst.BaseExpression) -> _Target | None:
+        function = self.function_of_name(func) if isinstance(func, cst.Name) else None
+        return _Target(function) if function is not None else None
+
+    def _class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
+        if not isinstance(expr, cst.Name):
+            return None
+        assignments = self._assignments(expr)
+        if len(assignments) == 1 and isinstance(assignments[0].node, cst.ClassDef):
+            return assignments[0].node
         return None
 
     def _method_of_self(self, receiver: cst.Name, attr: str) -> cst.FunctionDef | None:
@@ -796,10 +897,7 @@ class TracedAnalysis:
         params = _positional_param_names(owner)
         if not params or params[0] != receiver.value:
             return None
-        for statement in self._collected.class_of[owner].body.body:
-            if isinstance(statement, cst.FunctionDef) and statement.name.value == attr:
-                return statement
-        return None
+        return _method_named(self._collected.class_of[owner], attr)
 
     def _propagate_arguments(self, call: cst.Call, target: _Target, caller: TracedFunction) -> None:
         """The callee runs under the caller's trace; the parameters given tracers are traced."""
@@ -807,6 +905,8 @@ class TracedAnalysis:
         params = _positional_param_names(function)[target.bound_positions :]
         keyword_names = _param_names(function) - target.bound_keywords
         traced: set[str] = set()
+        if target.receiver is not None and self._traced(target.receiver, caller.staged):
+            traced.add(_positional_param_names(function)[0])  # `self` holds tracers
         for index, arg in enumerate(call.args):
             if not self._traced(arg.value, caller.staged):
                 continue
@@ -870,6 +970,20 @@ class TracedAnalysis:
 
 
 # ----- syntax helpers -----------------------------------------------------------------------
+
+
+def _method_named(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    for statement in cls.body.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return statement
+    return None
+
+
+def _is_instance_method(method: cst.FunctionDef) -> bool:
+    return not any(
+        _decorator_name(d.decorator) in {"staticmethod", "classmethod", "property"}
+        for d in method.decorators
+    ) and bool(_positional_param_names(method))
 
 
 def _params(function: FunctionNode) -> Iterator[cst.Param]:

@@ -49,6 +49,7 @@ _EQX_JIT = TransformSpec(filtered=True)
 _EQX_GRAD = TransformSpec(staged=False, default_argnums=(0,), filtered=True)
 _LINEN = TransformSpec(fun_keywords=("target", "fn"), leading_untraced=1)
 _SCAN = TransformSpec(fun_keywords=("f",))
+_OPTAX_UPDATE = TransformSpec(fun_positions=(1,), fun_keywords=("update",), staged=False)
 
 # Transforms of the JAX frameworks (Equinox, Flax linen and NNX, Haiku), by their full names.
 FRAMEWORK_TRANSFORMS: dict[str, TransformSpec] = {
@@ -79,6 +80,12 @@ FRAMEWORK_TRANSFORMS: dict[str, TransformSpec] = {
     "haiku.transform_with_state": TransformSpec(fun_keywords=("f",), staged=False),
     "haiku.scan": _SCAN,
     "jax.experimental.checkify.checkify": TransformSpec(fun_keywords=("f",)),
+    # An Optax transformation's `update` runs inside the jitted train step that applies it:
+    # traced by design, like a linen method. Its `init` usually runs eagerly on the params.
+    "optax.GradientTransformation": _OPTAX_UPDATE,
+    "optax.GradientTransformationExtraArgs": _OPTAX_UPDATE,
+    "optax.stateless": TransformSpec(fun_keywords=("f",), staged=False),
+    "optax.stateless_with_tree_map": TransformSpec(fun_keywords=("f",), staged=False),
 }
 
 TRANSFORMS: dict[str, TransformSpec] = {

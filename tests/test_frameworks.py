@@ -27,6 +27,29 @@ def codes(source: str) -> list[str]:
 
 
 POSITIVE = {
+    "optax_stateless_update": """\
+        import pickle
+        import optax
+
+        def scale(updates, params):
+            pickle.dumps(updates)
+            return updates
+
+        opt = optax.stateless(scale)
+        """,
+    "eqx_module_call_vmapped_instance": """\
+        import pickle
+        import equinox as eqx
+        import jax
+
+        class Probe(eqx.Module):
+            def __call__(self, x):
+                pickle.dumps(x)
+                return x
+
+        probe = Probe()
+        rows = jax.vmap(probe)
+        """,
     "eqx_filter_jit_pickle": """\
         import pickle
         import equinox as eqx
@@ -159,6 +182,37 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "optax_init_fn_runs_eagerly": """\
+        import pickle
+        import optax
+
+        def make():
+            def init_fn(params):
+                pickle.dumps(params)
+                return optax.EmptyState()
+
+            def update_fn(updates, state, params=None):
+                return updates, state
+
+            return optax.GradientTransformation(init_fn, update_fn)
+        """,
+    "eqx_module_call_only_eager": """\
+        import pickle
+        import equinox as eqx
+        import jax
+
+        class Probe(eqx.Module):
+            def __call__(self, x):
+                pickle.dumps(x)
+                return x
+
+        @eqx.filter_jit
+        def step(x):
+            return x + 1
+
+        def eager(probe: Probe, x):
+            return probe(step(x))
+        """,
     # A parameter annotated with a Python type, or defaulting to a literal, is static.
     "eqx_filter_jit_static_int": """\
         import functools

@@ -1338,10 +1338,113 @@ def test_static_arguments(src: str, expected: dict[str, set[str]]) -> None:
             """,
             {"step": {"x"}},
             id="jax.jit(self.step)",
-            marks=xfail(
-                "_callable only resolves names, lambdas and partials, not a bound method "
-                "`self.step`"
-            ),
+        ),
+        pytest.param(
+            """
+            import jax
+
+            class Scale:
+                def __init__(self, k):
+                    self.k = k
+
+                def __call__(self, x):
+                    return x * self.k
+
+                def apply(self, y):
+                    return y + self.k
+
+            scale = Scale(2.0)
+            per_row = jax.vmap(scale)
+            added = jax.jit(scale.apply)
+            """,
+            {"__call__": {"x"}, "apply": {"y"}},
+            id="jax.vmap(instance) / jax.jit(instance.method)",
+        ),
+        pytest.param(
+            """
+            import jax
+
+            class Linear:
+                def __call__(self, x):
+                    return x
+
+                def norm(self, z):
+                    return z
+
+            @jax.jit
+            def predict(model: Linear, x):
+                return model(x), model.norm(x)
+
+            def eager(model: Linear, x):
+                return model(x)
+            """,
+            {"predict": {"model", "x"}, "__call__": {"self", "x"}, "norm": {"self", "z"}},
+            id="a parameter annotated with a class: its calls run the methods",
+        ),
+        pytest.param(
+            """
+            import jax
+
+            class Linear:
+                def __call__(self, x):
+                    return x
+
+            def other(x):
+                return x
+
+            @jax.jit
+            def predict(x):
+                model = Linear()
+                model = other
+                return model(x)
+            """,
+            {"predict": {"x"}},
+            id="a name bound to an instance and to something else: not resolved",
+        ),
+        pytest.param(
+            """
+            import equinox as eqx
+            import jax
+
+            class MLP(eqx.Module):
+                def __call__(self, x):
+                    return x
+
+            def loss_fn(model, x):
+                return jax.vmap(model)(x).sum()
+
+            @eqx.filter_jit
+            def make_step(model, x):
+                return eqx.filter_grad(loss_fn)(model, x)
+
+            model = MLP()
+            make_step(model, 1.0)
+            """,
+            {"make_step": {"model", "x"}, "loss_fn": {"model", "x"}, "__call__": {"self", "x"}},
+            id="an instance handed on through calls, unannotated (the Equinox idiom)",
+        ),
+        pytest.param(
+            """
+            import jax
+
+            class MLP:
+                def __call__(self, x):
+                    return x
+
+            def double(x):
+                return 2 * x
+
+            @jax.jit
+            def run(fn, x):
+                return fn(x)
+
+            run(MLP(), 1.0)
+            m = MLP()
+            run(m, 1.0)
+            run(double, 1.0)
+            """,
+            {"run": {"fn", "x"}},
+            id="a parameter given an instance and a function: not resolved to the class",
         ),
     ],
 )

@@ -1,0 +1,697 @@
+"""JF104 host-conversion-in-traced: NumPy, `float()`, `.item()` or `print` of a traced value."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import Assignment, BaseAssignment, Scope
+
+from jaxfix.diagnostic import FixSafety
+from jaxfix.hoist import jax_module_name
+from jaxfix.libcst_command import command_hooks
+from jaxfix.returns import DUMPS
+from jaxfix.rule import Fix, ImportNeeded, Rule
+from jaxfix.tracing import TracedFunction
+
+
+def _names(text: str) -> list[str]:
+    return text.split()
+
+
+# NumPy functions that convert a tracer with `__array__` (`TracerArrayConversionError`, checked
+# under jax 0.10.2 / NumPy 2). Not those that call the array's own method and so work on a
+# tracer (`np.sum`, `np.mean`, `np.max`, `np.reshape`, `np.transpose`, `np.round`...), and not
+# the savers (`np.save`, `np.savez`, `np.savetxt`: JF101).
+_UNARY = _names(
+    "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arctanh exp exp2 expm1 log log2"
+    " log10 log1p sqrt cbrt square abs absolute fabs sign floor ceil trunc rint negative"
+    " reciprocal isnan isinf isfinite sinc deg2rad rad2deg logical_not conj angle"
+)
+_BINARY = _names(
+    "add subtract multiply divide true_divide power maximum minimum fmax fmin mod remainder"
+    " floor_divide arctan2 hypot logaddexp equal not_equal greater less greater_equal"
+    " less_equal logical_and logical_or logical_xor"
+)
+
+
+@dataclass(frozen=True)
+class JnpEquivalent:
+    """How a NumPy call is written for its `jax.numpy` namesake to mean the same: at most
+    `positional` positional arguments (NumPy's next one is often `out`; None: any number) and
+    only these keywords (no `out=`, `where=`, `copy=`...)."""
+
+    positional: int | None
+    keywords: frozenset[str] = frozenset()
+
+
+def _takes(positional: int | None, *keywords: str) -> JnpEquivalent:
+    return JnpEquivalent(positional, frozenset(keywords))
+
+
+JNP_EQUIVALENTS: dict[str, JnpEquivalent] = {
+    **dict.fromkeys(_UNARY, _takes(1)),
+    **dict.fromkeys(_BINARY, _takes(2)),
+    "asarray": _takes(2, "dtype"),
+    "array": _takes(2, "dtype"),
+    **dict.fromkeys(["dot", "matmul", "vdot", "inner", "outer", "kron"], _takes(2)),
+    "tensordot": _takes(3, "axes"),
+    "einsum": _takes(None),
+    "concatenate": _takes(2, "axis"),
+    "stack": _takes(2, "axis"),
+    "vstack": _takes(1),
+    "hstack": _takes(1),
+    "where": _takes(3),  # with three arguments only: `np.where(c)` is `nonzero`
+    "clip": _takes(3),
+    "expand_dims": _takes(2, "axis"),
+    "broadcast_to": _takes(2, "shape"),
+    "tile": _takes(2),
+    "roll": _takes(3, "shift", "axis"),
+    "tril": _takes(2, "k"),
+    "triu": _takes(2, "k"),
+    "zeros_like": _takes(2, "dtype"),
+    "ones_like": _takes(2, "dtype"),
+    "full_like": _takes(3, "fill_value", "dtype"),
+    "nan_to_num": _takes(1, "nan", "posinf", "neginf"),
+    "float32": _takes(1),
+    "int32": _takes(1),
+    "linalg.norm": _takes(4, "ord", "axis", "keepdims"),
+    "linalg.inv": _takes(1),
+    "linalg.det": _takes(1),
+    "linalg.solve": _takes(2),
+}
+_NO_FIX = _names(
+    "asanyarray ascontiguousarray copy fix nansum nanmean nanmax nanmin median sort unique"
+    " nonzero argwhere flatnonzero count_nonzero ravel diag diagonal trace fliplr flipud"
+    " empty_like atleast_1d atleast_2d atleast_3d float64 int64 float16 bool_ histogram"
+    " iscomplex ptp isclose allclose cross dstack column_stack interp pad append"
+    " linalg.svd linalg.eigh linalg.eig linalg.qr linalg.cholesky linalg.pinv linalg.slogdet"
+    " linalg.matrix_rank fft.fft fft.ifft fft.rfft fft.irfft fft.fft2 random.permutation"
+)
+NUMPY_FUNCTIONS = frozenset(f"numpy.{name}" for name in [*JNP_EQUIVALENTS, *_NO_FIX])
+# SciPy functions that convert a tracer (checked under SciPy 1.17), with the JAX equivalent.
+_JAX_SCIPY = _names(
+    "special.expit special.logit special.logsumexp special.softmax special.log_softmax"
+    " special.erf special.erfc special.gammaln special.digamma special.ndtr special.ndtri"
+    " special.i0e special.gamma linalg.expm linalg.inv linalg.cholesky linalg.det linalg.sqrtm"
+    " linalg.svd linalg.eigh stats.norm.pdf stats.norm.cdf stats.norm.logpdf"
+)
+SCIPY_FUNCTIONS: dict[str, str] = {
+    **{f"scipy.{name}": f"jax.scipy.{name}" for name in _JAX_SCIPY},
+    "scipy.fft.fft": "jax.numpy.fft.fft",
+    "scipy.fft.rfft": "jax.numpy.fft.rfft",
+}
+CONVERSIONS: dict[str, str] = {
+    "builtins.float": "ConcretizationTypeError",
+    "builtins.int": "ConcretizationTypeError",
+    "builtins.complex": "ConcretizationTypeError",
+    "builtins.bool": "TracerBoolConversionError",
+}
+PRINT = "builtins.print"
+DEVICE_GET = "jax.device_get"
+# Array methods that need the values on the host (both raise `ConcretizationTypeError`).
+CONVERTING_METHODS = frozenset({"item", "tolist"})
+FORMAT = "format"
+# Calls whose arguments are JF103's (leak-in-traced): logging and metrics.
+LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
+METRIC_METHODS = frozenset({"log", "add_scalar", "add_scalars", "log_metrics"})
+LOGGING_MODULES = ("logging.", "absl.logging.", "wandb.")
+# Methods on a traced array whose result is still an array (the fixed NumPy call feeds them).
+_HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
+# The reason `jaxfix.tracing` gives a function that an unknown higher-order call applies to
+# traced data, and the transforms that trace a function without ever running it.
+HIGHER_ORDER = "applied to traced values"
+ABSTRACT_TRANSFORMS = ("jax.eval_shape", "jax.make_jaxpr")
+CALLED_FROM = "called from traced"
+# A `try` catching one of these around a conversion handles the traced case on purpose.
+CAUGHT_BUILTINS = frozenset({"builtins.Exception", "builtins.BaseException", "builtins.TypeError"})
+CONVERSION_ERRORS = frozenset(
+    {
+        "ConcretizationTypeError",
+        "TracerArrayConversionError",
+        "TracerBoolConversionError",
+        "TracerIntegerConversionError",
+        "JAXTypeError",
+    }
+)
+# Calls that make a string: printed as they are, they cannot become `jax.debug.print` arguments.
+STRING_BUILTINS = frozenset({"builtins.str", "builtins.repr", "builtins.ascii", "builtins.format"})
+STRING_METHODS = frozenset({"format", "join"})
+# Expressions whose value is still an array when an operand is (or a container of arrays).
+_ARRAY_EXPRESSIONS = (
+    cst.BinaryOperation,
+    cst.Subscript,
+    cst.SubscriptElement,
+    cst.Index,
+    cst.Element,
+    cst.Tuple,
+    cst.List,
+)
+# `jax.debug.print`'s own parameters: a `.format(ordered=...)` keyword would clash.
+_DEBUG_PRINT_PARAMETERS = frozenset({"fmt", "ordered"})
+
+
+class HostConversionInTraced(Rule):
+    """
+    ## What it does
+    Finds code that needs the *values* of a traced array on the host, inside a function that jax
+    traces: NumPy functions (`np.asarray`, `np.array`, `np.sin`, `np.concatenate`,
+    `np.linalg.norm`...) and SciPy functions (`scipy.special.expit`...) applied to it,
+    `float()`, `int()`, `bool()`, `complex()`, `.item()`, `.tolist()`, `jax.device_get`,
+    `print` of it (directly, or formatted by an f-string, `str.format` or `%`) and
+    `str.format` of it. Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
+
+    ## Why is this bad?
+    Inside a trace an array is a `Tracer`: a shape and a dtype, no data. NumPy and SciPy raise
+    `jax.errors.TracerArrayConversionError`, `float`/`int`/`.item()`/`.tolist()` raise
+    `ConcretizationTypeError` and `bool` raises `TracerBoolConversionError`. `print` and
+    `str.format` do not fail: they run once, when the function is traced, and show the tracer
+    (`JitTracer(float32[3])`) instead of the values (an f-string format spec such as `:.3f`
+    raises `TypeError`). `jax.device_get` returns the tracer unchanged. Shapes, `len(x)`,
+    `x.ndim`, `x.dtype` and static arguments are concrete and are not reported.
+
+    ## Example
+    ```python
+    @jax.jit
+    def step(x):
+        y = np.sin(x)
+        print(f"y {y[0]:.3f}")
+        return float(y.sum())
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def step(x):
+        y = jnp.sin(x)
+        jax.debug.print("y {:.3f}", y[0])
+        return y.sum()
+    ```
+    For host-only code with no JAX equivalent, use
+    `jax.pure_callback(fn, jax.ShapeDtypeStruct(shape, dtype), x)`, or do it after the jitted
+    call, on its result. (`np.sum(x)` and the other NumPy functions that call the array's own
+    method work on a tracer and are not reported.)
+
+    ## Fix safety
+    Unsafe. `print` becomes `jax.debug.print`, which prints when the compiled function
+    *runs*: on every call instead of once at tracing, once per element under `vmap`, and with
+    NumPy's formatting of the values. A NumPy call with a `jax.numpy` namesake of the same
+    meaning (`np.sin`, `np.asarray`, `np.concatenate`...) becomes that call when its result
+    stays in the traced computation; a function that is also called outside a trace then
+    returns a `jax.Array`, and float64 becomes float32 unless x64 is enabled. `float()`,
+    `.item()`, SciPy and the other NumPy functions are diagnostic only.
+
+    ## References
+    - https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerArrayConversionError
+    - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
+    - https://docs.jax.dev/en/latest/debugging/print_breakpoint.html
+    - https://docs.jax.dev/en/latest/external-callbacks.html
+    """
+
+    code = "JF104"
+    name = "host-conversion-in-traced"
+    summary = "NumPy, float(), .item() or print of a traced value inside traced code"
+    message = "`{call}` {problem} inside `{function}` ({reason}); {advice}"
+    fix_title = "Print with `jax.debug.print`, or call the `jax.numpy` equivalent"
+    fix_safety = FixSafety.UNSAFE
+    anchors = (
+        NUMPY_FUNCTIONS
+        | frozenset(SCIPY_FUNCTIONS)
+        | frozenset(CONVERSIONS)
+        | {PRINT, DEVICE_GET, "builtins.format", FORMAT}
+        | CONVERTING_METHODS
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        context = self.traced.context_of(node)
+        if context is None:
+            return
+        found = self._finding(node)
+        if found is None or self._in_logging_call(node) or self._error_caught(node):
+            return
+        if found.display in {"print", "str.format", "format"} and _abstract_only(context):
+            return  # `jax.eval_shape` never runs the function: a print at trace time is all
+        message = self.message.format(
+            call=found.display,
+            problem=found.problem,
+            function=context.label,
+            reason=context.reasons[0],
+            advice=found.advice,
+        )
+        self.report(node, message, found.fix)
+
+    # ----- what is reported -----------------------------------------------------------------
+
+    def _finding(self, call: cst.Call) -> _Finding | None:
+        names = self.qualified_names(call.func)
+        name = min(names) if names else ""
+        if name in NUMPY_FUNCTIONS and self._any_traced(call):
+            short = name.removeprefix("numpy.")
+            if short in JNP_EQUIVALENTS:
+                advice = f"use `jax.numpy.{short}`"
+            else:
+                advice = f"use `jax.numpy.{short}` if it fits, or `jax.pure_callback`{_SHAPE}"
+            return _Finding(_code(call.func), _TO_NUMPY, advice, self._jnp_fix(call, short))
+        if name in SCIPY_FUNCTIONS and self._any_traced(call):
+            advice = f"use `{SCIPY_FUNCTIONS[name]}`, or `jax.pure_callback`{_SHAPE}"
+            return _Finding(_code(call.func), _TO_NUMPY, advice)
+        if name in CONVERSIONS and call.args and self._converts_traced(call.args[0].value):
+            problem = f"needs a concrete value but gets a traced one (`{CONVERSIONS[name]}`)"
+            if name == "builtins.bool":
+                advice = "use `jnp.where` or `lax.cond`, or make the argument static"
+            else:
+                advice = (
+                    "keep it an array (`x.astype(...)`), make the argument static, or convert"
+                    " the jitted function's result"
+                )
+            return _Finding(name.removeprefix("builtins."), problem, advice)
+        if name == DEVICE_GET and self._any_traced(call):
+            problem = "returns the traced value unchanged: nothing reaches the host"
+            advice = "call it on the jitted function's result, or use `jax.debug.callback`"
+            return _Finding(_code(call.func), problem, advice)
+        if name == PRINT and any(self._prints_traced(arg.value) for arg in call.args):
+            problem = (
+                "prints the tracer once, when the function is traced, not the values (a format"
+                " spec raises `TypeError`)"
+            )
+            return _Finding("print", problem, "use `jax.debug.print`", self._print_fix(call))
+        if name == "builtins.format" and self._any_traced(call) and not self._in_print(call):
+            return _Finding("format", _FORMATS, _FORMAT_ADVICE)
+        if not isinstance(call.func, cst.Attribute):
+            return None
+        return self._method(call, call.func)
+
+    def _method(self, call: cst.Call, func: cst.Attribute) -> _Finding | None:
+        """`.item()` / `.tolist()` of a traced array, `"...".format(traced)`."""
+        method = func.attr.value
+        if method in CONVERTING_METHODS and self.traced.is_traced(func.value):
+            if self.qualified_names(func.value):
+                return None  # a module's function, not an array's method
+            problem = "needs a concrete value but gets a traced one (`ConcretizationTypeError`)"
+            advice = "keep the array, or convert the jitted function's result"
+            return _Finding(f".{method}()", problem, advice)
+        if (
+            method == FORMAT
+            and isinstance(func.value, cst.SimpleString | cst.Name)
+            and not self.traced.is_traced(func.value)
+            and self._any_traced(call)
+            and not self._in_print(call)
+            and not self._in_raise(call)
+        ):
+            return _Finding("str.format", _FORMATS, _FORMAT_ADVICE)
+        return None
+
+    def _converts_traced(self, value: cst.BaseExpression) -> bool:
+        """Traced, and not a parameter that is probably a Python value: in a function traced
+        only because a higher-order function (`tree_map`) applies it to traced data, where
+        `bool(leaf)` is usually of a static leaf (a filter spec); or one that looks like a
+        Python value (`n: int`, `axis=0`) in a function traced only through its callers."""
+        if not self.traced.is_traced(value):
+            return False
+        context = self.traced.context_of(value)
+        if context is None or not isinstance(value, cst.Name):
+            return True
+        if not _is_parameter(self.traced.scope_of(value), value):
+            return True
+        if set(context.reasons) == {HIGHER_ORDER}:
+            return False
+        through_callers = all(
+            r == HIGHER_ORDER or r.startswith(CALLED_FROM) for r in context.reasons
+        )
+        python_valued = value.value in self.traced.python_valued_params(context.node)
+        return not (through_callers and python_valued)
+
+    def _prints_traced(self, value: cst.BaseExpression) -> bool:
+        """Traced, and not what a serializer makes of a traced value (JF101 reports that)."""
+        if isinstance(value, cst.Call) and self.qualified_names(value.func) & DUMPS.keys():
+            return False
+        if isinstance(value, cst.BinaryOperation):
+            return self._prints_traced(value.left) or self._prints_traced(value.right)
+        return self._shows_traced(value)
+
+    def _any_traced(self, call: cst.Call) -> bool:
+        return any(self._shows_traced(arg.value) for arg in call.args)
+
+    def _shows_traced(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is traced, or a string made from a traced value (an f-string, `%`)."""
+        if isinstance(expr, cst.FormattedString):
+            return any(
+                isinstance(part, cst.FormattedStringExpression)
+                and self._shows_traced(part.expression)
+                for part in expr.parts
+            )
+        if isinstance(expr, cst.ConcatenatedString):
+            return self._shows_traced(expr.left) or self._shows_traced(expr.right)
+        return self.traced.is_traced(expr)
+
+    # ----- whose finding it is --------------------------------------------------------------
+
+    def _enclosing_calls(self, node: cst.CSTNode) -> list[cst.Call]:
+        """The calls whose arguments hold `node`, innermost first, within its statement."""
+        found: list[cst.Call] = []
+        child, parent = node, self.traced.parent(node)
+        while parent is not None and not isinstance(
+            parent, cst.BaseStatement | cst.Lambda | cst.BaseSmallStatement
+        ):
+            if isinstance(parent, cst.Call) and child is not parent.func:
+                found.append(parent)
+            child, parent = parent, self.traced.parent(parent)
+        return found
+
+    def _in_logging_call(self, node: cst.CSTNode) -> bool:
+        """Inside the arguments of a logging or metrics call (JF103 reports those)."""
+        return any(self._is_logging(call) for call in self._enclosing_calls(node))
+
+    def _is_logging(self, call: cst.Call) -> bool:
+        names = self.qualified_names(call.func)
+        if any(name.startswith(LOGGING_MODULES) for name in names):
+            return True
+        func = call.func
+        return (
+            not names
+            and isinstance(func, cst.Attribute)
+            and func.attr.value in LOGGER_METHODS | METRIC_METHODS
+            and not self.qualified_names(func.value)  # `np.log(x)` is no logger
+        )
+
+    def _error_caught(self, node: cst.CSTNode) -> bool:
+        """In the body of a `try` that catches the conversion error: handled on purpose."""
+        child, parent = node, self.traced.parent(node)
+        while parent is not None and not isinstance(parent, cst.FunctionDef | cst.Lambda):
+            if (
+                isinstance(parent, cst.Try)
+                and child is parent.body
+                and any(self._catches_conversion(h.type) for h in parent.handlers)
+            ):
+                return True
+            child, parent = parent, self.traced.parent(parent)
+        return False
+
+    def _catches_conversion(self, caught: cst.BaseExpression | None) -> bool:
+        if caught is None:
+            return True  # a bare `except:`
+        if isinstance(caught, cst.Tuple):
+            return any(self._catches_conversion(e.value) for e in caught.elements)
+        if self.qualified_names(caught) & CAUGHT_BUILTINS:
+            return True
+        if isinstance(caught, cst.Attribute):
+            return caught.attr.value in CONVERSION_ERRORS
+        return isinstance(caught, cst.Name) and caught.value in CONVERSION_ERRORS
+
+    def _in_print(self, node: cst.CSTNode) -> bool:
+        return any(PRINT in self.qualified_names(call.func) for call in self._enclosing_calls(node))
+
+    def _in_raise(self, node: cst.CSTNode) -> bool:
+        parent = self.traced.parent(node)
+        while parent is not None and not isinstance(parent, cst.BaseStatement):
+            if isinstance(parent, cst.Raise | cst.Assert):
+                return True
+            parent = self.traced.parent(parent)
+        return False
+
+    # ----- fixes ----------------------------------------------------------------------------
+
+    def _jnp_fix(self, call: cst.Call, short: str) -> Fix | None:
+        takes = JNP_EQUIVALENTS.get(short)
+        if takes is None or any(arg.star for arg in call.args):
+            return None
+        keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
+        positional = len(call.args) - len(keywords)
+        if not set(keywords) <= takes.keywords:
+            return None
+        if takes.positional is not None and positional > takes.positional:
+            return None
+        if short == "where" and positional != 3:
+            return None
+        if not self._stays_traced(call):
+            return None
+        jnp_name, imports = self._jnp_module(call)
+        if not jnp_name:
+            return None
+        new = call.with_changes(func=cst.parse_expression(f"{jnp_name}.{short}"))
+        return self.make_fix({call: new}, imports, removed_nodes=[call.func])
+
+    def _stays_traced(self, call: cst.Call) -> bool:
+        """Whether the call's result only feeds traced computation: array arithmetic, JAX
+        functions, a local name, the return value."""
+        node: cst.CSTNode = call
+        while True:
+            parent = self.traced.parent(node)
+            if isinstance(parent, cst.Arg):
+                outer = self.traced.parent(parent)
+                if not isinstance(outer, cst.Call) or not self._array_function(outer):
+                    return False
+                node = outer
+            elif isinstance(parent, cst.Attribute):
+                if parent.attr.value in _HOST_METHODS:
+                    return False
+                node = parent
+            elif isinstance(parent, cst.Call) and node is parent.func:
+                node = parent  # `np.asarray(x).reshape(...)`
+            elif isinstance(parent, _ARRAY_EXPRESSIONS):
+                node = parent
+            elif isinstance(parent, cst.UnaryOperation):
+                if isinstance(parent.operator, cst.Not):
+                    return False
+                node = parent
+            elif isinstance(parent, cst.Return):
+                return True
+            elif isinstance(parent, cst.Assign):
+                return all(self._local_target(t.target) for t in parent.targets)
+            elif isinstance(parent, cst.AnnAssign | cst.AugAssign):
+                return self._local_target(parent.target)
+            else:
+                return False
+
+    def _array_function(self, call: cst.Call) -> bool:
+        """A JAX function, or a NumPy function this rule rewrites too."""
+        names = self.qualified_names(call.func)
+        return any(
+            name.startswith("jax.")
+            or (name.startswith("numpy.") and name.removeprefix("numpy.") in JNP_EQUIVALENTS)
+            for name in names
+        )
+
+    def _local_target(self, target: cst.BaseExpression) -> bool:
+        if isinstance(target, cst.Tuple | cst.List):
+            return all(self._local_target(e.value) for e in target.elements)
+        owner = self.traced.owner_function(target)
+        return isinstance(target, cst.Name) and target.value not in (
+            self.traced.declared_outer_names(owner)
+        )
+
+    def _jnp_module(self, at: cst.CSTNode) -> tuple[str, list[ImportNeeded]]:
+        """How `at` can refer to `jax.numpy`: an alias the module imports it as, or through
+        `jax` (imported if needed)."""
+        alias = self._jnp_alias(at)
+        if alias is not None:
+            return alias, []
+        jax_name, imports = jax_module_name(self.traced, at)
+        return (f"{jax_name}.numpy", imports) if jax_name else ("", [])
+
+    def _jnp_alias(self, at: cst.CSTNode) -> str | None:
+        top = at
+        while (parent := self.traced.parent(top)) is not None and not isinstance(
+            parent, cst.Module
+        ):
+            top = parent
+        scope = self.traced.scope_of(at)
+        for statement in self.traced.module.body:
+            if statement is top:
+                break
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                name = _jax_numpy_binding(small)
+                if name is not None and (scope is None or _only_imports(scope[name])):
+                    return name
+        return None
+
+    def _print_fix(self, call: cst.Call) -> Fix | None:
+        converted = self._debug_print_arguments(call)
+        if converted is None:
+            return None
+        template, args = converted
+        if any(self._finding(inner) is not None for arg in args for inner in _calls_in(arg)):
+            return None  # `print(np.asarray(x))`: the inner conversion still fails
+        jax_name, imports = jax_module_name(self.traced, call)
+        if not jax_name:
+            return None
+        new = cst.Call(
+            func=cst.parse_expression(f"{jax_name}.debug.print"),
+            args=[cst.Arg(cst.SimpleString(_literal(template))), *args],
+        )
+        return self.make_fix({call: new}, imports)
+
+    def _debug_print_arguments(self, call: cst.Call) -> tuple[str, list[cst.Arg]] | None:
+        """The format string and arguments of the `jax.debug.print` that prints the same, when
+        every value printed is traced (a static one would print differently)."""
+        if any(arg.keyword is not None or arg.star for arg in call.args):
+            return None
+        if len(call.args) == 1:
+            formatted = self._format_call(call.args[0].value)
+            if formatted is not None:
+                return formatted
+        pieces: list[str] = []
+        args: list[cst.Arg] = []
+        for arg in call.args:
+            value = arg.value
+            if isinstance(value, cst.SimpleString):
+                text = value.evaluated_value
+                if not isinstance(text, str):
+                    return None
+                pieces.append(text.replace("{", "{{").replace("}", "}}"))
+            elif isinstance(value, cst.FormattedString):
+                converted = _fstring_template(value)
+                if converted is None:
+                    return None
+                pieces.append(converted[0])
+                args.extend(cst.Arg(e) for e in converted[1])
+            elif self._makes_string(value):
+                return None  # `"%.3f" % x`, `str(x)`: formatted at trace time
+            else:
+                pieces.append("{}")
+                args.append(cst.Arg(value))
+        if not args or not all(self.traced.is_traced(a.value) for a in args):
+            return None
+        return " ".join(pieces), args
+
+    def _makes_string(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.BinaryOperation):
+            return isinstance(value.operator, cst.Modulo) and isinstance(value.left, cst.BaseString)
+        if not isinstance(value, cst.Call):
+            return False
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in STRING_METHODS:
+            return True
+        return bool(self.qualified_names(value.func) & STRING_BUILTINS)
+
+    def _format_call(self, value: cst.BaseExpression) -> tuple[str, list[cst.Arg]] | None:
+        """`"...".format(...)` of traced values: its template and arguments as they are."""
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == FORMAT
+            and isinstance(value.func.value, cst.SimpleString)
+        ):
+            return None
+        template = value.func.value.evaluated_value
+        if not isinstance(template, str) or any(arg.star for arg in value.args):
+            return None
+        if any(
+            arg.keyword is not None and arg.keyword.value in _DEBUG_PRINT_PARAMETERS
+            for arg in value.args
+        ):
+            return None
+        if not value.args or not all(self.traced.is_traced(arg.value) for arg in value.args):
+            return None
+        return template, [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in value.args]
+
+
+@dataclass(frozen=True)
+class _Finding:
+    display: str  # the callee as written
+    problem: str
+    advice: str
+    fix: Fix | None = None
+
+
+_TO_NUMPY = "converts a traced value to a NumPy array (`TracerArrayConversionError`)"
+_SHAPE = " with a result shape"
+_FORMATS = "formats the tracer, not the values (a format spec raises `TypeError`)"
+_FORMAT_ADVICE = "pass the value to `jax.debug.print`, or format the jitted function's result"
+
+
+def _fstring_template(value: cst.FormattedString) -> tuple[str, list[cst.BaseExpression]] | None:
+    """An f-string as a `str.format` template and the expressions it interpolates."""
+    if "b" in value.prefix.lower():
+        return None
+    plain_prefix = value.prefix.lower().replace("f", "")
+    quote = value.start[len(value.prefix) :]
+    pieces: list[str] = []
+    expressions: list[cst.BaseExpression] = []
+    for part in value.parts:
+        if isinstance(part, cst.FormattedStringText):
+            # `{{` stays `{{`: a literal brace in an f-string and in a format template alike.
+            try:
+                text = cst.parse_expression(f"{plain_prefix}{quote}{part.value}{quote}")
+            except cst.ParserSyntaxError:  # pragma: no cover - the text came from a string
+                return None
+            if not isinstance(text, cst.SimpleString):  # pragma: no cover
+                return None
+            evaluated = text.evaluated_value
+            if not isinstance(evaluated, str):
+                return None
+            pieces.append(evaluated)
+            continue
+        assert isinstance(part, cst.FormattedStringExpression)
+        if part.equal is not None:
+            return None
+        spec = ""
+        for spec_part in part.format_spec or ():
+            if not isinstance(spec_part, cst.FormattedStringText):
+                return None  # a nested `{width}`
+            spec += spec_part.value
+        conversion = f"!{part.conversion}" if part.conversion else ""
+        pieces.append("{" + conversion + (f":{spec}" if spec else "") + "}")
+        expressions.append(part.expression)
+    return "".join(pieces), expressions
+
+
+def _literal(text: str) -> str:
+    """`text` as a string literal, in double quotes when it needs no more escapes."""
+    literal = repr(text)
+    if literal.startswith("'") and '"' not in text:
+        literal = '"' + literal[1:-1].replace("\\'", "'") + '"'
+    return literal
+
+
+def _jax_numpy_binding(small: cst.BaseSmallStatement) -> str | None:
+    """The name `import jax.numpy as jnp` / `from jax import numpy as jnp` binds."""
+    if isinstance(small, cst.Import):
+        for alias in small.names:
+            if alias.evaluated_name == "jax.numpy" and alias.asname is not None:
+                return alias.evaluated_alias
+    if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+        module = cst.Module([]).code_for_node(small.module) if small.module else ""
+        if module == "jax" and not small.relative:
+            for alias in small.names:
+                if alias.evaluated_name == "numpy":
+                    return alias.evaluated_alias or "numpy"
+    return None
+
+
+def _only_imports(assignments: Collection[BaseAssignment]) -> bool:
+    found = list(assignments)
+    return bool(found) and all(
+        isinstance(a, Assignment) and isinstance(a.node, cst.Import | cst.ImportFrom) for a in found
+    )
+
+
+def _abstract_only(context: TracedFunction) -> bool:
+    """Traced only to find shapes (`jax.eval_shape`, `jax.make_jaxpr`): it never runs."""
+    return all(any(f"`{t}`" in reason for t in ABSTRACT_TRANSFORMS) for reason in context.reasons)
+
+
+def _is_parameter(scope: Scope | None, name: cst.Name) -> bool:
+    """Whether `name` is a parameter (also when reassigned: `axis = int(axis)`)."""
+    if scope is None:
+        return False
+    return any(
+        isinstance(a, Assignment) and isinstance(a.node, cst.Param) for a in scope[name.value]
+    )
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = [node] if isinstance(node, cst.Call) else []
+    for child in node.children:
+        found.extend(_calls_in(child))
+    return found
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+# `HostConversionInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
+__getattr__, __dir__ = command_hooks(HostConversionInTraced)

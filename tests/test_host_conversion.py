@@ -1,0 +1,123 @@
+"""JF104's boundaries that the fixtures cannot show without another rule's findings: logging and
+metrics calls are JF103's, and the cases where a print is reported but not rewritten."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from jaxfix.engine import check_text, fix_text
+from jaxfix.registry import find_rule
+
+RULE = find_rule("JF104")
+assert RULE is not None
+HEADER = """\
+import logging
+import pickle
+from functools import partial
+
+import jax
+import numpy as np
+import wandb
+
+logger = logging.getLogger(__name__)
+
+
+@partial(jax.jit, static_argnames=("writer", "i"))
+def step(x, writer, i):
+"""
+
+
+def findings(body: str) -> list[tuple[int, bool]]:
+    """(line in `body`, fixable) of each JF104 finding."""
+    text = HEADER + textwrap.indent(textwrap.dedent(body) + "\n", "    ") + "    return x\n"
+    offset = HEADER.count("\n")
+    found = check_text(text, [RULE])
+    return [(d.line - offset, d.fix is not None) for d in found]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'logging.info("loss %s", float(x))',
+        'logger.warning(f"loss {x.item()}")',
+        'logger.log(logging.INFO, "x %s", np.asarray(x))',
+        'wandb.log({"loss": float(x)})',
+        'writer.add_scalar("loss", x.item(), i)',
+        'writer.log_metrics({"loss": float(x.sum())})',
+        'raise ValueError("bad {}".format(x))',
+        'print("step", i, x.shape, len(x), x.ndim, x.dtype)',
+        "print(pickle.dumps(x))",  # JF101's: the pickling fails first
+    ],
+)
+def test_left_to_other_rules_or_static(body: str) -> None:
+    assert findings(body) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("y = np.log(x)", [(1, True)]),  # `np.log` is NumPy, not a logger's method
+        ('print("step", i, "loss", x)', [(1, False)]),  # a static value prints differently
+        ('print(f"{x=}")', [(1, False)]),
+        ('print("%.3f" % x)', [(1, False)]),
+        ("print(x, file=None)", [(1, False)]),
+        ("print(float(x))", [(1, False), (1, False)]),
+        ("if np.isnan(x).any():\n    pass", [(1, False)]),
+        ("y = np.asarray(x, copy=True)", [(1, False)]),
+        ("y = np.add(x, x, x)", [(1, False)]),  # the third positional is NumPy's `out`
+        ("y = np.where(x > 0)", [(1, False)]),  # `nonzero`: no fixed shape under jit
+        ("y = np.where(x > 0, x, 0.0)", [(1, True)]),
+        ('s = "{}".format(x)', [(1, False)]),
+    ],
+)
+def test_reported_and_whether_fixed(body: str, expected: list[tuple[int, bool]]) -> None:
+    assert findings(body) == expected
+
+
+def test_print_template_escapes_braces_and_keeps_conversions() -> None:
+    text = HEADER + '    print("{a}", f"{{b}} {x!r:>8}", x)\n    return x\n'
+    fixed = fix_text(text, [RULE], unsafe_fixes=True).text
+    assert 'jax.debug.print("{{a}} {{b}} {!r:>8} {}", x, x)' in fixed
+
+
+HELPER = """\
+import jax
+
+
+def shift(x, axis: int, steps=1):
+    axis = int(axis)
+    return x * axis + float(steps) + float(x)
+
+
+@jax.jit
+def step(x):
+    try:
+        n = int(x)
+    except jax.errors.ConcretizationTypeError:
+        n = 0
+    return shift(x, x.ndim, x) + n
+"""
+
+
+def test_conversions_handled_or_of_python_valued_parameters_are_left_alone() -> None:
+    # `int(axis)` of an `int`-annotated parameter and `float(steps)` of one defaulting to a
+    # literal, in a helper traced only through its caller; `int(x)` inside a `try` that
+    # catches the error. `float(x)` of the array parameter is reported.
+    found = check_text(HELPER, [RULE])
+    assert [(d.line, d.column) for d in found] == [(6, 37)]
+
+
+@pytest.mark.parametrize(
+    ("printed", "expected"),
+    [
+        ("""'say "hi"', x""", """jax.debug.print('say "hi" {}', x)"""),
+        ('rf"\\d {x}"', 'jax.debug.print("\\\\d {}", x)'),
+        ('"""a\nb""", x', 'jax.debug.print("a\\nb {}", x)'),
+    ],
+)
+def test_print_template_quotes(printed: str, expected: str) -> None:
+    text = HEADER + f"    print({printed})\n    return x\n"
+    fixed = fix_text(text, [RULE], unsafe_fixes=True).text
+    assert expected in fixed
