@@ -37,6 +37,27 @@ STORES = "<stores>"
 # local variable of the calling function (`self.history.append`, not `xs.append`).
 OUTER = "<outer>."
 
+# An anchor that stands for syntax, not a callee: a value hashed as a dict key or set element
+# (`{k: v}`, `{k}`, `d[k]`, `k in s`, `d.get(k)`, `hash(k)`, `set([k])`, an argument a jitted
+# function declares static). A rule that lists it has every statement holding such a site in
+# traced code as a candidate; the words are what the text of such a file must contain.
+HASHED_KEYS = "<hashed keys>"
+SYNTAX_ANCHORS: dict[str, frozenset[str]] = {
+    HASHED_KEYS: frozenset({"{", "dict", "Dict", "set", "Set", "Counter", "hash", "static_arg"})
+}
+# What makes a dict or a set (last names: `collections.defaultdict`, `typing.Dict`, ...).
+_KEYED_TYPES = frozenset(
+    {"dict", "Dict", "set", "Set", "frozenset", "FrozenSet", "defaultdict", "DefaultDict"}
+    | {"Counter", "OrderedDict"}
+)
+# Callees that hash their argument or its elements, and methods that hash their first argument.
+_HASHING_CALLEES = frozenset({"hash", "set", "frozenset", "Counter"})
+_KEY_METHODS = frozenset({"get", "setdefault", "pop", "add", "discard", "remove"})
+_STATIC_KEYWORDS = frozenset({"static_argnums", "static_argnames"})
+# Builtins whose result is a Python value, whatever they receive (`id(x)`, `str(x)`).
+_PYTHON_VALUED = frozenset({"id", "int", "float", "bool", "str", "repr", "len", "type"})
+_DISPLAYS = (ast.Dict, ast.Set, ast.DictComp, ast.SetComp)
+
 
 @dataclass(eq=False)  # identity: two functions are never equal
 class _Function:
@@ -52,6 +73,8 @@ class _Function:
     # Local variables (some): assignment targets and the parameters of `_plain_parameters`.
     binds: set[str] = field(default_factory=set)
     declared: set[str] | None = None  # the names it declares `global` or `nonlocal`, if any
+    loops: list[ast.For | ast.AsyncFor] = field(default_factory=list)  # own body only
+    params: set[str] = field(default_factory=set)
 
     def is_outer(self, name: str) -> bool:
         """Whether `name` may name something that outlives a call (not a local variable)."""
@@ -83,6 +106,12 @@ class Candidates:
     imported: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     transforms: Collection[str] = field(default_factory=lambda: TRANSFORMS)
     entered: Collection[str] = ()  # functions other modules' traced code calls
+    # Possible hashing sites (see `HASHED_KEYS`) with the function whose body holds them, and
+    # what decides whether a site hashes: the values and annotations names are bound with, and
+    # the names of functions jitted with static arguments.
+    key_sites: list[tuple[ast.expr, _Function | None, int]] = field(default_factory=list)
+    keyed_bindings: list[tuple[str, ast.expr]] = field(default_factory=list)
+    static_jitted: set[str] = field(default_factory=set)
     _traced: set[_Function] | None = None
 
     def statements(self, anchors: Collection[str], traced_only: bool) -> set[int]:
@@ -95,7 +124,7 @@ class Candidates:
         if not anchors:
             return set()
         qualified = frozenset(a for a in anchors if "." in a and not a.startswith(OUTER))
-        methods = frozenset(a for a in anchors if "." not in a)
+        methods = frozenset(a for a in anchors if "." not in a and a not in SYNTAX_ANCHORS)
         outer = frozenset(a[len(OUTER) :] for a in anchors if a.startswith(OUTER))
 
         def anchored(func: ast.expr) -> bool:
@@ -124,7 +153,107 @@ class Candidates:
             decorated = any(anchored(_decorated_by(d)) for d in function.decorators)
             if decorated or (stores and function.stores):
                 found.add(function.statement)
+        if HASHED_KEYS in anchors:
+            found |= self._hashing_statements(traced if traced_only else None)
         return found
+
+    def _hashing_statements(self, traced: set[_Function] | None) -> set[int]:
+        """The statements of the sites that may hash a value in `traced` functions; without
+        them (what other modules' traced calls could reach), of the sites that read a
+        parameter of their function, which such a call makes traced."""
+        keyed = {name for name, value in self.keyed_bindings if self._keyed_binding(value)}
+        return {
+            statement
+            for site, owner, statement in self.key_sites
+            if (owner in traced if traced is not None else _reads_parameter(site, owner))
+            and self._hashes(site, owner, keyed)
+        }
+
+    def _hashes(self, site: ast.expr, owner: _Function | None, keyed: set[str]) -> bool:
+        """Whether `site` may hash a tracer (see `_variable`)."""
+        loops = self._loop_names(owner.loops) if owner is not None else set()
+        if isinstance(site, ast.Dict):
+            return any(k is not None and self._variable(k, loops) for k in site.keys)
+        if isinstance(site, ast.Set):
+            return any(self._variable(e, loops) for e in site.elts)
+        if isinstance(site, ast.DictComp | ast.SetComp):
+            key = site.key if isinstance(site, ast.DictComp) else site.elt
+            return self._variable(key, loops | self._loop_names(site.generators))
+        if isinstance(site, ast.Subscript):
+            plain = not isinstance(site.slice, ast.Slice)
+            return plain and self._variable(site.slice, loops) and self._keyed(site.value, keyed)
+        if isinstance(site, ast.Compare):
+            keyed_right = any(self._keyed(c, keyed) for c in site.comparators)
+            return keyed_right and self._variable(site.left, loops)
+        if not isinstance(site, ast.Call):
+            return False
+        func, first = site.func, site.args[0] if site.args else None
+        if isinstance(func, ast.Attribute) and func.attr in _KEY_METHODS:
+            variable = first is not None and self._variable(first, loops)
+            return variable and self._keyed(func.value, keyed)
+        if isinstance(func, ast.Name) and func.id in self.static_jitted:
+            return True
+        callees = self._last_names(func) & _HASHING_CALLEES
+        if callees == {"hash"}:
+            return first is not None and self._variable(first, loops)
+        # `set(name)` may be a set of a dict's keys: the rule looks at displays and results.
+        plain = not isinstance(first, ast.Name | ast.Attribute | ast.Constant)
+        return bool(callees) and first is not None and plain
+
+    def _variable(self, key: ast.expr, loops: set[str]) -> bool:
+        """Whether a key may be a tracer: not a constant, not a name `loops` bind (nor their
+        attributes or items), not an imported module's attribute (`spmd.PARTITION_NAME`),
+        not a Python value the builtins make."""
+        if isinstance(key, ast.Tuple):
+            return any(self._variable(element, loops) for element in key.elts)
+        plain = loops
+        while isinstance(key, ast.Attribute | ast.Subscript):
+            if isinstance(key, ast.Attribute):
+                plain = loops | self.imported.keys()
+            key = key.value
+        if isinstance(key, ast.Call) and isinstance(key.func, ast.Name):
+            return key.func.id not in _PYTHON_VALUED
+        if isinstance(key, ast.Name):
+            return key.id not in plain
+        return not isinstance(key, ast.Constant)
+
+    def _loop_names(self, loops: Iterable[ast.For | ast.AsyncFor | ast.comprehension]) -> set[str]:
+        """The names (alone or in tuples) that loops bind, unless they walk what a jax
+        function returns (`for row in jnp.eye(3)`: arrays): the rule leaves the others out."""
+        return {
+            name
+            for loop in loops
+            if not any(n.startswith("jax.") for n in self._call_names(loop.iter))
+            for name in _loop_targets(loop.target)
+        }
+
+    def _call_names(self, expr: ast.expr) -> set[str]:
+        return self._full_names(expr.func) if isinstance(expr, ast.Call) else set()
+
+    def _keyed(self, expr: ast.expr, keyed: set[str]) -> bool:
+        """Whether `expr` may be a dict or a set: a display, a constructor call, or a name
+        bound to one or annotated as one (`keyed`)."""
+        if isinstance(expr, _DISPLAYS):
+            return True
+        if isinstance(expr, ast.Call):
+            return bool(self._last_names(expr.func) & _KEYED_TYPES)
+        return isinstance(expr, ast.Name) and expr.id in keyed
+
+    def _keyed_binding(self, expr: ast.expr) -> bool:
+        """Whether a value or an annotation (`dict[str, int]`) makes a name a dict or a set."""
+        if isinstance(expr, _DISPLAYS):
+            return True
+        if isinstance(expr, ast.Call | ast.Subscript):
+            return self._keyed_binding(expr.func if isinstance(expr, ast.Call) else expr.value)
+        return bool(self._last_names(expr) & _KEYED_TYPES)
+
+    def _last_names(self, expr: ast.expr) -> set[str]:
+        names = {name.rsplit(".", 1)[-1] for name in self._full_names(expr)}
+        if isinstance(expr, ast.Name):
+            names.add(expr.id)
+        elif isinstance(expr, ast.Attribute):
+            names.add(expr.attr)
+        return names
 
     def project_calls(self, packages: Collection[str]) -> Iterator[tuple[_Call, str]]:
         """Each call of a function imported from `packages` or by a relative import, with the
@@ -342,15 +471,25 @@ def collect(
                         owner.reads.add(node.attr)
                     if isinstance(node.ctx, ast.Store) and (root := _root_name(node)):
                         owner.store_roots.add(root)
+                if isinstance(node, ast.Subscript):
+                    found.key_sites.append((node, owner, statement))
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
                 if owner is not None and isinstance(node.func, ast.Name):
                     owner.reads.add("__call__")  # it may call an instance of a class
+                found.key_sites.append((node, owner, statement))
+            elif isinstance(node, _DISPLAYS):
+                found.key_sites.append((node, owner, statement))
+            elif isinstance(node, ast.Compare):
+                if any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+                    found.key_sites.append((node, owner, statement))
             elif isinstance(node, _FUNCTIONS):
                 if module_level:
                     names.defines.add(node.name)
                 function = _Function(statement, {node.name}, decorators=list(node.decorator_list))
                 function.binds.update(_plain_parameters(node.args))
+                function.params = _parameters(node.args)
+                _note_keyed(node, found)
                 found.functions.append(function)
                 if node in methods_of:
                     methods_of.pop(node).append(function)
@@ -365,6 +504,7 @@ def collect(
                 continue
             elif isinstance(node, ast.Lambda):
                 function = _Function(statement, lambda_names.pop(node, set()))
+                function.params = _parameters(node.args)
                 found.functions.append(function)
                 found.lambdas[node] = function
                 if owner is not None:
@@ -382,6 +522,9 @@ def collect(
                 continue
             elif isinstance(node, ast.Assign):
                 targets = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                found.keyed_bindings.extend((name, node.value) for name in targets)
+                if isinstance(node.value, ast.Call) and _static_keywords(node.value):
+                    found.static_jitted |= targets
                 if isinstance(node.value, ast.Lambda):
                     lambda_names[node.value] = targets
                 elif isinstance(node.value, ast.Name | ast.Attribute):  # `my_jit = jax.jit`
@@ -393,6 +536,12 @@ def collect(
                 if module_level:
                     names.defines.update(_bound_by_import(node))
                 continue
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                found.keyed_bindings.append((node.target.id, node.annotation))
+                if node.value is not None:
+                    found.keyed_bindings.append((node.target.id, node.value))
+            elif isinstance(node, ast.For | ast.AsyncFor) and owner is not None:
+                owner.loops.append(node)
             elif isinstance(node, ast.Global | ast.Nonlocal):
                 if isinstance(node, ast.Global):
                     names.defines.update(node.names)
@@ -449,6 +598,44 @@ def _root_name(expr: ast.expr) -> str | None:
     while isinstance(expr, ast.Attribute | ast.Subscript):
         expr = expr.value
     return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _parameters(args: ast.arguments) -> set[str]:
+    every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+    return {arg.arg for arg in every if arg is not None}
+
+
+def _reads_parameter(site: ast.expr, owner: _Function | None) -> bool:
+    return owner is not None and any(
+        isinstance(node, ast.Name) and node.id in owner.params for node in ast.walk(site)
+    )
+
+
+def _loop_targets(target: ast.expr) -> Iterator[str]:
+    """The names a loop target binds, alone or in tuples (not starred)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _loop_targets(element)
+
+
+def _note_keyed(node: ast.FunctionDef | ast.AsyncFunctionDef, found: Candidates) -> None:
+    """A function's parameters annotated as dicts or sets, and whether it is jitted with
+    static arguments (`@partial(jax.jit, static_argnums=1)`)."""
+    args = node.args
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        if arg.annotation is not None:
+            found.keyed_bindings.append((arg.arg, arg.annotation))
+    if any(_static_keywords(decorator) for decorator in node.decorator_list):
+        found.static_jitted.add(node.name)
+
+
+def _static_keywords(expr: ast.expr) -> bool:
+    return any(
+        isinstance(call, ast.Call) and any(k.arg in _STATIC_KEYWORDS for k in call.keywords)
+        for call in ast.walk(expr)
+    )
 
 
 def _bound_by_import(node: ast.Import | ast.ImportFrom) -> Iterator[str]:

@@ -115,8 +115,13 @@ def _anchors(rule: type[Rule], options: Options) -> frozenset[str]:
 
 @functools.cache
 def _words(anchors: frozenset[str]) -> frozenset[str]:
-    """What the text of a file where a rule fires must contain: its anchors' last names."""
-    return frozenset(map(_last_name, anchors))
+    """What the text of a file where a rule fires must contain: its anchors' last names (for
+    an anchor that stands for syntax, the words that syntax needs)."""
+    return frozenset(
+        word
+        for anchor in anchors
+        for word in candidates.SYNTAX_ANCHORS.get(anchor, (_last_name(anchor),))
+    )
 
 
 def check_text(

@@ -376,6 +376,43 @@ class TracedAnalysis:
                 return False
         return True
 
+    def static_parameters(self, func: cst.BaseExpression) -> tuple[list[str], set[str]] | None:
+        """For a callee that names a same-module function jitted with static arguments
+        (`@partial(jax.jit, static_argnums=1)` on its def, or `g = jax.jit(f, static_argnames=
+        "n")`): its positional parameter names and its static ones."""
+        if not isinstance(func, cst.Name):
+            return None
+        function = self.function_of_name(func)
+        found: list[tuple[TransformSpec, cst.Call | None, _Target]] = []
+        if isinstance(function, cst.FunctionDef):
+            for decorator in function.decorators:
+                spec_call = self._transform_of(decorator.decorator)
+                if spec_call is not None:
+                    found.append((spec_call[1], spec_call[2], _Target(function)))
+        value = self._aliased_call(func)
+        transform = self._transform_call(value) if value is not None else None
+        if value is not None and transform is not None and transform[1] is not None:
+            found.append((self._transforms[transform[0]], value, transform[1]))
+        for spec, options, target in found:
+            if not spec.static_argnames_keywords:
+                continue
+            params = _positional_param_names(target.function)[target.bound_positions :]
+            static = _static_params(spec, options, params)
+            if static:
+                return params, static
+        return None
+
+    def _aliased_call(self, name: cst.Name) -> cst.Call | None:
+        """For a name bound exactly once, by `name = call(...)`, the call."""
+        assignments = self._assignments(name)
+        if len(assignments) != 1:
+            return None
+        target = self._parents.get(assignments[0].node)
+        assign = self._parents.get(target) if isinstance(target, cst.AssignTarget) else None
+        if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
+            return assign.value
+        return None
+
     # ----- entry points ---------------------------------------------------------------------
 
     def references_to(self, names: Collection[str]) -> list[cst.Name | cst.Attribute]:

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from jaxfix.candidates import STORES, collect
+from jaxfix.candidates import HASHED_KEYS, STORES, collect
 from jaxfix.registry import all_rules
 
 ANCHORS = frozenset().union(*(rule.anchors for rule in all_rules()))
@@ -132,6 +132,30 @@ KEPT = {
                 self.history.append(x)
                 acc.append(x)
         """,
+    "a module-level dict looked up in traced code (hash-in-traced)": """\
+        import jax
+        TABLE = {0: 1.0}
+        @jax.jit
+        def f(x):
+            return TABLE[x]
+        """,
+    "a parameter annotated as a dict, and a set display": """\
+        import jax
+        from typing import Dict
+        @jax.jit
+        def f(x, table: Dict[int, float]):
+            return table.get(x), {x}
+        """,
+    "a call of a function jitted with static arguments": """\
+        import jax
+        from functools import partial
+        @partial(jax.jit, static_argnums=1)
+        def g(x, n):
+            return x * n
+        @jax.jit
+        def f(x):
+            return g(x, x)
+        """,
 }
 
 DROPPED = {
@@ -192,6 +216,14 @@ DROPPED = {
         def f(x, dumps):
             return dumps
         """,
+    "indexing arrays, and dicts with constant keys, in traced code": """\
+        import jax, jax.numpy as jnp
+        TABLE = jnp.asarray([1.0, 2.0])
+        CONFIG = {"scale": 2.0}
+        @jax.jit
+        def f(x, i, xs):
+            return {"y": TABLE[i] * x[i] * xs[i] * CONFIG["scale"]}, xs.get(i)
+        """,
 }
 
 
@@ -227,3 +259,12 @@ def test_stores_count_only_for_the_stores_anchor() -> None:
     assert collect(tree).statements(frozenset({STORES}), traced_only=True) == {1}
     host = ast.parse("import jax\ndef f(x):\n    s.a = x\n")
     assert collect(host).statements(frozenset({STORES}), traced_only=True) == set()
+
+
+def test_hashing_sites_reached_from_other_modules_read_a_parameter() -> None:
+    """Another module's traced call makes parameters traced: `lookup(k)` can hash a tracer,
+    `fixed()` cannot."""
+    tree = ast.parse(
+        "TABLE = {}\ndef lookup(k):\n    return TABLE[k]\ndef fixed():\n    return TABLE[K]\n"
+    )
+    assert collect(tree).statements(frozenset({HASHED_KEYS}), traced_only=False) == {1}

@@ -200,6 +200,7 @@ def test_explain_and_rules() -> None:
         ["JF103", "leak-in-traced", "unsafe"],
         ["JF104", "host-conversion-in-traced", "unsafe"],
         ["JF105", "parallel-in-traced", "none"],
+        ["JF106", "hash-in-traced", "none"],
         ["JF107", "serialized-return", "unsafe"],
         ["JF108", "pickled-device-array", "safe"],
     ]
@@ -212,6 +213,7 @@ def test_explain_and_rules() -> None:
         ("JF103", "unsafe"),
         ("JF104", "unsafe"),
         ("JF105", "none"),
+        ("JF106", "none"),
         ("JF107", "unsafe"),
         ("JF108", "safe"),
     ]

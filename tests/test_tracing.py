@@ -2210,3 +2210,46 @@ def test_value_traced_reads_returns() -> None:
 )
 def test_host_look_alikes(src: str, expected: dict[str, set[str]]) -> None:
     assert traced(src) == expected
+
+
+def test_static_parameters_of_jitted_callees() -> None:
+    """`static_parameters` names what a callee's jit declares static, for a decorated def (also
+    `@jax.jit(static_argnums=...)`) and for `g = jax.jit(f, static_argnames=...)`; nothing for
+    a jit without static arguments, an unknown callee or another transform."""
+    analysis = analyse("""\
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnums=1)
+        def a(x, n):
+            return x * n
+
+        @jax.jit(static_argnames="n")
+        def b(x, n):
+            return x * n
+
+        def _c(x, size):
+            return x
+
+        c = jax.jit(_c, static_argnames=("size",))
+        d = jax.jit(_c)
+        e = jax.vmap(_c)
+        a(1, 2), b(1, 2), c(1, 2), d(1, 2), e(1, 2), f(1, 2)
+        """)
+    statement = analysis.module.body[-1]
+    assert isinstance(statement, cst.SimpleStatementLine)
+    expression = statement.body[0]
+    assert isinstance(expression, cst.Expr) and isinstance(expression.value, cst.Tuple)
+    calls = [element.value for element in expression.value.elements]
+    found = [
+        analysis.static_parameters(call.func) if isinstance(call, cst.Call) else None
+        for call in calls
+    ]
+    assert found == [
+        (["x", "n"], {"n"}),
+        (["x", "n"], {"n"}),
+        (["x", "size"], {"size"}),
+        None,
+        None,
+        None,
+    ]

@@ -1,0 +1,352 @@
+"""JF106 hash-in-traced: a traced value hashed as a dict key, a set element or a static argument."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+from libcst.metadata import Assignment
+
+from jaxfix.candidates import HASHED_KEYS
+from jaxfix.libcst_command import command_hooks
+from jaxfix.rule import Rule
+from jaxfix.tracing import TracedFunction
+
+# Calls that make a dict or a set, and annotations that declare one.
+KEYED_CONSTRUCTORS = frozenset(
+    {
+        "builtins.dict",
+        "builtins.set",
+        "builtins.frozenset",
+        "collections.defaultdict",
+        "collections.Counter",
+        "collections.OrderedDict",
+    }
+)
+KEYED_ANNOTATIONS = KEYED_CONSTRUCTORS | {
+    "typing.Dict",
+    "typing.Set",
+    "typing.FrozenSet",
+    "typing.DefaultDict",
+    "typing.Counter",
+    "typing.OrderedDict",
+}
+# Callees that hash each element of the iterable they receive.
+ELEMENT_HASHERS = frozenset({"builtins.set", "builtins.frozenset", "collections.Counter"})
+# Methods of a dict or a set that hash their first argument.
+DICT_METHODS = frozenset({"get", "setdefault", "pop"})
+KEY_METHODS = DICT_METHODS | {"add", "discard", "remove"}
+# Callables that hash by identity, whatever they hold.
+HASHED_BY_ID = frozenset({"functools.partial"})
+# Array namespaces: a loop over what their functions return walks an array, not a dict.
+ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.")
+# Methods that turn an array into a Python value: they fail (or not) on their own, not here.
+HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__index__"})
+
+# Why tracing marks every parameter traced while some may hold Python values: a callable
+# given to an unknown function along with traced data, a custom derivative rule (its
+# `nondiff_argnums` arguments are passed as they are).
+GUESSED = frozenset({"applied to traced values", "a custom derivative", "a custom derivative rule"})
+# Reasons of functions a transform traces itself: their parameters are traced as declared.
+ENTERED = ("decorated with `", "passed to `")
+SHOWN = 60  # characters of a site's source the message quotes
+
+LOOKUP = (
+    "tracers are unhashable; index an array instead (`jnp.asarray(values)[i]`, `jnp.where`,"
+    " `lax.switch`), or look the value up outside the trace or on a static argument"
+)
+MEMBERSHIP = (
+    "tracers are unhashable; compare arrays instead (`jnp.isin(x, jnp.asarray(sorted(s)))`),"
+    " or test the value outside the trace or on a static argument"
+)
+HASH = (
+    "tracers are unhashable; for a random seed derive a key inside the trace"
+    " (`jax.random.fold_in(key, x)`), or hash a static argument"
+)
+STATIC = (
+    "jax raises `ValueError: Non-hashable static arguments are not supported`; pass it as a"
+    " traced argument, or make it static in the caller too"
+)
+
+
+class HashInTraced(Rule):
+    """
+    ## What it does
+    Finds a traced value used as a hash key inside traced code: a key of a dict display or
+    comprehension, `d[x]` (load, store, `del`), `x in d`, `d.get(x)`, `d.setdefault(x, ...)`,
+    `d.pop(x)`, `s.add(x)` on a dict or set, an element of a set display, `set([x, ...])`,
+    `frozenset(...)`, `collections.Counter(...)`, `hash(x)` (as in `np.random.seed(hash(x))`),
+    and a traced value passed as a static argument of a same-module jitted function
+    (`static_argnums`, `static_argnames`) by a function a transform traces. The receiver must
+    be known to be a dict or a set: a display, a `dict()` / `set()` / `defaultdict()` /
+    `Counter()` call, a name bound only to one, or a parameter annotated `dict` or `set`.
+    Indexing an array or a list (`xs[i]`) is not hashing. Left alone, as they often hold
+    Python values: names a loop binds (`for k in params`), `set(name)` (a dict's keys),
+    `int(x)` / `str(x)` keys, the parameters of custom derivative rules and of callables only
+    handed to an unknown function (`update(..., logger=log)`).
+
+    ## Why is this bad?
+    Inside a trace an array is a `Tracer`, which is unhashable: the lookup raises
+    `TypeError: unhashable type: 'DynamicJaxprTracer'` (`'BatchTracer'` under `vmap`,
+    `'LinearizeTracer'` under `grad`), and a jitted function given a tracer for a static argument
+    raises `ValueError: Non-hashable static arguments are not supported`. Even a hashable
+    tracer would not help: the key is only known when the compiled function runs.
+
+    ## Example
+    ```python
+    SCALE = {0: 1.0, 1: 0.5, 2: 0.25}
+
+
+    @jax.jit
+    def scaled(x, level):
+        return x * SCALE[level]
+    ```
+
+    ## Use instead
+    ```python
+    SCALE = jnp.asarray([1.0, 0.5, 0.25])
+
+
+    @jax.jit
+    def scaled(x, level):
+        return x * SCALE[level]
+    ```
+    Index an array with the traced value, choose with `jnp.where` or `lax.switch`, or make
+    the key static (`jax.jit(scaled, static_argnames="level")`) when it is a Python value.
+    For a seed, use `jax.random.fold_in(key, x)` instead of `hash(x)`.
+
+    ## Fix safety
+    No fix. The rewrite depends on what the table holds and on the values the key takes.
+
+    ## References
+    - https://docs.jax.dev/en/latest/faq.html#jit-and-caching
+    - https://docs.jax.dev/en/latest/jit-compilation.html#marking-arguments-as-static
+    - https://docs.jax.dev/en/latest/notebooks/Common_Gotchas_in_JAX.html
+    """
+
+    code = "JF106"
+    name = "hash-in-traced"
+    summary = "A traced value used as a dict key, a set element, a hash or a static argument"
+    message = "`{site}` hashes the traced `{key}` inside `{function}` ({reason}): {advice}"
+    fix_title = "Index an array, or keep the key static"
+    fix_safety = None
+    anchors = frozenset({HASHED_KEYS})
+
+    # ----- the sites ------------------------------------------------------------------------
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        for element in node.elements:
+            if isinstance(element, cst.DictElement) and self._check(node, element.key, LOOKUP):
+                return
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._check(node, node.key, LOOKUP)
+
+    def visit_Set(self, node: cst.Set) -> None:
+        self._check_each(node, node.elements)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._check(node, node.elt, MEMBERSHIP)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        indices = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        if len(indices) != len(node.slice) or not self._keyed(node.value):
+            return
+        key = indices[0] if len(indices) == 1 else cst.Tuple([cst.Element(i) for i in indices])
+        self._check(node, key, LOOKUP, shown=indices[0] if len(indices) == 1 else None)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        left = node.left
+        for target in node.comparisons:
+            if isinstance(target.operator, cst.In | cst.NotIn) and self._keyed(target.comparator):
+                self._check(node, left, MEMBERSHIP)
+            left = target.comparator
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        names = self.qualified_names(func)
+        first = node.args[0] if node.args and not node.args[0].star else None
+        if isinstance(func, cst.Attribute) and func.attr.value in KEY_METHODS:
+            if first is not None and first.keyword is None and self._keyed(func.value):
+                advice = LOOKUP if func.attr.value in DICT_METHODS else MEMBERSHIP
+                self._check(node, first.value, advice)
+        elif "builtins.hash" in names and first is not None:
+            self._check(node, first.value, HASH)
+        elif names & ELEMENT_HASHERS and first is not None and first.keyword is None:
+            self._check_elements(node, first.value)
+        else:
+            self._check_static(node)
+
+    # ----- what hashes a tracer -------------------------------------------------------------
+
+    def _check(
+        self,
+        site: cst.CSTNode,
+        key: cst.BaseExpression,
+        advice: str,
+        shown: cst.BaseExpression | None = None,
+    ) -> bool:
+        """Report `site` when `key` is a tracer there; whether it did."""
+        context = self._context(site)
+        if context is None or not self._tracer_valued(key):
+            return False
+        self._report(site, key if shown is None else shown, advice, context)
+        return True
+
+    def _check_each(self, site: cst.CSTNode, elements: Sequence[cst.BaseElement]) -> None:
+        """One report for the first traced element of a display."""
+        for element in elements:
+            if isinstance(element, cst.Element) and self._check(site, element.value, MEMBERSHIP):
+                return
+
+    def _report(
+        self, site: cst.CSTNode, key: cst.CSTNode, advice: str, context: TracedFunction
+    ) -> None:
+        message = self.message.format(
+            site=_code(site),
+            key=_code(key),
+            function=context.label,
+            reason=context.reasons[0],
+            advice=advice,
+        )
+        self.report(site, message)
+
+    def _check_elements(self, call: cst.Call, iterable: cst.BaseExpression) -> None:
+        """`set([x, y])`, `set(v for v in ...)`, `set(jnp.unique(x))`: not `set(name)`, which
+        may be a dict of arrays (its keys are hashed, not its values)."""
+        if isinstance(iterable, cst.List | cst.Tuple | cst.Set):
+            self._check_each(call, iterable.elements)
+        elif isinstance(iterable, cst.GeneratorExp | cst.ListComp | cst.SetComp):
+            self._check(call, iterable.elt, MEMBERSHIP)
+        elif isinstance(iterable, cst.Call | cst.BinaryOperation):
+            self._check(call, iterable, MEMBERSHIP)
+
+    def _check_static(self, call: cst.Call) -> None:
+        """A traced value in a position the callee's jit declares static. Only in a function a
+        transform traces itself (`jit`, `vmap`, a `scan` body): a helper may be called with
+        Python values where the analysis cannot tell (`f(*args)` marks every parameter)."""
+        found = self.traced.static_parameters(call.func)
+        context = self._context(call) if found is not None else None
+        if found is None or context is None:
+            return
+        if not any(reason.startswith(ENTERED) for reason in context.reasons):
+            return
+        params, static = found
+        for index, arg in enumerate(call.args):
+            if arg.star:
+                return
+            param = arg.keyword.value if arg.keyword is not None else None
+            if param is None and index < len(params):
+                param = params[index]
+            if param in static and self._array_valued(arg.value):
+                self._report(call, arg.value, f"`{param}` is static; {STATIC}", context)
+                return
+
+    def _array_valued(self, expr: cst.BaseExpression) -> bool:
+        """A tracer, not an object that merely holds one (`partial(f, x)` hashes by id)."""
+        if isinstance(expr, cst.Call) and self.qualified_names(expr.func) & HASHED_BY_ID:
+            return False
+        return not isinstance(expr, cst.Lambda) and self._tracer_valued(expr)
+
+    def _context(self, site: cst.CSTNode) -> TracedFunction | None:
+        """The traced function `site` runs in, unless only guesses make it traced (see
+        `GUESSED`): a callable handed to some function along with traced data (optax's
+        `update(..., metrics_logger=log)` calls `log("lr", 0.3)`), or a custom rule."""
+        context = self.traced.context_of(site)
+        if context is None or set(context.reasons) <= GUESSED:
+            return None
+        return context
+
+    def _tracer_valued(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is a tracer (or a tuple holding one) where it stands. A name bound by
+        a loop is left out (`for k in params` walks a dict's keys), and so are Python values
+        made from a tracer (`int(x)`, `x.item()` fail on their own, `str(x)` is a string)."""
+        if isinstance(expr, cst.Tuple):
+            return any(
+                isinstance(e, cst.Element) and self._tracer_valued(e.value) for e in expr.elements
+            )
+        if isinstance(expr, cst.Name):
+            return self.traced.is_traced(expr) and not self._loop_bound(expr)
+        if isinstance(expr, cst.Attribute | cst.Subscript):
+            return self._tracer_valued(expr.value) and self.traced.is_traced(expr)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._tracer_valued(expr.left) or self._tracer_valued(expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._tracer_valued(expr.expression)
+        if isinstance(expr, cst.Call):
+            if any(name.startswith("builtins.") for name in self.qualified_names(expr.func)):
+                return False
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in HOST_METHODS:
+                return False
+        return self.traced.is_traced(expr)
+
+    def _loop_bound(self, name: cst.Name) -> bool:
+        """Whether `name` is bound by a loop over something other than an array that a
+        `jax.numpy` (or `lax`, `nn`) function returns."""
+        for assignment in self._assignments(name):
+            node: cst.CSTNode | None = assignment.node
+            while isinstance(node, cst.Name | cst.Tuple | cst.List | cst.Element):
+                node = self.traced.parent(node)
+            if isinstance(node, cst.For | cst.CompFor) and not self._makes_array(node.iter):
+                return True
+        return False
+
+    def _makes_array(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        return any(n.startswith(ARRAY_NAMESPACES) for n in self.qualified_names(expr.func))
+
+    # ----- what is a dict or a set ----------------------------------------------------------
+
+    def _keyed(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is a dict or a set, as far as the module tells."""
+        if isinstance(expr, cst.Dict | cst.Set | cst.DictComp | cst.SetComp):
+            return True
+        if isinstance(expr, cst.Call):
+            return bool(self.qualified_names(expr.func) & KEYED_CONSTRUCTORS)
+        if not isinstance(expr, cst.Name):
+            return False
+        assignments = self._assignments(expr)
+        return bool(assignments) and all(map(self._binds_keyed, assignments))
+
+    def _binds_keyed(self, assignment: Assignment) -> bool:
+        node = assignment.node
+        if isinstance(node, cst.Param):
+            starred = isinstance(node.star, str) and bool(node.star)  # `*rows: dict`: a tuple
+            annotation = node.annotation
+            return (
+                not starred and annotation is not None and self._keyed_type(annotation.annotation)
+            )
+        target = self.traced.parent(node)
+        statement = self.traced.parent(target) if isinstance(target, cst.AssignTarget) else target
+        if isinstance(statement, cst.Assign):
+            return not isinstance(statement.value, cst.Name) and self._keyed(statement.value)
+        if isinstance(statement, cst.AnnAssign) and statement.target is node:
+            value = statement.value
+            if self._keyed_type(statement.annotation.annotation):
+                return True
+            return value is not None and not isinstance(value, cst.Name) and self._keyed(value)
+        return False
+
+    def _keyed_type(self, annotation: cst.BaseExpression) -> bool:
+        if isinstance(annotation, cst.Subscript):
+            annotation = annotation.value
+        return bool(self.qualified_names(annotation) & KEYED_ANNOTATIONS)
+
+    def _assignments(self, name: cst.Name) -> list[Assignment]:
+        scope = self.traced.scope_of(name)
+        if scope is None:
+            return []
+        return [a for a in scope[name.value] if isinstance(a, Assignment)]
+
+
+def _code(node: cst.CSTNode) -> str:
+    """The source of `node`, its first line cut to `SHOWN` characters."""
+    code = cst.Module([]).code_for_node(node)
+    line = code.splitlines()[0] if code else code
+    return line if line == code and len(line) <= SHOWN else line[: SHOWN - 3] + "..."
+
+
+# `HashInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
+__getattr__, __dir__ = command_hooks(HashInTraced)
