@@ -21,6 +21,7 @@ every fixture and in fuzzing).
 from __future__ import annotations
 
 import ast
+import builtins
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from jaxfix.firstpass import Bindings
 from jaxfix.transforms import CUSTOM_RULE_METHODS, TRACED_MODULE_BASES, TRANSFORMS
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BUILTINS = frozenset(dir(builtins))
 # An anchor that is no callee: the statements whose functions may store to state that outlives
 # them: assign to an attribute or an item of a name that is not a local variable (a parameter,
 # a global, a closure's name), or declare a name `global` / `nonlocal`.
@@ -65,7 +67,10 @@ class _Function:
 
     statement: int
     names: set[str]
-    reads: set[str] = field(default_factory=set)  # names and attribute names, own body only
+    reads: set[str] = field(default_factory=set)  # names, own body only
+    attributes_read: set[str] = field(default_factory=set)  # `x.name`, own body only
+    is_method: bool = False  # defined directly in a class body
+    names_called: set[str] = field(default_factory=set)  # `f(...)`, own body only
     lambdas: list[_Function] = field(default_factory=list)  # written in its own body
     decorators: list[ast.expr] = field(default_factory=list)
     # The root names of the attributes and items its body assigns (`self` for `self.a.b = 1`).
@@ -76,8 +81,14 @@ class _Function:
     loops: list[ast.For | ast.AsyncFor] = field(default_factory=list)  # own body only
     params: set[str] = field(default_factory=set)
 
+    # `self` of a method of a class that is not plain (a framework module, a dataclass, an
+    # imported base): JF103 leaves its attributes alone.
+    framework_self: str | None = None
+
     def is_outer(self, name: str) -> bool:
         """Whether `name` may name something that outlives a call (not a local variable)."""
+        if name == self.framework_self:
+            return False
         return name not in self.binds or (self.declared is not None and name in self.declared)
 
     @property
@@ -113,6 +124,7 @@ class Candidates:
     keyed_bindings: list[tuple[str, ast.expr]] = field(default_factory=list)
     static_jitted: set[str] = field(default_factory=set)
     _traced: set[_Function] | None = None
+    _functions_by_name: dict[str, list[_Function]] | None = None
 
     def statements(self, anchors: Collection[str], traced_only: bool) -> set[int]:
         """Top-level statements calling (or decorating with) one of `anchors`, in the body of a
@@ -334,6 +346,8 @@ class Candidates:
                 names |= named
                 entries += lambdas
         names.update(self.entered)
+        if any(map(self._may_be_instance, names)):
+            names.add("__call__")  # `jax.vmap(model)` calls the instance
         entries += (f for f in self.functions if not f.names.isdisjoint(names))
         for cls, methods in self.classes:
             if any(self._full_names(b) & TRACED_MODULE_BASES for b in cls.bases):
@@ -348,8 +362,10 @@ class Candidates:
         by_name = self._by_name()
         callers: dict[_Function, list[_Function]] = defaultdict(list)
         for caller in self.traced():
-            for name in caller.reads:
-                for callee in by_name.get(name, ()):
+            for callee in _callees(caller, by_name):
+                callers[callee].append(caller)
+            if any(map(self._may_be_instance, caller.names_called)):
+                for callee in by_name.get("__call__", ()):
                     callers[callee].append(caller)
             for lambda_ in caller.lambdas:
                 callers[lambda_].append(caller)
@@ -376,12 +392,19 @@ class Candidates:
         for argument in (*call.args, *(k.value for k in call.keywords)):
             for node in ast.walk(argument):
                 if isinstance(node, ast.Name):
-                    names.update((node.id, "__call__"))  # `jax.vmap(model)` calls the instance
+                    names.add(node.id)
                 elif isinstance(node, ast.Attribute):
                     names.add(node.attr)
                 elif isinstance(node, ast.Lambda):
                     lambdas.append(self.lambdas[node])
         return names, lambdas
+
+    def _may_be_instance(self, name: str) -> bool:
+        """`name` may hold an instance of a class (its `__call__` runs when it is called): it
+        is no function of the file, no import and no builtin."""
+        if self._functions_by_name is None:
+            self._functions_by_name = self._by_name()
+        return not (name in self._functions_by_name or name in self.imported or name in _BUILTINS)
 
     def _by_name(self) -> dict[str, list[_Function]]:
         by_name: dict[str, list[_Function]] = defaultdict(list)
@@ -399,7 +422,9 @@ class Candidates:
             if function in seen:
                 continue
             seen.add(function)
-            work.extend(other for name in function.reads for other in by_name.get(name, ()))
+            work.extend(_callees(function, by_name))
+            if any(map(self._may_be_instance, function.names_called)):
+                work.extend(by_name.get("__call__", ()))
             work.extend(function.lambdas)
         return seen
 
@@ -448,6 +473,7 @@ def collect(
     found = Candidates(transforms=transforms, entered=entered)
     lambda_names: dict[ast.Lambda, set[str]] = {}
     methods_of: dict[ast.stmt, list[_Function]] = {}  # a class's statement -> its methods
+    framework_classes: dict[ast.stmt, str | None] = {}  # their methods -> `self`
     for statement, top in enumerate(tree.body):
         names = Bindings()
         found.bindings.append(names)
@@ -468,7 +494,7 @@ def collect(
             if isinstance(node, ast.Attribute | ast.Subscript):
                 if owner is not None:
                     if isinstance(node, ast.Attribute):
-                        owner.reads.add(node.attr)
+                        owner.attributes_read.add(node.attr)
                     if isinstance(node.ctx, ast.Store) and (root := _root_name(node)):
                         owner.store_roots.add(root)
                 if isinstance(node, ast.Subscript):
@@ -476,7 +502,7 @@ def collect(
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
                 if owner is not None and isinstance(node.func, ast.Name):
-                    owner.reads.add("__call__")  # it may call an instance of a class
+                    owner.names_called.add(node.func.id)
                 found.key_sites.append((node, owner, statement))
             elif isinstance(node, _DISPLAYS):
                 found.key_sites.append((node, owner, statement))
@@ -493,6 +519,8 @@ def collect(
                 found.functions.append(function)
                 if node in methods_of:
                     methods_of.pop(node).append(function)
+                    function.is_method = True
+                function.framework_self = framework_classes.pop(node, None)
                 outer = [
                     *node.decorator_list,
                     *getattr(node, "type_params", ()),  # Python 3.12
@@ -518,6 +546,12 @@ def collect(
                 methods: list[_Function] = []
                 found.classes.append((node, methods))
                 methods_of.update((child, methods) for child in node.body)
+                if not _may_be_plain(node, found):
+                    framework_classes.update(
+                        (child, _first_parameter(child.args))
+                        for child in node.body
+                        if isinstance(child, _FUNCTIONS)
+                    )
                 stack.extend((child, owner, False) for child in _children(node))
                 continue
             elif isinstance(node, ast.Assign):
@@ -636,6 +670,41 @@ def _static_keywords(expr: ast.expr) -> bool:
         isinstance(call, ast.Call) and any(k.arg in _STATIC_KEYWORDS for k in call.keywords)
         for call in ast.walk(expr)
     )
+
+
+# Bases a plain class may have (what JF103 calls plain: `self` outlives the trace).
+_PLAIN_BASES = frozenset({"object", "ABC", "Generic"})
+
+
+def _may_be_plain(cls: ast.ClassDef, found: Candidates) -> bool:
+    """No decorator, no keyword, and only bases that may be plain: `object`, `ABC`,
+    `Generic[...]`, or a class of the file (not an import)."""
+    if cls.decorator_list or cls.keywords:
+        return False
+    for base in cls.bases:
+        if isinstance(base, ast.Subscript):
+            base = base.value
+        name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+        if name in _PLAIN_BASES:
+            continue
+        if not isinstance(base, ast.Name) or base.id in found.imported:
+            return False
+    return True
+
+
+def _first_parameter(args: ast.arguments) -> str | None:
+    positional = [*args.posonlyargs, *args.args]
+    return positional[0].arg if positional else None
+
+
+def _callees(function: _Function, by_name: dict[str, list[_Function]]) -> Iterator[_Function]:
+    """The functions of the file that `function`'s body may call or hand on: by a name it
+    reads, a function that is no method; by an attribute it reads (`self.step`, `m.apply`),
+    a method (what the analysis resolves them to)."""
+    for name in function.reads:
+        yield from (other for other in by_name.get(name, ()) if not other.is_method)
+    for name in function.attributes_read:
+        yield from (other for other in by_name.get(name, ()) if other.is_method)
 
 
 def _bound_by_import(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
