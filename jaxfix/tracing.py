@@ -38,6 +38,7 @@ from jaxfix.transforms import (
     STAGED_ARRAY_NAMESPACES,
     STATIC_ATTRIBUTES,
     STATIC_QUERIES,
+    STRING_METHODS,
     TRACED_MODULE_BASES,
     TRANSFORMS,
     TREE_MAPS,
@@ -47,6 +48,7 @@ from jaxfix.transforms import (
 FunctionNode = cst.FunctionDef | cst.Lambda
 # How many `a = b` aliases a name is followed through (a cycle `a = b; b = a` ends there).
 MAX_ALIASES = 8
+_NOT_ARRAY_METHODS = STRING_METHODS | {"keys"}
 # A test that asks whether a value is a tracer (`not_jax_tracer(x)`, `core.is_concrete(x)`).
 TRACER_CHECK = re.compile("tracer|concrete", re.IGNORECASE)
 
@@ -991,8 +993,8 @@ class TracedAnalysis:
         names = self.imported_names(call.func)
         if names & STATIC_QUERIES:
             return False
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "keys":
-            return False  # dict keys are hashable: never tracers
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _NOT_ARRAY_METHODS:
+            return False  # dict keys are hashable, `str` methods give strings: never tracers
         if staged and any(n.startswith(STAGED_ARRAY_NAMESPACES) for n in names):
             return True
         if isinstance(call.func, cst.Attribute) and self._traced(call.func.value, staged):

@@ -175,10 +175,19 @@ STATIC_QUERIES = frozenset(
         "jax.numpy.finfo",
         "jax.numpy.issubdtype",
         "jax.numpy.isdtype",
+        "jax.numpy.dtype",
+        "jax.numpy.promote_types",
+        "jax.numpy.can_cast",
         "numpy.shape",
         "numpy.ndim",
         "numpy.size",
     }
+)
+
+# Methods of `str` (a tracer has none): what they return is a Python value.
+STRING_METHODS = frozenset(
+    {"split", "rsplit", "strip", "lstrip", "rstrip", "lower", "upper", "replace"}
+    | {"startswith", "endswith", "partition", "rpartition", "splitlines", "encode"}
 )
 
 # Under a staged trace, every array these create is a tracer, even from constants.

@@ -2077,6 +2077,25 @@ def test_same_module_calls(src: str, expected: dict[str, set[str]]) -> None:
         pytest.param(
             """
             import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def f(x, names):
+                probe(names[0].split("__")[0])
+                probe(jnp.dtype(jnp.float16))
+                probe(x.astype(jnp.float16))
+                return x
+            """,
+            {
+                'f:names[0].split("__")[0]': False,
+                "f:jnp.dtype(jnp.float16)": False,
+                "f:x.astype(jnp.float16)": True,
+            },
+            id="str methods and dtypes give Python values, even under jit",
+        ),
+        pytest.param(
+            """
+            import jax
             from jax import core
 
             def not_jax_tracer(x):
