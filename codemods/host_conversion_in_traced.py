@@ -13,6 +13,7 @@ from jaxfix.hoist import jax_module_name
 from jaxfix.libcst_command import command_hooks
 from jaxfix.returns import DUMPS
 from jaxfix.rule import Fix, ImportNeeded, Rule
+from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
 from jaxfix.tracing import TracedFunction
 
 
@@ -113,11 +114,7 @@ DEVICE_GET = "jax.device_get"
 # Array methods that need the values on the host (both raise `ConcretizationTypeError`).
 CONVERTING_METHODS = frozenset({"item", "tolist"})
 FORMAT = "format"
-# Calls whose arguments are JF103's (leak-in-traced): logging and metrics.
-LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
-METRIC_METHODS = frozenset({"log", "add_scalar", "add_scalars", "log_metrics"})
-LOGGING_MODULES = ("logging.", "absl.logging.", "wandb.")
-# Methods on a traced array whose result is still an array (the fixed NumPy call feeds them).
+# Array methods whose result leaves traced computation (the fixed NumPy call must not feed them).
 _HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
 # The reason `jaxfix.tracing` gives a function that an unknown higher-order call applies to
 # traced data, and the transforms that trace a function without ever running it.
@@ -371,7 +368,7 @@ class HostConversionInTraced(Rule):
         return (
             not names
             and isinstance(func, cst.Attribute)
-            and func.attr.value in LOGGER_METHODS | METRIC_METHODS
+            and func.attr.value in LOGGER_METHODS | METRICS_METHODS
             and not self.qualified_names(func.value)  # `np.log(x)` is no logger
         )
 

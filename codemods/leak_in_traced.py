@@ -12,6 +12,12 @@ from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
 from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Fix, Rule, RuleSettings
+from jaxfix.sinks import (
+    LOGGER_MAKERS,
+    LOGGER_METHODS,
+    LOGGING_FUNCTIONS,
+    METRICS_METHODS,
+)
 from jaxfix.tracing import FunctionNode, TracedAnalysis
 
 # Methods that put their argument into a list, deque or queue: method -> index of the value.
@@ -27,16 +33,6 @@ SEQUENCE_METHODS = {
 # Methods of dicts and sets (None: every argument), counted only on a known dict or set.
 MAPPING_METHODS: dict[str, int | None] = {"add": 0, "update": None, "setdefault": 1}
 MUTATORS = frozenset(SEQUENCE_METHODS) | frozenset(MAPPING_METHODS)
-_LEVELS = ("debug", "info", "warning", "warn", "error", "critical", "exception", "fatal", "log")
-LOGGING_FUNCTIONS = frozenset(
-    {f"logging.{level}" for level in _LEVELS}
-    | {f"absl.logging.{level}" for level in _LEVELS}
-    | {"wandb.log", "wandb.run.log"}
-)
-LOGGER_METHODS = frozenset(_LEVELS)
-LOGGER_MAKERS = frozenset({"logging.getLogger", "wandb.init"})
-# Metrics writers' methods (`tensorboardX`, `torch.utils.tensorboard`, `clu`), on any receiver.
-METRICS_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "log_metrics"})
 CONTAINER_MAKERS = frozenset(
     {
         "builtins.list",
