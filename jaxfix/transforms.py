@@ -145,6 +145,10 @@ HOST_CALLBACKS = frozenset(
         "jax.debug.callback",
         "jax.experimental.io_callback",
         "jax.pure_callback",
+        # What the public names re-export (jax's own code and pallas call these).
+        "jax._src.callback.io_callback",
+        "jax._src.callback.pure_callback",
+        "jax._src.debugging.debug_callback",
         "jax.experimental.host_callback.id_tap",
         "jax.experimental.host_callback.call",
     }

@@ -2225,6 +2225,21 @@ def test_value_traced_reads_returns() -> None:
             {"f": {"x"}},
             id="io_callback runs its function on the host",
         ),
+        pytest.param(
+            """
+            import jax
+            from jax._src import callback
+
+            def host_fn(v):
+                return v
+
+            @jax.jit
+            def f(x):
+                return callback.io_callback(host_fn, None, x)
+            """,
+            {"f": {"x"}},
+            id="the internal name of io_callback (jax's own code, pallas) too",
+        ),
     ],
 )
 def test_host_look_alikes(src: str, expected: dict[str, set[str]]) -> None:
