@@ -10,6 +10,7 @@ import libcst as cst
 from jaxfix.diagnostic import FixSafety
 from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Rule, RuleSettings
+from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedAnalysis
 
 CACHE_DECORATORS = frozenset(
@@ -103,7 +104,7 @@ class CacheOnTraced(Rule):
         for decorator in node.decorators:
             if not self._is_cache(decorator.decorator):
                 continue
-            cache = cst.Module([]).code_for_node(decorator.decorator)
+            cache = source_of(decorator.decorator)
             message = self.message.format(
                 cache=cache, function=node.name.value, reason=traced.reasons[0]
             )

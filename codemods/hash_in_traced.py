@@ -10,6 +10,7 @@ from libcst.metadata import Assignment
 from jaxfix.candidates import HASHED_KEYS
 from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Rule
+from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedFunction
 
 # Calls that make a dict or a set, and annotations that declare one.
@@ -284,7 +285,7 @@ class HashInTraced(Rule):
     def _loop_bound(self, name: cst.Name) -> bool:
         """Whether `name` is bound by a loop over something other than an array that a
         `jax.numpy` (or `lax`, `nn`) function returns."""
-        for assignment in self._assignments(name):
+        for assignment in self.traced.assignments(name):
             node: cst.CSTNode | None = assignment.node
             while isinstance(node, cst.Name | cst.Tuple | cst.List | cst.Element):
                 node = self.traced.parent(node)
@@ -307,7 +308,7 @@ class HashInTraced(Rule):
             return bool(self.qualified_names(expr.func) & KEYED_CONSTRUCTORS)
         if not isinstance(expr, cst.Name):
             return False
-        assignments = self._assignments(expr)
+        assignments = self.traced.assignments(expr)
         return bool(assignments) and all(map(self._binds_keyed, assignments))
 
     def _binds_keyed(self, assignment: Assignment) -> bool:
@@ -334,16 +335,10 @@ class HashInTraced(Rule):
             annotation = annotation.value
         return bool(self.qualified_names(annotation) & KEYED_ANNOTATIONS)
 
-    def _assignments(self, name: cst.Name) -> list[Assignment]:
-        scope = self.traced.scope_of(name)
-        if scope is None:
-            return []
-        return [a for a in scope[name.value] if isinstance(a, Assignment)]
-
 
 def _code(node: cst.CSTNode) -> str:
     """The source of `node`, its first line cut to `SHOWN` characters."""
-    code = cst.Module([]).code_for_node(node)
+    code = source_of(node)
     line = code.splitlines()[0] if code else code
     return line if line == code and len(line) <= SHOWN else line[: SHOWN - 3] + "..."
 

@@ -14,6 +14,7 @@ from jaxfix.libcst_command import command_hooks
 from jaxfix.returns import DUMPS
 from jaxfix.rule import Fix, ImportNeeded, Rule
 from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
+from jaxfix.syntax import calls_in, source_of
 from jaxfix.tracing import TracedFunction
 
 
@@ -249,10 +250,10 @@ class HostConversionInTraced(Rule):
                 advice = f"use `jax.numpy.{short}`"
             else:
                 advice = f"use `jax.numpy.{short}` if it fits, or `jax.pure_callback`{_SHAPE}"
-            return _Finding(_code(call.func), _TO_NUMPY, advice, self._jnp_fix(call, short))
+            return _Finding(source_of(call.func), _TO_NUMPY, advice, self._jnp_fix(call, short))
         if name in SCIPY_FUNCTIONS and self._any_traced(call):
             advice = f"use `{SCIPY_FUNCTIONS[name]}`, or `jax.pure_callback`{_SHAPE}"
-            return _Finding(_code(call.func), _TO_NUMPY, advice)
+            return _Finding(source_of(call.func), _TO_NUMPY, advice)
         if name in CONVERSIONS and call.args and self._converts_traced(call.args[0].value):
             problem = f"needs a concrete value but gets a traced one (`{CONVERSIONS[name]}`)"
             if name == "builtins.bool":
@@ -266,7 +267,7 @@ class HostConversionInTraced(Rule):
         if name == DEVICE_GET and self._any_traced(call):
             problem = "returns the traced value unchanged: nothing reaches the host"
             advice = "call it on the jitted function's result, or use `jax.debug.callback`"
-            return _Finding(_code(call.func), problem, advice)
+            return _Finding(source_of(call.func), problem, advice)
         if name == PRINT and any(self._prints_traced(arg.value) for arg in call.args):
             problem = (
                 "prints the tracer once, when the function is traced, not the values (a format"
@@ -510,7 +511,7 @@ class HostConversionInTraced(Rule):
         if converted is None:
             return None
         template, args = converted
-        if any(self._finding(inner) is not None for arg in args for inner in _calls_in(arg)):
+        if any(self._finding(inner) is not None for arg in args for inner in calls_in(arg)):
             return None  # `print(np.asarray(x))`: the inner conversion still fails
         jax_name, imports = jax_module_name(self.traced, call)
         if not jax_name:
@@ -650,7 +651,7 @@ def _jax_numpy_binding(small: cst.BaseSmallStatement) -> str | None:
             if alias.evaluated_name == "jax.numpy" and alias.asname is not None:
                 return alias.evaluated_alias
     if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-        module = cst.Module([]).code_for_node(small.module) if small.module else ""
+        module = source_of(small.module) if small.module else ""
         if module == "jax" and not small.relative:
             for alias in small.names:
                 if alias.evaluated_name == "numpy":
@@ -677,17 +678,6 @@ def _is_parameter(scope: Scope | None, name: cst.Name) -> bool:
     return any(
         isinstance(a, Assignment) and isinstance(a.node, cst.Param) for a in scope[name.value]
     )
-
-
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = [node] if isinstance(node, cst.Call) else []
-    for child in node.children:
-        found.extend(_calls_in(child))
-    return found
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 # `HostConversionInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

@@ -18,6 +18,7 @@ from jaxfix.sinks import (
     LOGGING_FUNCTIONS,
     METRICS_METHODS,
 )
+from jaxfix.syntax import source_of
 from jaxfix.tracing import FunctionNode, TracedAnalysis
 
 # Methods that put their argument into a list, deque or queue: method -> index of the value.
@@ -263,13 +264,13 @@ class LeakInTraced(Rule):
             root = root.value
         if not isinstance(root, cst.Name) or self.qualified_names(root):
             return None
-        shown = _code(expr)
+        shown = source_of(expr)
         outer = self._outer_name(root)
         if outer is not None:
             return f"a {outer}" if root is expr else f"an attribute of the {outer} `{root.value}`"
         if self._made_by(root, frozenset(), NOT_OURS):
             return None
-        assignments = self._assignments(root)
+        assignments = self.traced.assignments(root)
         if not assignments:
             return None
         owner = self.traced.owner_function(root)
@@ -343,22 +344,18 @@ class LeakInTraced(Rule):
         for base in cls.bases:
             if self.qualified_names(base.value) & PLAIN_BASES:
                 continue
-            parent = self._class_of_name(base.value) if isinstance(base.value, cst.Name) else None
+            parent = (
+                self.traced.class_named(base.value) if isinstance(base.value, cst.Name) else None
+            )
             if parent is None or not self._plain_class(parent, depth + 1):
                 return False
         return True
-
-    def _class_of_name(self, name: cst.Name) -> cst.ClassDef | None:
-        assignments = self._assignments(name)
-        if len(assignments) == 1 and isinstance(assignments[0].node, cst.ClassDef):
-            return assignments[0].node
-        return None
 
     def _is_container(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a name every binding of which makes a list, dict, set, deque or queue."""
         if not isinstance(expr, cst.Name):
             return False
-        values = [self._value(a) for a in self._assignments(expr)]
+        values = [self._value(a) for a in self.traced.assignments(expr)]
         return bool(values) and all(v is not None and self._makes_container(v) for v in values)
 
     def _makes_container(self, value: cst.BaseExpression) -> bool:
@@ -392,7 +389,7 @@ class LeakInTraced(Rule):
             )
         if not isinstance(expr, cst.Name):
             return False
-        values = [self._value(a) for a in self._assignments(expr)]
+        values = [self._value(a) for a in self.traced.assignments(expr)]
         return bool(values) and all(
             isinstance(v, cst.Call) and self._made_by(v, makers, prefixes, depth + 1)
             for v in values
@@ -409,12 +406,6 @@ class LeakInTraced(Rule):
             isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value
             for s in cls.body.body
         )
-
-    def _assignments(self, name: cst.Name) -> list[Assignment]:
-        scope = self.traced.scope_of(name)
-        if scope is None:
-            return []
-        return [a for a in scope[name.value] if isinstance(a, Assignment)]
 
     def _value(self, assignment: Assignment) -> cst.BaseExpression | None:
         """The value a name binding assigns (`x = value`, `x: T = value`, a parameter's
@@ -446,7 +437,9 @@ class LeakInTraced(Rule):
         context = self.traced.context_of(node)
         assert context is not None
         what = (
-            _code(node.func) if isinstance(node, cst.Call) else f"{_code(location or node)} = ..."
+            source_of(node.func)
+            if isinstance(node, cst.Call)
+            else f"{source_of(location or node)} = ..."
         )
         message = template.format(
             what=what, where=where, function=context.label, reason=context.reasons[0]
@@ -520,7 +513,7 @@ class LeakInTraced(Rule):
             )
         if not isinstance(location, cst.Name):
             return True
-        for assignment in self._assignments(location):
+        for assignment in self.traced.assignments(location):
             for access in assignment.references:
                 read = access.node
                 if (
@@ -538,7 +531,7 @@ class LeakInTraced(Rule):
             return None
         if isinstance(node, cst.Call):
             func = node.func
-            method = func.attr.value if isinstance(func, cst.Attribute) else _code(func)
+            method = func.attr.value if isinstance(func, cst.Attribute) else source_of(func)
             base = "_host_" + method.replace(".", "_")
         else:
             base = "_host_store"
@@ -616,10 +609,6 @@ def _parts_of_node(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
             yield child
         else:
             yield from _parts_of_node(child)
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 # `LeakInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

@@ -9,6 +9,7 @@ from libcst.metadata import Assignment
 
 from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Rule
+from jaxfix.syntax import calls_in, source_of
 
 
 class Kind(enum.Enum):
@@ -200,7 +201,7 @@ class ParallelInTraced(Rule):
         if not any(self.traced.is_traced(p) for p in payloads):
             return
         message = self.message.format(
-            call=_code(node.func),
+            call=source_of(node.func),
             where=kind.value,
             function=context.label,
             reason=context.reasons[0],
@@ -263,7 +264,7 @@ class ParallelInTraced(Rule):
             return None
         tasks = [a.value for a in call.args if a.keyword is None][:1]
         if not tasks or not any(
-            self.qualified_names(inner.func) & {DELAYED} for inner in _calls_in(tasks[0])
+            self.qualified_names(inner.func) & {DELAYED} for inner in calls_in(tasks[0])
         ):
             return None
         threads = any(
@@ -404,19 +405,6 @@ def _argument(call: cst.Call, position: int, keyword: str) -> list[cst.BaseExpre
         if arg.keyword is not None and arg.keyword.value == keyword:
             return [arg.value]
     return []
-
-
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
-    for child in node.children:
-        if isinstance(child, cst.Call):
-            found.append(child)
-        found.extend(_calls_in(child))
-    return found
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 # `ParallelInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

@@ -9,6 +9,7 @@ from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
 from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Rule
+from jaxfix.syntax import source_of
 
 # Serializer -> the keyword of the value it serializes (always its first argument).
 PICKLERS = {
@@ -88,8 +89,8 @@ class PickledDeviceArray(Rule):
         if payload is None or not self._is_device_array(payload):
             return
         message = self.message.format(
-            call=cst.Module([]).code_for_node(node.func),
-            value=cst.Module([]).code_for_node(payload),
+            call=source_of(node.func),
+            value=source_of(payload),
         )
         jax_name, imports = jax_module_name(self.traced, node)
         if not jax_name:

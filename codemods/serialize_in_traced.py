@@ -12,6 +12,7 @@ from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_m
 from jaxfix.libcst_command import command_hooks
 from jaxfix.returns import DUMPS, returned
 from jaxfix.rule import Fix, Rule, RuleSettings
+from jaxfix.syntax import calls_in, source_of
 from jaxfix.tracing import TracedAnalysis
 
 # Serializer → (position, keyword) of the value it serializes; None means every argument.
@@ -168,7 +169,7 @@ class SerializeInTraced(Rule):
         """The serializer's display name and the values it serializes."""
         for name in sorted(self.qualified_names(call.func)):
             if name in self._serializers:
-                return _display(call.func, name), _payloads(call, self._serializers[name])
+                return source_of(call.func), _payloads(call, self._serializers[name])
         func = call.func
         if (
             isinstance(func, cst.Attribute)
@@ -182,7 +183,7 @@ class SerializeInTraced(Rule):
             and func.attr.value == "save"
             and self._is_checkpointer(func.value)
         ):
-            return _display(func, "save"), _payloads(call, None)
+            return source_of(func), _payloads(call, None)
         return None
 
     def _is_checkpointer(self, receiver: cst.BaseExpression) -> bool:
@@ -210,7 +211,7 @@ class SerializeInTraced(Rule):
             payload: cst.parse_expression(f"{jax_name}.device_get(x)").with_changes(
                 args=[cst.Arg(payload)]
             )
-            for inner in _calls_in(statement)
+            for inner in calls_in(statement)
             if (found := self._serializer(inner)) is not None
             for payload in found[1]
             if self.traced.is_traced(payload)
@@ -283,23 +284,6 @@ def _payloads(call: cst.Call, where: tuple[int, str] | None) -> list[cst.BaseExp
         if arg.keyword is not None and arg.keyword.value == keyword:
             return [arg.value]
     return []
-
-
-def _display(func: cst.BaseExpression, qualified: str) -> str:
-    """The callee as written (`pickle.dumps`, `jnp.save`), for messages."""
-    try:
-        return cst.Module([]).code_for_node(func)
-    except Exception:  # pragma: no cover - every expression renders
-        return qualified
-
-
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
-    for child in node.children:
-        if isinstance(child, cst.Call):
-            found.append(child)
-        found.extend(_calls_in(child))
-    return found
 
 
 # `SerializeInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

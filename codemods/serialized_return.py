@@ -14,6 +14,7 @@ from jaxfix.project import SerializedImport
 from jaxfix.project import SerializedReturn as Returns
 from jaxfix.returns import DUMPS, Part, Returned, returned
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
+from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedFunction
 
 # `json.dumps(jax.device_get(x))` still fails (an ndarray is not JSON): no mechanical fix.
@@ -99,7 +100,7 @@ class SerializedReturn(Rule):
         function = context.node
         if self.traced.owner_function(where.statement) is not function:
             return
-        call = cst.Module([]).code_for_node(node.func)
+        call = source_of(node.func)
         message = self.message.format(call=call, function=context.label, reason=context.reasons[0])
         fix_or_why = self._fix(context, node, qualified, payload, where)
         self._note(context, node, qualified, payload, where, fix_or_why)
@@ -123,7 +124,7 @@ class SerializedReturn(Rule):
         if facts is None or not isinstance(context.node, cst.FunctionDef):
             return
         extra = ", ".join(
-            cst.Module([]).code_for_node(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            source_of(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
             for arg in serializer.args
             if arg.value is not payload
         )
@@ -333,7 +334,7 @@ def _code(node: cst.CSTNode | None) -> str | None:
         return None
     if isinstance(node, cst.SimpleStatementLine):
         node = node.with_changes(leading_lines=())
-    return cst.Module([]).code_for_node(node)
+    return source_of(node)
 
 
 def _next_statement(rule: Rule, line: cst.SimpleStatementLine) -> cst.CSTNode | None:
@@ -398,8 +399,8 @@ def _is_script(module: cst.Module) -> bool:
     """Whether the module runs as a program (`if __name__ == "__main__":`)."""
     return any(
         isinstance(statement, cst.If)
-        and "__main__" in cst.Module([]).code_for_node(statement.test)
-        and "__name__" in cst.Module([]).code_for_node(statement.test)
+        and "__main__" in source_of(statement.test)
+        and "__name__" in source_of(statement.test)
         for statement in module.body
     )
 

@@ -244,7 +244,7 @@ class TracedAnalysis:
         """For a name bound exactly once, by `name = other.name`, the expression it aliases."""
         if not isinstance(node, cst.Name):
             return None
-        assignments = self._assignments(node)
+        assignments = self.assignments(node)
         if len(assignments) != 1:
             return None
         target = self._parents.get(assignments[0].node)
@@ -349,7 +349,7 @@ class TracedAnalysis:
 
     def function_of_name(self, name: cst.Name) -> FunctionNode | None:
         """The `def` or lambda a name is bound to, when it is bound to exactly one."""
-        assignments = self._assignments(name)
+        assignments = self.assignments(name)
         if len(assignments) != 1:
             return None
         bound = assignments[0].node
@@ -364,7 +364,7 @@ class TracedAnalysis:
 
     def is_assigned_from(self, name: cst.Name, qualified: frozenset[str]) -> bool:
         """Whether `name` is bound (only) by `name = <call to one of qualified>(...)`."""
-        assignments = self._assignments(name)
+        assignments = self.assignments(name)
         if not assignments:
             return False
         for assignment in assignments:
@@ -406,7 +406,7 @@ class TracedAnalysis:
 
     def _aliased_call(self, name: cst.Name) -> cst.Call | None:
         """For a name bound exactly once, by `name = call(...)`, the call."""
-        assignments = self._assignments(name)
+        assignments = self.assignments(name)
         if len(assignments) != 1:
             return None
         target = self._parents.get(assignments[0].node)
@@ -840,7 +840,7 @@ class TracedAnalysis:
         (`m = MLP(...)`), or a parameter annotated with it (`model: MLP`) or given only such
         names by the module's calls of its function."""
         classes: set[cst.ClassDef] = set()
-        for assignment in self._assignments(name):
+        for assignment in self.assignments(name):
             cls = self._class_instantiated(assignment.node)
             if cls is None:
                 return None
@@ -851,11 +851,11 @@ class TracedAnalysis:
         parent = self._parents.get(bound)
         if isinstance(bound, cst.Param):
             annotation = bound.annotation.annotation if bound.annotation else None
-            return self._class_named(annotation) or self._passed_instances().get(bound)
+            return self.class_named(annotation) or self._passed_instances().get(bound)
         if isinstance(parent, cst.AssignTarget):
             assign = self._parents.get(parent)
             if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
-                return self._class_named(assign.value.func)
+                return self.class_named(assign.value.func)
         return None
 
     def _passed_instances(self) -> dict[cst.Param, cst.ClassDef]:
@@ -908,10 +908,11 @@ class TracedAnalysis:
         function = self.function_of_name(func) if isinstance(func, cst.Name) else None
         return _Target(function) if function is not None else None
 
-    def _class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
+    def class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
+        """The class of the module a name is bound to, when it is bound only to it."""
         if not isinstance(expr, cst.Name):
             return None
-        assignments = self._assignments(expr)
+        assignments = self.assignments(expr)
         if len(assignments) == 1 and isinstance(assignments[0].node, cst.ClassDef):
             return assignments[0].node
         return None
@@ -967,14 +968,15 @@ class TracedAnalysis:
 
     # ----- value tracing --------------------------------------------------------------------
 
-    def _assignments(self, name: cst.Name) -> list[Assignment]:
+    def assignments(self, name: cst.Name) -> list[Assignment]:
+        """The bindings `name` may refer to where it stands (its scope's assignments)."""
         scope = self._scopes.get(name)
         if scope is None:
             return []
         return [a for a in scope[name.value] if isinstance(a, Assignment)]
 
     def _name_traced(self, name: cst.Name) -> bool:
-        return any(a.node in self._traced_bindings for a in self._assignments(name))
+        return any(a.node in self._traced_bindings for a in self.assignments(name))
 
     def _traced(self, expr: cst.BaseExpression, staged: bool) -> bool:
         if isinstance(expr, cst.Name):
