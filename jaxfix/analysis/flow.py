@@ -1,0 +1,1143 @@
+"""One pass over each function in statement order: its summary.
+
+The body is interpreted abstractly (see `values`): a rebinding changes a name's value from that
+statement on, `if`/`try` branches join, a branch that returns or raises does not reach the join,
+loops run to a fixed point. Parameters are symbolic (`Param`), so the summary holds for every
+caller: what each call, store and subscript receives, and what the function returns, as
+conditions on its parameters. `jaxfix.analysis.tracing` later decides which conditions hold.
+
+What is static whatever the parameters are: literals, `x.shape` / `dtype` / `ndim` / `size`,
+`len()`, `jnp.result_type` / `finfo` / `iinfo`, NumPy computed from static values, attributes a
+pytree class declares as metadata; inside `with jax.ensure_compile_time_eval():` nothing is
+staged; after a tracer guard (`if isinstance(x, jax.core.Tracer): return ...`) `x` is concrete,
+and code inside the guard or in a `try:` that catches the concretization errors is *guarded*:
+rules leave it alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from jaxfix.analysis import values as v
+from jaxfix.analysis.names import dotted, imported_names
+from jaxfix.analysis.values import HOST, STATIC, UNKNOWN, Kind, Param, Staged, Value
+from jaxfix.transforms import (
+    PARTIAL,
+    STAGED_ARRAY_NAMESPACES,
+    STATIC_ATTRIBUTES,
+    STATIC_QUERIES,
+    STRING_METHODS,
+    TRANSFORMS,
+    TransformSpec,
+)
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+MAX_LOOP_ROUNDS = 8
+_BUILTINS = frozenset(dir(builtins))
+# A test that asks whether a value is a tracer (`isinstance(x, jax.core.Tracer)`,
+# `core.is_concrete(x)`, `not_jax_tracer(x)`).
+_TRACER_TEST = re.compile("tracer|concrete", re.IGNORECASE)
+# Exceptions whose handler means the `try:` body expects tracers to fail there.
+_CONCRETIZATION_ERRORS = re.compile(r"Concretization|Tracer\w*Error|TypeError|Exception")
+# Builtins whose result is a Python value whatever they are given (some raise on a tracer:
+# that is what `calls` records).
+_PYTHON_VALUED = frozenset(
+    {"builtins." + n for n in ("int", "float", "bool", "complex", "str", "repr", "hash", "id")}
+    | {"builtins.len", "builtins.type", "builtins.isinstance", "builtins.callable"}
+)
+# Methods of an array that give a Python value (`x.item()`); the rest give arrays.
+PYTHON_VALUED_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "__index__"})
+_STATIC_FIELD_MAKERS = frozenset({"static_field", "field"})
+COMPILE_TIME_EVAL = "jax.ensure_compile_time_eval"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call in a function body and what it receives."""
+
+    node: ast.Call
+    caller: str  # the FunctionId of the function whose body holds it
+    callee: str | None  # its full name through imports (`pickle.dumps`), when known
+    target: str | None  # the FunctionId of a function of the module it calls
+    method: str | None  # `m` of `receiver.m(...)`
+    receiver: Value | None
+    args: tuple[Value, ...]
+    keywords: Mapping[str, Value]
+    guarded: bool  # under a tracer guard or a `try:` catching concretization errors
+    bound: int = 0  # leading parameters bound before the call (`self`, `partial`)
+
+    def values(self) -> Iterator[Value]:
+        yield from self.args
+        yield from self.keywords.values()
+
+
+@dataclass(frozen=True)
+class Store:
+    """`root.attr = value`, `root[key] = value` or an assignment to a `global`/`nonlocal` name."""
+
+    node: ast.stmt
+    caller: str
+    root: str
+    value: Value
+    outlives: bool  # the root is not a local variable of the function (a parameter counts)
+    guarded: bool
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A transform applied to a function of the module: which parameters it traces."""
+
+    node: ast.AST
+    caller: str  # the function whose body holds the transform (or the module)
+    transform: str
+    target: str
+    traced: frozenset[str]
+    staged: bool
+
+
+@dataclass
+class Summary:
+    """What a function does with its parameters, computed once for every caller."""
+
+    id: str
+    node: FunctionNode | ast.Module
+    name: str
+    params: list[str]
+    positional: list[str]
+    parent: str | None  # the enclosing function's id (closures)
+    class_name: str | None  # the class whose body defines it (a method)
+    calls: list[Call] = field(default_factory=list)
+    stores: list[Store] = field(default_factory=list)
+    returns: Value | None = None
+    values: dict[ast.AST, Value] = field(default_factory=dict)
+
+
+@dataclass
+class Module:
+    """Every function's summary, the transforms applied in the module, its import names."""
+
+    name: str
+    tree: ast.Module
+    imports: dict[str, str]
+    functions: dict[str, Summary] = field(default_factory=dict)
+    entries: list[Entry] = field(default_factory=list)
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    static_fields: set[str] = field(default_factory=set)  # pytree metadata, by attribute name
+    by_node: dict[ast.AST, str] = field(default_factory=dict)  # function node -> its id
+    nodes: dict[str, FunctionNode] = field(default_factory=dict)  # id -> function node
+    owners: dict[str, str] = field(default_factory=dict)  # a method's id -> its class's name
+    transformed: set[str] = field(default_factory=set)  # ids of the entries' targets
+    final_env: dict[str, Value] = field(default_factory=dict)  # module names at its end
+    # Module-level functions are interpreted once the module's names are known, on demand
+    # (a caller needs its callee's summary first); a cycle leaves the inner one unknown.
+    pending: dict[str, Callable[[], None]] = field(default_factory=dict)
+
+    def summary_of(self, fid: str) -> Summary | None:
+        """The summary of `fid`, interpreting it now if it is still pending."""
+        run = self.pending.pop(fid, None)
+        if run is not None:
+            run()
+        return self.functions.get(fid)
+
+
+def analyse(
+    tree: ast.Module,
+    module: str = "",
+    *,
+    is_package: bool = False,
+    transforms: Mapping[str, TransformSpec] = TRANSFORMS,
+) -> Module:
+    """The summaries of every function of `tree` (the module body too, as `<module>`)."""
+    result = Module(module, tree, imported_names(tree, module, is_package))
+    _Declarations(result).visit(tree)
+    result.static_fields = _static_fields(result)
+    top = _Interpreter(result, transforms, "<module>", tree, None, None, {})
+    result.final_env = top.run()
+    while result.pending:
+        result.summary_of(next(iter(result.pending)))
+    return result
+
+
+def function_id(node: ast.AST, qualname: str) -> str:
+    return f"{qualname}@{getattr(node, 'lineno', 0)}"
+
+
+class _Declarations(ast.NodeVisitor):
+    """Gives every function an id (its qualified name and line) and records the classes."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.stack: list[str] = []
+        self.classes: list[int] = []  # the depths of `stack` that are classes
+
+    def _function(self, node: FunctionNode, name: str) -> None:
+        qualname = ".".join([*self.stack, name])
+        fid = function_id(node, qualname)
+        self.module.by_node[node] = fid
+        self.module.nodes[fid] = node
+        if self.classes and self.classes[-1] == len(self.stack) - 1:
+            self.module.owners[fid] = self.stack[-1]
+        self.stack.append(name)
+        self.generic_visit(node)
+        self.stack.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._function(node, node.name)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._function(node, node.name)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._function(node, f"<lambda:{node.lineno}:{node.col_offset}>")
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.module.classes.setdefault(node.name, node)
+        self.classes.append(len(self.stack))
+        self.stack.append(node.name)
+        self.generic_visit(node)
+        self.stack.pop()
+        self.classes.pop()
+
+
+def _static_fields(module: Module) -> set[str]:
+    """Attribute names the module's pytree classes declare as metadata: never traced."""
+    found: set[str] = set()
+    for cls in module.classes.values():
+        for statement in cls.body:
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and statement.value is not None
+                and _static_field(statement.value, module)
+            ):
+                found.add(statement.target.id)
+            if isinstance(statement, ast.FunctionDef) and statement.name == "tree_flatten":
+                found |= _aux_attributes(statement)
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Call) and _qualified(node.func, module).endswith(
+            "register_dataclass"
+        ):
+            for keyword in node.keywords:
+                if keyword.arg == "meta_fields":
+                    found |= {
+                        e.value
+                        for e in _literal_elements(keyword.value)
+                        if isinstance(e.value, str)
+                    }
+    return found
+
+
+def _static_field(value: ast.expr, module: Module) -> bool:
+    """`field(pytree_node=False)`, `eqx.field(static=True)`, `static_field()`,
+    `dataclasses.field(metadata=dict(static=True))` / `metadata={"static": True}`."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = _qualified(value.func, module).rsplit(".", 1)[-1]
+    if name == "static_field":
+        return True
+    if name not in _STATIC_FIELD_MAKERS:
+        return False
+    for keyword in value.keywords:
+        if keyword.arg == "pytree_node" and _is_constant(keyword.value, False):
+            return True
+        if keyword.arg == "static" and _is_constant(keyword.value, True):
+            return True
+        if keyword.arg == "metadata" and _static_metadata(keyword.value):
+            return True
+    return False
+
+
+def _static_metadata(value: ast.expr) -> bool:
+    if isinstance(value, ast.Dict):
+        return any(
+            isinstance(k, ast.Constant) and k.value == "static" and _is_constant(v, True)
+            for k, v in zip(value.keys, value.values, strict=True)
+        )
+    if isinstance(value, ast.Call):
+        return any(k.arg == "static" and _is_constant(k.value, True) for k in value.keywords)
+    return False
+
+
+def _aux_attributes(flatten: ast.FunctionDef) -> set[str]:
+    """`self.a` read in the aux data a `tree_flatten` returns (`return children, (self.a,)`)."""
+    found: set[str] = set()
+    for node in ast.walk(flatten):
+        if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)):
+            continue
+        if len(node.value.elts) == 2:
+            for sub in ast.walk(node.value.elts[1]):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
+                    found.add(sub.attr)
+    return found
+
+
+def _is_constant(node: ast.expr, value: object) -> bool:
+    return isinstance(node, ast.Constant) and node.value is value
+
+
+def _literal_elements(node: ast.expr) -> list[ast.Constant]:
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return [e for e in node.elts if isinstance(e, ast.Constant)]
+    return [node] if isinstance(node, ast.Constant) else []
+
+
+def _qualified(node: ast.expr, module: Module) -> str:
+    parts = dotted(node)
+    if not parts:
+        return ""
+    head = module.imports.get(parts[0], parts[0])
+    return ".".join([head, *parts[1:]])
+
+
+def _params(node: FunctionNode) -> tuple[list[str], list[str]]:
+    """All parameter names, and the positional ones in order."""
+    a = node.args
+    positional = [p.arg for p in [*a.posonlyargs, *a.args]]
+    names = [*positional, *(p.arg for p in a.kwonlyargs)]
+    names += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+    return names, positional
+
+
+def _assigned_names(body: list[ast.stmt]) -> set[str]:
+    """The names a function body binds (its local variables), not looking into nested defs."""
+    found: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+            stack.extend(node.decorator_list)
+            continue
+        elif isinstance(node, ast.Lambda):
+            continue
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            found |= {(a.asname or a.name).split(".", 1)[0] for a in node.names}
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+Env = dict[str, Value]
+
+
+class _Exit(Exception):
+    """Not an error: the branch returned or raised (nothing after it runs)."""
+
+
+class _Interpreter:
+    """Interprets one function body; nested functions get interpreters of their own."""
+
+    def __init__(
+        self,
+        module: Module,
+        transforms: Mapping[str, TransformSpec],
+        fid: str,
+        node: FunctionNode | ast.Module,
+        parent: _Interpreter | None,
+        class_name: str | None,
+        closure: Env,
+    ) -> None:
+        self.module = module
+        self.transforms = transforms
+        self.parent = parent
+        self.closure = closure
+        params: list[str] = []
+        positional: list[str] = []
+        body: list[ast.stmt] = []
+        if isinstance(node, ast.Module):
+            body, name = node.body, "<module>"
+        else:
+            params, positional = _params(node)
+            body = node.body if not isinstance(node, ast.Lambda) else []
+            name = getattr(node, "name", "<lambda>")
+        self.summary: Summary = Summary(
+            fid, node, name, params, positional, parent.summary.id if parent else None, class_name
+        )
+        module.functions[fid] = self.summary
+        self.body = body
+        self.locals = _assigned_names(body) | set(params)
+        self.declared: set[str] = (
+            {n for s in ast.walk(node) if isinstance(s, ast.Global | ast.Nonlocal) for n in s.names}
+            if not isinstance(node, ast.Module)
+            else set()
+        )
+        self.locals -= self.declared
+        self.guarded = 0
+        self.compile_time = 0
+        self.is_module = isinstance(node, ast.Module)
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(self) -> Env:
+        env: Env = {p: v.traced([Param(self.summary.id, p)]) for p in self.summary.params}
+        if self.summary.class_name and self.summary.positional and not self._is_static_method():
+            env[self.summary.positional[0]] = Value(
+                Kind.UNKNOWN, qualified=f"<instance>.{self.summary.class_name}"
+            )
+        node = self.summary.node
+        if isinstance(node, ast.Lambda):
+            self.summary.returns = self.expr(node.body, env)
+            return env
+        with contextlib.suppress(_Exit):
+            self.block(self.body, env)
+        return env
+
+    def _is_static_method(self) -> bool:
+        node = self.summary.node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        return any(
+            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+            for d in node.decorator_list
+        )
+
+    def block(self, body: list[ast.stmt], env: Env) -> None:
+        """Interpret `body` in place on `env`; raises `_Exit` when every path leaves."""
+        for statement in body:
+            self.statement(statement, env)
+
+    def branch(self, body: list[ast.stmt], env: Env) -> Env | None:
+        """`body` run on a copy of `env`: the environment after it, or None if it exits."""
+        inner = dict(env)
+        try:
+            self.block(body, inner)
+        except _Exit:
+            return None
+        return inner
+
+    def statement(self, node: ast.stmt, env: Env) -> None:
+        method = getattr(self, f"s_{type(node).__name__}", None)
+        if method is not None:
+            method(node, env)
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child, env)
+
+    def s_Expr(self, node: ast.Expr, env: Env) -> None:
+        self.expr(node.value, env)
+
+    def s_Return(self, node: ast.Return, env: Env) -> None:
+        value = self.expr(node.value, env) if node.value is not None else STATIC
+        old = self.summary.returns
+        self.summary.returns = value if old is None else v.join(old, value)
+        raise _Exit
+
+    def s_Raise(self, node: ast.Raise, env: Env) -> None:
+        if node.exc is not None:
+            self.expr(node.exc, env)
+        raise _Exit
+
+    def s_Assign(self, node: ast.Assign, env: Env) -> None:
+        value = self.expr(node.value, env)
+        for target in node.targets:
+            self.bind(target, value, env, node)
+
+    def s_AnnAssign(self, node: ast.AnnAssign, env: Env) -> None:
+        if node.value is not None:
+            self.bind(node.target, self.expr(node.value, env), env, node)
+
+    def s_AugAssign(self, node: ast.AugAssign, env: Env) -> None:
+        value = v.combine([self._load_target(node.target, env), self.expr(node.value, env)])
+        self.bind(node.target, value, env, node)
+
+    def _load_target(self, target: ast.expr, env: Env) -> Value:
+        if isinstance(target, ast.Name):
+            return self.name(target.id, env)
+        return (
+            self.expr(target, env) if isinstance(target, ast.Attribute | ast.Subscript) else UNKNOWN
+        )
+
+    def s_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef, env: Env) -> None:
+        fid = self.module.by_node[node]
+        for decorator in node.decorator_list:
+            self.expr(decorator, env)
+        self.nested(node, env)
+        value = Value(Kind.UNKNOWN, function=fid)
+        for decorator in reversed(node.decorator_list):
+            value = self.decorate(decorator, value, node, env)
+        env[node.name] = value
+
+    s_AsyncFunctionDef = s_FunctionDef
+
+    def s_ClassDef(self, node: ast.ClassDef, env: Env) -> None:
+        for statement in node.body:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                for decorator in statement.decorator_list:
+                    self.expr(decorator, env)
+                self.nested(statement, env, class_name=node.name)
+                value = Value(Kind.UNKNOWN, function=self.module.by_node[statement])
+                for decorator in reversed(statement.decorator_list):
+                    self.decorate(decorator, value, statement, env)
+        env[node.name] = Value(Kind.STATIC, qualified=f"<class>.{node.name}")
+
+    def nested(self, node: FunctionNode, env: Env, class_name: str | None = None) -> str:
+        """Interpret a function defined here: now, with the names it closes over as they are
+        at this point; at module level, once the module's names are known."""
+        fid = self.module.by_node[node]
+
+        def run() -> None:
+            closure = {**self.closure, **env} if not self.is_module else {}
+            _Interpreter(self.module, self.transforms, fid, node, self, class_name, closure).run()
+
+        if self.is_module:
+            self.module.pending[fid] = run
+        else:
+            run()
+        return fid
+
+    def s_If(self, node: ast.If, env: Env) -> None:
+        test = self.expr(node.test, env)
+        guard = self._tracer_guard(node.test)
+        if guard is None:
+            self._bool(node.test, test)
+            self._join_into(env, self.branch(node.body, env), self.branch(node.orelse, env))
+            return
+        name, tracer_when_true = guard
+        concrete = dict(env)
+        concrete[name] = STATIC
+        self.guarded += 1
+        try:
+            tracer_side = self.branch(node.body if tracer_when_true else node.orelse, env)
+        finally:
+            self.guarded -= 1
+        concrete_side = self.branch(node.orelse if tracer_when_true else node.body, concrete)
+        original = env.get(name)
+        if (
+            tracer_side is not None
+            and concrete_side is not None
+            and original is not None
+            and concrete_side.get(name) == STATIC  # narrowed only: both paths go on with it
+        ):
+            concrete_side[name] = original
+        self._join_into(env, tracer_side, concrete_side)
+
+    def _join_into(self, env: Env, *sides: Env | None) -> None:
+        reached = [side for side in sides if side is not None]
+        if not reached:
+            raise _Exit
+        env.clear()
+        first, *rest = reached
+        for name, value in first.items():
+            for other in rest:
+                value = v.join(value, other.get(name, UNKNOWN))
+            env[name] = value
+        for other in rest:
+            for name in other.keys() - first.keys():
+                env[name] = UNKNOWN
+
+    def _tracer_guard(self, test: ast.expr) -> tuple[str, bool] | None:
+        """`(name, True)` for a test that holds when `name` is a tracer, `(name, False)` for
+        one that holds when it is concrete; None for any other test."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._tracer_guard(test.operand)
+            return (inner[0], not inner[1]) if inner else None
+        if not isinstance(test, ast.Call) or not test.args:
+            return None
+        subject = test.args[0]
+        if not isinstance(subject, ast.Name):
+            return None
+        callee = ast.unparse(test.func)
+        if callee.endswith("isinstance") and len(test.args) == 2:
+            if _TRACER_TEST.search(ast.unparse(test.args[1])):
+                return subject.id, True
+            return None
+        if _TRACER_TEST.search(callee):
+            concrete = "concrete" in callee.lower() or callee.lower().split(".")[-1].startswith(
+                "not"
+            )
+            return subject.id, not concrete
+        return None
+
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While, env: Env) -> None:
+        state = dict(env)
+        for _ in range(MAX_LOOP_ROUNDS):
+            inner = dict(state)
+            if isinstance(node, ast.For | ast.AsyncFor):
+                self.bind(node.target, self._element(self.expr(node.iter, inner)), inner, node)
+            else:
+                self._bool(node.test, self.expr(node.test, inner))
+            after = self.branch(node.body, inner)
+            if after is None:
+                break
+            merged = dict(state)
+            self._join_into(merged, state, after)
+            if merged == state:
+                break
+            state = merged
+        env.clear()
+        env.update(state)
+        end = self.branch(node.orelse, env)
+        if end is not None:
+            env.update(end)
+
+    s_For = s_AsyncFor = s_While = _loop
+
+    def _element(self, iterable: Value) -> Value:
+        if iterable.elements:
+            value = iterable.elements[0]
+            for other in iterable.elements[1:]:
+                value = v.join(value, other)
+            return value
+        if iterable.kind is Kind.TRACED:
+            return iterable
+        return STATIC if iterable.kind is Kind.STATIC else UNKNOWN
+
+    def s_Try(self, node: ast.Try, env: Env) -> None:
+        catches = any(
+            h.type is None or _CONCRETIZATION_ERRORS.search(ast.unparse(h.type))
+            for h in node.handlers
+        )
+        self.guarded += catches
+        try:
+            body = self.branch(node.body, env)
+        finally:
+            self.guarded -= catches
+        after_body = self.branch(node.orelse, body) if body is not None else None
+        handlers = []
+        for handler in node.handlers:
+            start = dict(env)
+            self._join_into(start, env, body) if body is not None else None
+            if handler.name:
+                start[handler.name] = UNKNOWN
+            handlers.append(self.branch(handler.body, start))
+        self._join_into(env, after_body, *handlers)
+        self.block(node.finalbody, env)
+
+    s_TryStar = s_Try
+
+    def s_With(self, node: ast.With | ast.AsyncWith, env: Env) -> None:
+        compile_time = 0
+        for item in node.items:
+            value = self.expr(item.context_expr, env)
+            if (
+                isinstance(item.context_expr, ast.Call)
+                and self._callee_name(item.context_expr.func, env) == COMPILE_TIME_EVAL
+            ):
+                compile_time = 1
+            if item.optional_vars is not None:
+                self.bind(
+                    item.optional_vars, UNKNOWN if value.kind is Kind.TRACED else value, env, node
+                )
+        self.compile_time += compile_time
+        try:
+            self.block(node.body, env)
+        finally:
+            self.compile_time -= compile_time
+
+    s_AsyncWith = s_With
+
+    def s_Match(self, node: ast.Match, env: Env) -> None:
+        self.expr(node.subject, env)
+        sides = [self.branch(case.body, env) for case in node.cases]
+        self._join_into(env, env if len(node.cases) else None, *sides)
+
+    def s_Import(self, node: ast.Import | ast.ImportFrom, env: Env) -> None:
+        for alias in node.names:
+            bound = (alias.asname or alias.name).split(".", 1)[0]
+            if bound in self.module.imports:
+                env[bound] = Value(Kind.STATIC, qualified=self.module.imports[bound])
+
+    s_ImportFrom = s_Import
+
+    def s_Delete(self, node: ast.Delete, env: Env) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                env.pop(target.id, None)
+
+    # -- bindings and stores ---------------------------------------------------------------
+
+    def bind(self, target: ast.expr, value: Value, env: Env, statement: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = value
+            if target.id in self.declared:
+                self._store(statement, target.id, value, True)
+            return
+        if isinstance(target, ast.Tuple | ast.List):
+            starred = any(isinstance(e, ast.Starred) for e in target.elts)
+            for index, element in enumerate(target.elts):
+                if isinstance(element, ast.Starred):
+                    self.bind(element.value, UNKNOWN, env, statement)
+                elif (
+                    value.elements is not None
+                    and not starred
+                    and len(value.elements) == len(target.elts)
+                ):
+                    self.bind(element, value.elements[index], env, statement)
+                else:
+                    self.bind(
+                        element,
+                        self._element(value) if value.kind is Kind.TRACED else UNKNOWN,
+                        env,
+                        statement,
+                    )
+            return
+        if isinstance(target, ast.Starred):
+            self.bind(target.value, UNKNOWN, env, statement)
+            return
+        if isinstance(target, ast.Attribute | ast.Subscript):
+            if isinstance(target, ast.Subscript):
+                self.expr(target.slice, env)
+            root: ast.expr = target
+            while isinstance(root, ast.Attribute | ast.Subscript):
+                root = root.value
+            if isinstance(root, ast.Name):
+                outlives = root.id not in self.locals or root.id in self.summary.params
+                self._store(statement, root.id, value, outlives)
+
+    def _store(self, node: ast.stmt, root: str, value: Value, outlives: bool) -> None:
+        self.summary.stores.append(
+            Store(node, self.summary.id, root, value, outlives, bool(self.guarded))
+        )
+
+    # -- expressions -----------------------------------------------------------------------
+
+    def expr(self, node: ast.expr, env: Env) -> Value:
+        method = getattr(self, f"e_{type(node).__name__}", None)
+        if method is not None:
+            value: Value = method(node, env)
+        else:
+            value = v.combine(
+                [self.expr(c, env) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
+            )
+        self.summary.values[node] = value
+        return value
+
+    def name(self, name: str, env: Env) -> Value:
+        if name in env:
+            return env[name]
+        if name in self.locals:
+            return UNKNOWN
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.module.imports:
+            return Value(Kind.STATIC, qualified=self.module.imports[name])
+        if name in self.module.final_env:
+            return self.module.final_env[name]
+        if name in _BUILTINS:
+            return Value(Kind.STATIC, qualified=f"builtins.{name}")
+        return UNKNOWN
+
+    def e_Name(self, node: ast.Name, env: Env) -> Value:
+        return self.name(node.id, env)
+
+    def e_Constant(self, node: ast.Constant, env: Env) -> Value:
+        return STATIC
+
+    def e_JoinedStr(self, node: ast.JoinedStr, env: Env) -> Value:
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                self.expr(part.value, env)
+        return STATIC
+
+    def e_Attribute(self, node: ast.Attribute, env: Env) -> Value:
+        base = self.expr(node.value, env)
+        if base.qualified is not None:
+            if base.qualified.startswith("<instance>."):
+                method = self._method(base.qualified.removeprefix("<instance>."), node.attr)
+                if method is not None:
+                    return Value(Kind.UNKNOWN, function=method, qualified="<bound>")
+                return STATIC if node.attr in self.module.static_fields else UNKNOWN
+            return Value(base.kind, qualified=f"{base.qualified}.{node.attr}")
+        if node.attr in STATIC_ATTRIBUTES or node.attr in self.module.static_fields:
+            return STATIC
+        if base.kind is Kind.TRACED:
+            return base
+        return HOST if base.kind is Kind.HOST else (STATIC if base.kind is Kind.STATIC else UNKNOWN)
+
+    def _method(self, class_name: str, attr: str) -> str | None:
+        cls = self.module.classes.get(class_name)
+        if cls is None:
+            return None
+        for statement in cls.body:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                statement.name == attr
+            ):
+                return self.module.by_node.get(statement)
+        return None
+
+    def e_Subscript(self, node: ast.Subscript, env: Env) -> Value:
+        base = self.expr(node.value, env)
+        key = self.expr(node.slice, env)
+        if base.elements is not None and isinstance(node.slice, ast.Constant):
+            index = node.slice.value
+            if isinstance(index, int) and -len(base.elements) <= index < len(base.elements):
+                return base.elements[index]
+        if base.kind is Kind.TRACED or base.elements:
+            return v.combine([base, key]) if key.kind is not Kind.UNKNOWN else base
+        if base.kind is Kind.HOST:
+            return HOST if key.kind is Kind.STATIC else UNKNOWN
+        if base.kind is Kind.STATIC and key.kind is Kind.STATIC:
+            return STATIC
+        return UNKNOWN
+
+    def e_Tuple(self, node: ast.Tuple | ast.List, env: Env) -> Value:
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            return v.combine([self.expr(e, env) for e in node.elts])
+        elements = tuple(self.expr(e, env) for e in node.elts)
+        kind = (
+            Kind.STATIC
+            if all(e.kind is Kind.STATIC and not e.elements for e in elements)
+            else Kind.UNKNOWN
+        )
+        return Value(kind, elements=elements)
+
+    e_List = e_Tuple
+
+    def e_Starred(self, node: ast.Starred, env: Env) -> Value:
+        return self.expr(node.value, env)
+
+    def e_BoolOp(self, node: ast.BoolOp, env: Env) -> Value:
+        values = [self.expr(e, env) for e in node.values]
+        for operand, value in zip(node.values[:-1], values[:-1], strict=True):
+            self._bool(operand, value)
+        return v.combine(values) if all(x.kind is Kind.STATIC for x in values) else UNKNOWN
+
+    def e_IfExp(self, node: ast.IfExp, env: Env) -> Value:
+        self._bool(node.test, self.expr(node.test, env))
+        return v.join(self.expr(node.body, env), self.expr(node.orelse, env))
+
+    def e_Compare(self, node: ast.Compare, env: Env) -> Value:
+        values = [self.expr(node.left, env), *(self.expr(c, env) for c in node.comparators)]
+        if any(isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in node.ops):
+            return STATIC if all(x.kind is not Kind.TRACED for x in values) else UNKNOWN
+        return v.combine(values)
+
+    def e_Lambda(self, node: ast.Lambda, env: Env) -> Value:
+        return Value(Kind.UNKNOWN, function=self.nested(node, env))
+
+    def e_NamedExpr(self, node: ast.NamedExpr, env: Env) -> Value:
+        value = self.expr(node.value, env)
+        env[node.target.id] = value
+        return value
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, env: Env
+    ) -> Value:
+        inner = dict(env)
+        for generator in node.generators:
+            self.bind(
+                generator.target, self._element(self.expr(generator.iter, inner)), inner, ast.Pass()
+            )
+            for test in generator.ifs:
+                self._bool(test, self.expr(test, inner))
+        if isinstance(node, ast.DictComp):
+            self.expr(node.key, inner)
+            return v.combine([self.expr(node.value, inner)])
+        return v.combine([self.expr(node.elt, inner)])
+
+    e_ListComp = e_SetComp = e_GeneratorExp = e_DictComp = _comprehension
+
+    def e_Dict(self, node: ast.Dict, env: Env) -> Value:
+        keys = [self.expr(k, env) for k in node.keys if k is not None]
+        del keys
+        return v.combine([self.expr(x, env) for x in node.values])
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def _callee_name(self, func: ast.expr, env: Env) -> str | None:
+        return self.expr(func, env).qualified
+
+    def e_Call(self, node: ast.Call, env: Env) -> Value:
+        func = self.expr(node.func, env)
+        receiver: Value | None = None
+        method: str | None = None
+        if (
+            isinstance(node.func, ast.Attribute)
+            and func.qualified is None
+            and func.function is None
+        ):
+            method = node.func.attr
+            receiver = self.summary.values.get(node.func.value, UNKNOWN)
+        args = tuple(self.expr(a, env) for a in node.args)
+        keywords = {k.arg or "**": self.expr(k.value, env) for k in node.keywords}
+        callee = func.qualified if func.qualified and not func.qualified.startswith("<") else None
+        bound = 1 if func.qualified == "<bound>" else 0
+        call = Call(
+            node,
+            self.summary.id,
+            callee,
+            func.function,
+            method,
+            receiver,
+            args,
+            keywords,
+            bool(self.guarded),
+            bound,
+        )
+        self.summary.calls.append(call)
+        return self._result(call, func, env)
+
+    def _result(self, call: Call, func: Value, env: Env) -> Value:
+        callee = call.callee
+        operands = [*call.values(), *([call.receiver] if call.receiver else [])]
+        if func.qualified is not None and func.qualified.startswith("<class>."):
+            return Value(Kind.UNKNOWN, qualified=func.qualified.replace("<class>", "<instance>"))
+        if callee is not None:
+            if callee in STATIC_QUERIES or callee in _PYTHON_VALUED:
+                return STATIC
+            if callee in self.transforms:
+                return self._transform(call)
+            if callee == PARTIAL and call.args and call.args[0].function:
+                return Value(Kind.UNKNOWN, function=call.args[0].function)
+            if callee.startswith(STAGED_ARRAY_NAMESPACES) or callee.startswith("jax.nn."):
+                if self.compile_time:
+                    return v.combine(operands)
+                sources = v.sources_of(operands) | {Staged(self.summary.id)}
+                return v.traced(sources)
+            if callee.startswith(("numpy.", "scipy.", "math.")):
+                if any(o.kind is Kind.TRACED or o.elements for o in operands):
+                    return UNKNOWN
+                return HOST if callee.startswith(("numpy.", "scipy.")) else STATIC
+            if callee.startswith("builtins."):
+                return (
+                    v.combine(operands)
+                    if callee in ("builtins.abs", "builtins.sum", "builtins.max", "builtins.min")
+                    else UNKNOWN
+                )
+            return UNKNOWN
+        if func.function is not None:
+            if func.function in self.module.transformed:
+                # A jitted function called from this code: traced when this code is.
+                return v.traced(v.sources_of(operands) | {Staged(self.summary.id)})
+            return self._apply(func.function, call)
+        if call.method is not None and call.receiver is not None:
+            if call.method in STRING_METHODS:
+                return STATIC
+            if call.receiver.kind is Kind.TRACED:
+                if call.method in PYTHON_VALUED_METHODS:
+                    return STATIC
+                return v.combine(operands)
+            if call.receiver.kind is Kind.HOST and all(o.kind is not Kind.TRACED for o in operands):
+                return HOST
+        return UNKNOWN
+
+    def _apply(self, target: str, call: Call) -> Value:
+        """The callee's return value with its parameters' conditions replaced by what this
+        call gives them."""
+        summary = self.module.summary_of(target)
+        if summary is None or summary.returns is None:
+            return UNKNOWN
+        given = bind_arguments(summary, call)
+        return substitute(summary.returns, target, given, self.summary.id)
+
+    def _transform(self, call: Call) -> Value:
+        """`jax.jit(f, ...)` and the like: an entry for `f`; the value is the transformed
+        function (calling it gives arrays)."""
+        assert call.callee is not None
+        spec = self.transforms[call.callee]
+        for index, value in enumerate(call.args):
+            if index in spec.fun_positions:
+                targets = value.elements if spec.fun_sequence and value.elements else (value,)
+                for target in targets:
+                    self._enter(call.node, call.callee, spec, target, call.node)
+        for keyword, value in call.keywords.items():
+            if keyword in spec.fun_keywords:
+                self._enter(call.node, call.callee, spec, value, call.node)
+        first = call.args[0] if call.args else None
+        if first is not None and first.function is not None:
+            return Value(Kind.UNKNOWN, function=first.function)
+        return UNKNOWN
+
+    def decorate(self, decorator: ast.expr, value: Value, node: FunctionNode, env: Env) -> Value:
+        """`@T`, `@T(...)`, `@partial(T, ...)` on a function: an entry."""
+        options: ast.Call | None = None
+        expr = decorator
+        if isinstance(expr, ast.Call):
+            head = self.summary.values.get(expr.func) or self.expr(expr.func, env)
+            if head.qualified == PARTIAL and expr.args:
+                options, expr = expr, expr.args[0]
+            elif head.qualified in self.transforms and not expr.args:
+                options, expr = expr, expr.func
+            else:
+                return UNKNOWN
+        name = (self.summary.values.get(expr) or self.expr(expr, env)).qualified
+        if name is not None and name in self.transforms and value.function is not None:
+            self._enter(node, name, self.transforms[name], value, options)
+            return value
+        return UNKNOWN
+
+    def _enter(
+        self,
+        node: ast.AST,
+        transform: str,
+        spec: TransformSpec,
+        target: Value,
+        options: ast.Call | None,
+    ) -> None:
+        function = self.module.nodes.get(target.function or "")
+        if function is None or target.function is None:
+            return
+        params, all_positional = _params(function)
+        # Static positions count `self` for a decorated method, not for a bound one.
+        bound = spec.leading_untraced + (target.qualified == "<bound>")
+        positional = all_positional[bound:]
+        static = _static_params(spec, options, positional)
+        if target.function in self.module.owners and not _static_method(function):
+            static.add(all_positional[0]) if all_positional else None
+        if spec.filtered:
+            static |= _python_valued_params(function)
+        if spec.argnums_keyword is not None or spec.default_argnums:
+            argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
+            traced = {positional[i] for i in argnums if -len(positional) <= i < len(positional)}
+        else:
+            traced = set(params) - set(all_positional[:bound])
+            traced -= _unbatched(spec, options, positional)
+        self.module.transformed.add(target.function)
+        self.module.entries.append(
+            Entry(
+                node,
+                self.summary.id,
+                transform,
+                target.function,
+                frozenset(traced - static),
+                spec.staged,
+            )
+        )
+
+    def _bool(self, node: ast.expr, value: Value) -> None:
+        """A traced value used as a condition: recorded as a call of `builtins.bool`."""
+        if value.kind is Kind.TRACED:
+            fake = ast.Call(func=ast.Name("bool"), args=[node], keywords=[])
+            ast.copy_location(fake, node)
+            self.summary.calls.append(
+                Call(
+                    fake,
+                    self.summary.id,
+                    "builtins.bool",
+                    None,
+                    None,
+                    None,
+                    (value,),
+                    {},
+                    bool(self.guarded),
+                )
+            )
+
+
+def bind_arguments(summary: Summary, call: Call) -> dict[str, Value]:
+    """The callee's parameters and the values `call` gives them."""
+    given: dict[str, Value] = {}
+    positional = summary.positional[call.bound :]
+    if call.bound and call.receiver is not None and summary.positional:
+        given[summary.positional[0]] = call.receiver
+    for name, value in zip(positional, call.args, strict=False):
+        given[name] = value
+    for keyword, value in call.keywords.items():
+        if keyword in summary.params:
+            given[keyword] = value
+    return given
+
+
+def substitute(value: Value, function: str, given: Mapping[str, Value], caller: str) -> Value:
+    """`value` (of `function`) with its parameters' conditions replaced by what they are given."""
+    if value.elements is not None:
+        return Value(
+            value.kind,
+            elements=tuple(substitute(e, function, given, caller) for e in value.elements),
+        )
+    if value.kind is not Kind.TRACED:
+        return value
+    sources: set[v.Source] = set()
+    for source in value.sources:
+        if isinstance(source, Param) and source.function == function:
+            argument = given.get(source.name)
+            if argument is not None:
+                sources |= v.sources_of([argument])
+        elif isinstance(source, Staged) and source.function == function:
+            sources.add(Staged(caller))
+        else:
+            sources.add(source)
+    return v.traced(sources)
+
+
+def _static_method(node: FunctionNode | ast.Module) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+        isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list
+    )
+
+
+def _keyword(call: ast.Call | None, name: str | None) -> ast.expr | None:
+    if call is None or name is None:
+        return None
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _int_tuple(node: ast.expr | None) -> tuple[int, ...]:
+    return (
+        tuple(e.value for e in _literal_elements(node) if isinstance(e.value, int)) if node else ()
+    )
+
+
+def _str_tuple(node: ast.expr | None) -> tuple[str, ...]:
+    return (
+        tuple(e.value for e in _literal_elements(node) if isinstance(e.value, str)) if node else ()
+    )
+
+
+def _static_params(
+    spec: TransformSpec, options: ast.Call | None, positional: list[str]
+) -> set[str]:
+    static: set[str] = set()
+    for keyword in spec.static_argnums_keywords:
+        for index in _int_tuple(_keyword(options, keyword)):
+            if -len(positional) <= index < len(positional):
+                static.add(positional[index])
+    for keyword in spec.static_argnames_keywords:
+        static |= set(_str_tuple(_keyword(options, keyword)))
+    return static
+
+
+def _unbatched(spec: TransformSpec, options: ast.Call | None, positional: list[str]) -> set[str]:
+    axes = _keyword(options, spec.in_axes_keyword)
+    if not isinstance(axes, ast.Tuple | ast.List):
+        return set()
+    return {
+        positional[i]
+        for i, e in enumerate(axes.elts)
+        if i < len(positional) and isinstance(e, ast.Constant) and e.value is None
+    }
+
+
+def _python_valued_params(node: FunctionNode | ast.Module) -> set[str]:
+    """Parameters annotated with a Python type or defaulting to a literal (static under
+    Equinox's filters)."""
+    if isinstance(node, ast.Module):
+        return set()
+    args = node.args
+    found = set()
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(
+        zip(
+            [p.arg for p in positional[len(positional) - len(args.defaults) :]],
+            args.defaults,
+            strict=True,
+        )
+    )
+    defaults |= {
+        p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    }
+    for param in [*positional, *args.kwonlyargs]:
+        annotation = param.annotation
+        if annotation is not None and ast.unparse(annotation).split("[")[0].rsplit(".", 1)[-1] in (
+            "int",
+            "float",
+            "bool",
+            "str",
+            "bytes",
+            "complex",
+            "type",
+            "Callable",
+            "None",
+        ):
+            found.add(param.arg)
+        default = defaults.get(param.arg)
+        if isinstance(default, ast.Constant):
+            found.add(param.arg)
+    return found

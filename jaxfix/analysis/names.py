@@ -1,0 +1,50 @@
+"""What the names a module binds by importing denote: `jnp` -> `jax.numpy`, `d` ->
+`pickle.dumps`, `from .io import save` -> `pkg.io.save`."""
+
+from __future__ import annotations
+
+import ast
+
+
+def imported_names(tree: ast.Module, module: str = "", is_package: bool = False) -> dict[str, str]:
+    """Every name the module's imports bind (at any depth: an import in a function counts for
+    the module, as jaxfix resolves names flow-insensitively across imports), to its full name."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".", 1)[0]
+                    names[top] = top
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute_module(node, module, is_package)
+            for alias in node.names:
+                if alias.name != "*":
+                    names[alias.asname or alias.name] = (
+                        f"{base}.{alias.name}" if base else alias.name
+                    )
+    return names
+
+
+def absolute_module(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module `from ... import` reads, made absolute against `module`."""
+    if not node.level:
+        return node.module or ""
+    parts = module.split(".") if module else []
+    keep = len(parts) - node.level + (1 if is_package else 0)
+    base = ".".join(parts[: max(keep, 0)])
+    return f"{base}.{node.module}" if base and node.module else (node.module or base)
+
+
+def dotted(node: ast.expr) -> list[str] | None:
+    """`a.b.c` as `["a", "b", "c"]`; None for anything but names and attributes."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return parts[::-1]

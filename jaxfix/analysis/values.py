@@ -1,0 +1,108 @@
+"""Abstract values: what a name or an expression holds when its function runs.
+
+A value is `STATIC` (a Python value at trace time: shapes, literals, dtypes), `HOST` (a NumPy
+array computed from static values), `UNKNOWN`, or `TRACED` on a condition: it is a tracer when
+one of its `sources` is, where a source is a parameter of some function (`Param`) or the staging
+of a function (`Staged`: inside `jax.jit`, even `jnp.zeros(3)` is a tracer). The condition is a
+disjunction: `x + y` is traced when `x` or `y` is. A join of two branches keeps only what holds on
+both (the common sources), so that a rule reports only what is *certainly* traced.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+
+class Kind(enum.Enum):
+    STATIC = "static"
+    HOST = "host array"
+    TRACED = "traced"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, order=True)
+class Param:
+    """The parameter `name` of the function `function` (a `FunctionId`)."""
+
+    function: str
+    name: str
+
+
+@dataclass(frozen=True, order=True)
+class Staged:
+    """The staging of `function`: arrays it creates are tracers when it is staged."""
+
+    function: str
+
+
+Source = Param | Staged
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: Kind
+    sources: frozenset[Source] = frozenset()
+    # The values of a tuple or list display, element by element (for unpacking and returns).
+    elements: tuple[Value, ...] | None = None
+    # The function a name or lambda denotes (its `FunctionId`), for calls and transforms.
+    function: str | None = None
+    # What the name denotes through imports (`jax.numpy.sum`), for calls and attributes.
+    qualified: str | None = None
+
+    def resolve(self, traced: Collection[Source]) -> Kind:
+        """The kind once it is known which sources are traced."""
+        if self.kind is not Kind.TRACED:
+            return self.kind
+        return Kind.TRACED if any(s in traced for s in self.sources) else Kind.UNKNOWN
+
+
+STATIC = Value(Kind.STATIC)
+HOST = Value(Kind.HOST)
+UNKNOWN = Value(Kind.UNKNOWN)
+
+
+def traced(sources: Iterable[Source]) -> Value:
+    """Traced when one of `sources` is; unknown when there is none."""
+    found = frozenset(sources)
+    return Value(Kind.TRACED, found) if found else UNKNOWN
+
+
+def sources_of(values: Iterable[Value]) -> frozenset[Source]:
+    """Every source of the traced ones among `values` (and of their elements)."""
+    found: set[Source] = set()
+    for value in values:
+        found |= value.sources
+        if value.elements:
+            found |= sources_of(value.elements)
+    return frozenset(found)
+
+
+def combine(values: Iterable[Value]) -> Value:
+    """The value of an operation on `values` (`x + y`, `jnp.dot(x, y)`): traced when one of
+    them is, static when all are, a host array when one is and the rest are static."""
+    values = list(values)
+    if any(v.kind is Kind.TRACED or v.elements for v in values):
+        return traced(sources_of(values))
+    if all(v.kind is Kind.STATIC for v in values):
+        return STATIC
+    if all(v.kind in (Kind.STATIC, Kind.HOST) for v in values):
+        return HOST
+    return UNKNOWN
+
+
+def join(a: Value, b: Value) -> Value:
+    """What holds on both of two branches."""
+    if a == b:
+        return a
+    if a.elements is not None and b.elements is not None and len(a.elements) == len(b.elements):
+        return Value(Kind.UNKNOWN, elements=tuple(map(join, a.elements, b.elements)))
+    if a.kind is Kind.TRACED and b.kind is Kind.TRACED:
+        return traced(a.sources & b.sources)
+    if a.kind is b.kind and a.kind is not Kind.TRACED:
+        same = a.function if a.function == b.function else None
+        return Value(
+            a.kind, function=same, qualified=a.qualified if a.qualified == b.qualified else None
+        )
+    return UNKNOWN

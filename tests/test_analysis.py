@@ -1,0 +1,297 @@
+"""The one analysis (`jaxfix.analysis`): which values reach a call certainly traced.
+
+Each program marks the `pickle.dumps(...)` calls the analysis must report with `# traced` and
+those it must leave alone with `# silent`: a look-alike beside each traced twin.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from jaxfix.analysis.flow import analyse
+from jaxfix.analysis.tracing import Reason, Via, trace
+
+SINK = frozenset({"pickle.dumps"})
+HEADER = """\
+import functools
+import pickle
+import jax
+import jax.numpy as jnp
+import numpy as np
+"""
+
+PROGRAMS = {
+    "rebinding changes a name's value from that statement on": """
+@jax.jit
+def f(x):
+    y = x * 2
+    pickle.dumps(y)  # traced
+    y = 3
+    pickle.dumps(y)  # silent
+""",
+    "branches join: traced on one side only is not certain": """
+@jax.jit
+def f(x, flag: bool = True):
+    y = x if flag else 1
+    pickle.dumps(y)  # silent
+    if flag:
+        z = x + 1
+    else:
+        z = x - 1
+    pickle.dumps(z)  # traced
+""",
+    "a loop runs to a fixed point": """
+@jax.jit
+def f(x):
+    acc = 0
+    for _ in range(3):
+        pickle.dumps(acc)  # silent
+        acc = acc + x
+    pickle.dumps(acc)  # silent
+    total = x
+    for _ in range(3):
+        total = total + 1
+    pickle.dumps(total)  # traced
+""",
+    "shapes, dtypes, len and literals are static": """
+@jax.jit
+def f(x):
+    pickle.dumps(x.shape)  # silent
+    pickle.dumps((x.ndim, x.size, x.dtype))  # silent
+    pickle.dumps(len(x))  # silent
+    pickle.dumps(jnp.result_type(x))  # silent
+    pickle.dumps(jnp.finfo(x.dtype).eps)  # silent
+    pickle.dumps(x[0])  # traced
+""",
+    "NumPy computed only from static values is static": """
+TABLE = np.arange(4)
+
+@jax.jit
+def f(x):
+    pickle.dumps(np.ones(x.shape))  # silent
+    pickle.dumps(TABLE * 2)  # silent
+    pickle.dumps(jnp.sum(x))  # traced
+""",
+    "static_argnums and static_argnames, also through functools.partial": """
+@functools.partial(jax.jit, static_argnums=(1,), static_argnames=("mode",))
+def f(x, n, mode="a"):
+    pickle.dumps(n)  # silent
+    pickle.dumps(mode)  # silent
+    pickle.dumps(x)  # traced
+""",
+    "static_argnums at a call site": """
+def g(x, n):
+    pickle.dumps(n)  # silent
+    pickle.dumps(x)  # traced
+
+step = jax.jit(g, static_argnums=1)
+""",
+    "static_argnums on a method skips self": """
+class Model:
+    @functools.partial(jax.jit, static_argnums=(0, 2))
+    def apply(self, x, n):
+        pickle.dumps(n)  # silent
+        pickle.dumps(x)  # traced
+""",
+    "custom_jvp nondiff_argnums are static": """
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def f(n, x):
+    pickle.dumps(n)  # silent
+    return x
+""",
+    "pytree metadata fields stay static": """
+import dataclasses
+import flax.struct
+import equinox as eqx
+
+class State(flax.struct.PyTreeNode):
+    step: int = flax.struct.field(pytree_node=False)
+    params: object = None
+
+class Layer(eqx.Module):
+    size: int = eqx.field(static=True)
+
+@dataclasses.dataclass
+class Config:
+    name: str = dataclasses.field(metadata=dict(static=True))
+
+@jax.jit
+def f(state, layer, config):
+    pickle.dumps(state.step)  # silent
+    pickle.dumps(layer.size)  # silent
+    pickle.dumps(config.name)  # silent
+    pickle.dumps(state.params)  # traced
+""",
+    "aux data of a registered pytree class is static": """
+@jax.tree_util.register_pytree_node_class
+class Box:
+    def __init__(self, value, label):
+        self.value, self.label = value, label
+
+    def tree_flatten(self):
+        return (self.value,), (self.label,)
+
+@jax.jit
+def f(box):
+    pickle.dumps(box.label)  # silent
+    pickle.dumps(box.value)  # traced
+""",
+    "register_dataclass meta_fields are static": """
+jax.tree_util.register_dataclass(Point, data_fields=["xy"], meta_fields=["tag"])
+
+@jax.jit
+def f(p):
+    pickle.dumps(p.tag)  # silent
+    pickle.dumps(p.xy)  # traced
+""",
+    "inside ensure_compile_time_eval nothing is staged": """
+@jax.jit
+def f(x):
+    with jax.ensure_compile_time_eval():
+        table = jnp.arange(3)
+        pickle.dumps(table)  # silent
+    pickle.dumps(jnp.arange(3))  # traced
+""",
+    "a tracer guard and the early exit it protects": """
+@jax.jit
+def f(x, y):
+    if isinstance(x, jax.core.Tracer):
+        pickle.dumps(x)  # silent
+        return x
+    pickle.dumps(x)  # silent
+    if not isinstance(y, jax.core.Tracer):
+        pickle.dumps(y)  # silent
+    pickle.dumps(y)  # traced
+""",
+    "a try that catches the concretization errors": """
+@jax.jit
+def f(x):
+    try:
+        pickle.dumps(x)  # silent
+    except jax.errors.ConcretizationTypeError:
+        pass
+    try:
+        pickle.dumps(x)  # traced
+    except KeyError:
+        pass
+""",
+    "a helper's summary is applied at each call": """
+def save(blob, tag):
+    pickle.dumps(tag)  # silent
+    return pickle.dumps(blob)  # traced
+
+def host():
+    save(1, "a")
+
+@jax.jit
+def f(x):
+    save(x, "b")
+""",
+    "a helper's return carries its parameter's condition": """
+def double(v):
+    return v * 2
+
+def shape_of(v):
+    return v.shape
+
+@jax.jit
+def f(x):
+    pickle.dumps(double(x))  # traced
+    pickle.dumps(shape_of(x))  # silent
+""",
+    "closures of a scan body": """
+def outer(w, xs):
+    def body(c, x):
+        pickle.dumps(w)  # silent
+        pickle.dumps(c + x)  # traced
+        return c, None
+    return jax.lax.scan(body, 0.0, xs)
+""",
+    "methods through self": """
+class Logger:
+    def write(self, value):
+        pickle.dumps(value)  # traced
+
+class Model:
+    def helper(self, v):
+        return pickle.dumps(v)  # traced
+
+    @jax.jit
+    def __call__(self, x):
+        self.helper(x)
+        logger.write(x)
+
+logger = Logger()
+""",
+    "grad traces only argnums": """
+def loss(params, batch, scale):
+    pickle.dumps(params)  # traced
+    pickle.dumps(scale)  # silent
+    return params
+
+jax.grad(loss)
+""",
+    "vmap in_axes None leaves a parameter unbatched": """
+def per_row(row, table):
+    pickle.dumps(table)  # silent
+    pickle.dumps(row)  # traced
+
+jax.vmap(per_row, in_axes=(0, None))
+""",
+    "an untraced function is never reported": """
+def host(x):
+    pickle.dumps(jnp.sum(x))  # silent
+""",
+    "strings made from tracers are static": """
+@jax.jit
+def f(x):
+    pickle.dumps(f"{x}")  # silent
+    pickle.dumps(str(x))  # silent
+""",
+}
+
+
+def reported_lines(source: str) -> set[int]:
+    facts = trace(analyse(ast.parse(source)))
+    return {call.node.lineno for call in facts.calls_to(SINK)}
+
+
+def marked_lines(source: str, mark: str) -> set[int]:
+    return {n for n, line in enumerate(source.splitlines(), 1) if line.endswith(f"# {mark}")}
+
+
+@pytest.mark.parametrize("program", PROGRAMS.values(), ids=list(PROGRAMS))
+def test_reports_exactly_the_traced_calls(program: str) -> None:
+    source = HEADER + textwrap.dedent(program)
+    assert marked_lines(source, "traced") | marked_lines(source, "silent"), "nothing marked"
+    assert reported_lines(source) == marked_lines(source, "traced")
+
+
+def test_reasons_are_typed() -> None:
+    source = HEADER + "@jax.jit\ndef f(x):\n    g(x)\n\ndef g(y):\n    pass\n"
+    facts = trace(analyse(ast.parse(source)))
+    reasons = {facts.module.functions[fid].name: reason for fid, reason in facts.reasons.items()}
+    assert reasons == {"f": Reason(Via.DECORATED, "jax.jit"), "g": Reason(Via.CALLED, "f")}
+    assert str(reasons["f"]) == "decorated with `jax.jit`"
+
+
+def test_stores_that_outlive_the_call() -> None:
+    source = HEADER + textwrap.dedent(
+        """
+        HISTORY = []
+        CACHE = {}
+
+        @jax.jit
+        def f(x, out):
+            local = {}
+            local["a"] = x
+            CACHE["k"] = x
+            out.value = x
+            CACHE["shape"] = x.shape
+        """
+    )
+    facts = trace(analyse(ast.parse(source)))
+    assert sorted((s.root, s.node.lineno) for s in facts.stores()) == [("CACHE", 14), ("out", 15)]
