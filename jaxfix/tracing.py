@@ -1,16 +1,15 @@
-"""Traced-context analysis: which functions of a module run under a JAX trace, and which values
-in them are tracers.
+"""The traced-context analysis seen from LibCST's tree, for the rules and their fixes.
 
-Names are matched after import resolution (LibCST's scopes' qualified names), so `import jax as J`,
-`from jax import lax` or `functools.partial(jax.jit, ...)` are recognised and a local variable
-called `jax` is not. Tracing spreads from the entry points (decorators and transform call sites) to
-nested functions and same-module functions called with traced arguments, until a fixpoint. Values
-are traced by flow-insensitive propagation through assignments. When unsure, a value is *not*
-traced: a false alarm costs more than a missed finding.
+Which functions run under a trace and which values are tracers is decided once, by
+`jaxfix.analysis` on CPython's tree of the same text (flow-sensitive, with function summaries);
+this module answers the rules' questions about LibCST nodes by finding the CPython node at the
+same place (`jaxfix.analysis.bridge`). What stays here is LibCST's own business: parents,
+scopes, qualified names and bindings, which the fixes need.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -27,28 +26,16 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from jaxfix.analysis.bridge import Positions, Span
+from jaxfix.analysis.flow import analyse
+from jaxfix.analysis.tracing import External, trace
+from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.project import Entry, Place, ProjectContext, TracedCall
-from jaxfix.transforms import (
-    CALL_WRAPPERS,
-    CUSTOM_DERIVATIVES,
-    CUSTOM_RULE_METHODS,
-    HOST_CALLBACKS,
-    PARTIAL,
-    PYTHON_TYPES,
-    STAGED_ARRAY_NAMESPACES,
-    STATIC_ATTRIBUTES,
-    STATIC_QUERIES,
-    STRING_METHODS,
-    TRACED_MODULE_BASES,
-    TRANSFORMS,
-    TREE_MAPS,
-    TransformSpec,
-)
+from jaxfix.transforms import PYTHON_TYPES, TRANSFORMS, TransformSpec
 
 FunctionNode = cst.FunctionDef | cst.Lambda
 # How many `a = b` aliases a name is followed through (a cycle `a = b; b = a` ends there).
 MAX_ALIASES = 8
-_NOT_ARRAY_METHODS = STRING_METHODS | {"keys"}
 # A test that asks whether a value is a tracer (`not_jax_tracer(x)`, `core.is_concrete(x)`).
 TRACER_CHECK = re.compile("tracer|concrete", re.IGNORECASE)
 
@@ -202,12 +189,12 @@ class TracedAnalysis:
     ) -> None:
         self.module = wrapper.module
         self._transforms = transforms
-        self._entries = entries
         self.project = project
         # Resolved together first, in as few traversals as LibCST can (the rules need
         # positions too); `resolve` then answers from the wrapper's cache, typed.
         wrapper.resolve_many([ScopeProvider, PositionProvider])
         self._scopes: Mapping[cst.CSTNode, Scope | None] = wrapper.resolve(ScopeProvider)
+        self._positions = wrapper.resolve(PositionProvider)
         # Asked of the scopes for the nodes that need them: what `QualifiedNameProvider`
         # answers, without its traversal of every node.
         self._qualified: dict[cst.CSTNode, Collection[QualifiedName]] = {}
@@ -215,15 +202,45 @@ class TracedAnalysis:
         self.module.visit(collector)
         self._collected = collector
         self._parents = collector.parents
-        self.functions: dict[FunctionNode, TracedFunction] = {}
-        self._traced_bindings: set[cst.CSTNode] = set()
-        self._changed = False
         self._all_names: set[str] | None = None
-        self._param_classes: dict[cst.Param, cst.ClassDef] | None = None
-        self._find_entry_points()
-        self._propagate()
+        code = self.module.code
+        tree = ast.parse(code)
+        self._where = Positions(tree, code)
+        self.facts = trace(analyse(tree, transforms=transforms), [_external(e) for e in entries])
+        self.functions: dict[FunctionNode, TracedFunction] = self._traced_functions()
 
-    # ----- public queries -------------------------------------------------------------------
+    def _traced_functions(self) -> dict[FunctionNode, TracedFunction]:
+        """The facts' traced functions, by their LibCST nodes."""
+        by_id = {fid: node for fid, node in self._function_ids()}
+        found: dict[FunctionNode, TracedFunction] = {}
+        for fid, reason in self.facts.reasons.items():
+            node = by_id.get(fid)
+            if node is None:
+                continue
+            params = {
+                p.name for p in self.facts.traced if isinstance(p, Param) and p.function == fid
+            }
+            staged = Staged(fid) in self.facts.traced
+            found[node] = TracedFunction(node, params, staged, [str(reason)])
+        return found
+
+    def _function_ids(self) -> Iterator[tuple[str, FunctionNode]]:
+        module = self.facts.module
+        for function in self._collected.functions:
+            node: ast.AST | None
+            if isinstance(function, cst.FunctionDef):
+                start = self._positions[function.name].start
+                node = self._where.function(start.line, start.column)
+            else:
+                node = self._where.expression(self._span(function))
+            fid = module.by_node.get(node) if node is not None else None
+            if fid is not None:
+                yield fid, function
+
+    def _span(self, node: cst.CSTNode) -> Span:
+        code_range = self._positions[node]
+        start, end = code_range.start, code_range.end
+        return (start.line, start.column, end.line, end.column)
 
     def imported_names(self, node: cst.CSTNode, depth: int = 0) -> set[str]:
         """Fully qualified names `node` refers to through an import or a builtin, also through
@@ -382,40 +399,16 @@ class TracedAnalysis:
         """For a callee that names a same-module function jitted with static arguments
         (`@partial(jax.jit, static_argnums=1)` on its def, or `g = jax.jit(f, static_argnames=
         "n")`): its positional parameter names and its static ones."""
-        if not isinstance(func, cst.Name):
+        node = self._where.expression(self._span(func)) if isinstance(func, cst.Name) else None
+        value = self.facts.module.value_of(node) if node is not None else None
+        if value is None:
             return None
-        function = self.function_of_name(func)
-        found: list[tuple[TransformSpec, cst.Call | None, _Target]] = []
-        if isinstance(function, cst.FunctionDef):
-            for decorator in function.decorators:
-                spec_call = self._transform_of(decorator.decorator)
-                if spec_call is not None:
-                    found.append((spec_call[1], spec_call[2], _Target(function)))
-        value = self._aliased_call(func)
-        transform = self._transform_call(value) if value is not None else None
-        if value is not None and transform is not None and transform[1] is not None:
-            found.append((self._transforms[transform[0]], value, transform[1]))
-        for spec, options, target in found:
-            if not spec.static_argnames_keywords:
-                continue
-            params = _positional_param_names(target.function)[target.bound_positions :]
-            static = _static_params(spec, options, params)
-            if static:
-                return params, static
-        return None
-
-    def _aliased_call(self, name: cst.Name) -> cst.Call | None:
-        """For a name bound exactly once, by `name = call(...)`, the call."""
-        assignments = self.assignments(name)
-        if len(assignments) != 1:
+        entry = self.facts.module.entries[value.entry] if value.entry is not None else None
+        if entry is None or not entry.static:
             return None
-        target = self._parents.get(assignments[0].node)
-        assign = self._parents.get(target) if isinstance(target, cst.AssignTarget) else None
-        if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
-            return assign.value
-        return None
+        return list(entry.positional), set(entry.static)
 
-    # ----- entry points ---------------------------------------------------------------------
+    # ----- the run's other modules -----------------------------------------------------------
 
     def references_to(self, names: Collection[str]) -> list[cst.Name | cst.Attribute]:
         """Every place that reads one of `names` (full names through imports: `pkg.enc.f`
@@ -462,7 +455,7 @@ class TracedAnalysis:
         keywords: list[str] = []
         all_params = False
         for index, arg in enumerate(call.args):
-            if not self._traced(arg.value, caller.staged):
+            if not self._traced(arg.value):
                 continue
             if arg.star:
                 all_params = True
@@ -473,441 +466,6 @@ class TracedAnalysis:
         reason = f"called from traced `{label}`"
         return Entry("", tuple(positions), tuple(keywords), all_params, caller.staged, reason)
 
-    def _find_entry_points(self) -> None:
-        for entry in self._entries:
-            self._enter_from_project(entry)
-        for function in self._collected.functions:
-            if isinstance(function, cst.FunctionDef):
-                for decorator in function.decorators:
-                    self._decorator_entry(function, decorator.decorator)
-        for owned in self._collected.owned.values():
-            for call in owned.calls:
-                self._call_site_entry(call, staged_outside=False)
-        for method, cls in self._collected.class_of.items():
-            base = self._traced_module_base(cls)
-            if base is not None:
-                self._module_method_entry(method, base)
-
-    def _traced_module_base(self, cls: cst.ClassDef) -> str | None:
-        """`flax.linen.Module` or `haiku.Module`, when `cls` subclasses one directly."""
-        for base in cls.bases:
-            found = self.imported_names(base.value) & TRACED_MODULE_BASES
-            if found:
-                return min(found)
-        return None
-
-    def _module_method_entry(self, method: cst.FunctionDef, base: str) -> None:
-        """A method of a linen / Haiku module: its inputs other than `self` and Python values
-        (`train: bool = False`) are traced; not staged (`init` may run un-jitted)."""
-        if any(
-            _decorator_name(d.decorator) in {"staticmethod", "classmethod"}
-            for d in method.decorators
-        ):
-            return
-        params = _positional_param_names(method)[1:]
-        params += [p.name.value for p in method.params.kwonly_params]
-        traced = set(params) - _python_valued_params(method)
-        self._mark(method, traced, False, f"a method of a `{base}`")
-
-    def _enter_from_project(self, entry: Entry) -> None:
-        """A top-level function that another module's traced code calls."""
-        for statement in self.module.body:
-            if isinstance(statement, cst.FunctionDef) and statement.name.value == entry.function:
-                params = _positional_param_names(statement)
-                traced = (
-                    _param_names(statement)
-                    if entry.all_params
-                    else {params[i] for i in entry.positions if i < len(params)}
-                    | (set(entry.keywords) & _param_names(statement))
-                )
-                self._mark(statement, traced, entry.staged, entry.reason)
-
-    def _decorator_entry(self, function: cst.FunctionDef, decorator: cst.BaseExpression) -> None:
-        spec_call = self._transform_of(decorator)
-        if spec_call is not None:
-            name, spec, call = spec_call
-            self._enter(_Target(function), spec, call, f"decorated with `{name}`", False)
-            return
-        if (
-            isinstance(decorator, cst.Attribute)
-            and decorator.attr.value in CUSTOM_RULE_METHODS
-            and isinstance(decorator.value, cst.Name)
-            and self._is_custom_derivative(decorator.value)
-        ):
-            self._mark(function, _param_names(function), False, "a custom derivative rule")
-
-    def _transform_of(
-        self, expr: cst.BaseExpression
-    ) -> tuple[str, TransformSpec, cst.Call | None] | None:
-        """`T`, `T(**options)` or `partial(T, **options)` used as a decorator."""
-        if not isinstance(expr, cst.Call):
-            for name in self.imported_names(expr):
-                if name in self._transforms:
-                    return name, self._transforms[name], None
-            return self._project_wrapper(expr)
-        func_names = self.imported_names(expr.func)
-        if PARTIAL in func_names and expr.args and expr.args[0].keyword is None:
-            inner = self._transform_of(expr.args[0].value)
-            if inner is not None and inner[2] is None:
-                return inner[0], inner[1], expr
-        if not any(arg.keyword is None for arg in expr.args):
-            for name in func_names:
-                if name in self._transforms:
-                    return name, self._transforms[name], expr
-        return None
-
-    def _project_wrapper(
-        self, expr: cst.BaseExpression
-    ) -> tuple[str, TransformSpec, cst.Call | None] | None:
-        """A function of this module that returns a transform applied to its first parameter
-        (`def compiled(fn): return jax.jit(fn, donate_argnums=0)`): a decorator that traces."""
-        function = self.function_of_name(expr) if isinstance(expr, cst.Name) else None
-        if not isinstance(function, cst.FunctionDef) or not function.params.params:
-            return None
-        parameter = function.params.params[0].name.value
-        for statement in function.body.body:
-            line = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
-            value = line.value if isinstance(line, cst.Return) else None
-            if not isinstance(value, cst.Call) or not value.args:
-                continue
-            first = value.args[0]
-            if first.keyword is not None or not (
-                isinstance(first.value, cst.Name) and first.value.value == parameter
-            ):
-                continue
-            for name in self.imported_names(value.func):
-                spec = self._transforms.get(name)
-                if spec is not None and spec.fun_positions[:1] == (0,):
-                    return f"{function.name.value}`, which applies `{name}", spec, value
-        return None
-
-    def _call_site_entry(self, call: cst.Call, staged_outside: bool) -> None:
-        """`jax.jit(f, ...)`, `lax.scan(body, ...)`, `f.defvjp(fwd, bwd)` and the like."""
-        func = call.func
-        if (
-            isinstance(func, cst.Attribute)
-            and func.attr.value in CUSTOM_RULE_METHODS
-            and isinstance(func.value, cst.Name)
-            and self._is_custom_derivative(func.value)
-        ):
-            for arg in call.args:
-                target = self._callable(arg.value)
-                if target is not None:
-                    names = _param_names(target.function)
-                    self._mark(target.function, names, False, "a custom derivative")
-            return
-        for name in self.imported_names(func):
-            spec = self._transforms.get(name)
-            if spec is None:
-                continue
-            for index, arg in enumerate(call.args):
-                is_fun = (arg.keyword is None and index in spec.fun_positions) or (
-                    arg.keyword is not None and arg.keyword.value in spec.fun_keywords
-                )
-                if not is_fun:
-                    continue
-                values = _elements(arg.value) if spec.fun_sequence else [arg.value]
-                for value in values:
-                    self._enter_callable(value, spec, call, name, staged_outside)
-
-    def _enter_callable(
-        self,
-        value: cst.BaseExpression,
-        spec: TransformSpec,
-        call: cst.Call,
-        name: str,
-        staged_outside: bool,
-    ) -> None:
-        reason = f"passed to `{name}`"
-        if isinstance(value, cst.Call) and self._transform_call(value) is not None:
-            # A transform of a transform, `jax.jit(jax.grad(loss))`: the inner one declares its
-            # own arguments, and the outer one traces whatever it receives too.
-            self._call_site_entry(value, staged_outside or spec.staged)
-            inner = self._transform_call(value)
-            if inner is not None and inner[1] is not None:
-                self._enter(inner[1], spec, call, reason, staged_outside)
-            return
-        target = self._callable(value)
-        if target is not None:
-            self._enter(target, spec, call, reason, staged_outside)
-
-    def _transform_call(self, call: cst.Call) -> tuple[str, _Target | None] | None:
-        """For `T(f, ...)`: the transform's name and the function it receives."""
-        for name in self.imported_names(call.func):
-            spec = self._transforms.get(name)
-            if spec is None:
-                continue
-            for index, arg in enumerate(call.args):
-                if (arg.keyword is None and index in spec.fun_positions[:1]) or (
-                    arg.keyword is not None and arg.keyword.value in spec.fun_keywords[:1]
-                ):
-                    return name, self._callable(arg.value)
-            return name, None
-        return None
-
-    def _callable(self, value: cst.BaseExpression) -> _Target | None:
-        """The function an argument denotes, and what `functools.partial` binds of it."""
-        if isinstance(value, cst.Lambda):
-            return _Target(value)
-        if isinstance(value, cst.Name | cst.Attribute):
-            return self._callee(value)  # also a bound method: `jax.jit(self.step)`
-        if (
-            isinstance(value, cst.Call)
-            and PARTIAL in self.imported_names(value.func)
-            and value.args
-            and value.args[0].keyword is None
-        ):
-            inner = self._callable(value.args[0].value)
-            if inner is None:
-                return None
-            rest = value.args[1:]
-            positions = sum(1 for arg in rest if arg.keyword is None and not arg.star)
-            keywords = {arg.keyword.value for arg in rest if arg.keyword is not None}
-            return _Target(
-                inner.function,
-                inner.bound_positions + positions,
-                inner.bound_keywords | keywords,
-            )
-        return None
-
-    def _enter(
-        self,
-        target: _Target,
-        spec: TransformSpec,
-        options: cst.Call | None,
-        reason: str,
-        staged_outside: bool,
-    ) -> None:
-        function = target.function
-        bound = target.bound_positions + spec.leading_untraced
-        params = _positional_param_names(function)[bound:]
-        all_names = _param_names(function) - set(_positional_param_names(function)[:bound])
-        static = _static_params(spec, options, params) | target.bound_keywords
-        if spec.filtered:
-            static |= _python_valued_params(function)
-        if spec.argnums_keyword is not None or spec.default_argnums:
-            argnums = (
-                _int_tuple(_keyword(options, spec.argnums_keyword)) if spec.argnums_keyword else ()
-            ) or spec.default_argnums
-            traced = {params[i] for i in argnums if -len(params) <= i < len(params)}
-        else:
-            traced = set(all_names)
-            traced -= _unbatched_params(spec, options, params)
-        self._mark(function, traced - static, spec.staged or staged_outside, reason)
-
-    def _is_custom_derivative(self, name: cst.Name) -> bool:
-        function = self.function_of_name(name)
-        if isinstance(function, cst.FunctionDef):
-            for decorator in function.decorators:
-                spec = self._transform_of(decorator.decorator)
-                if spec is not None and spec[0] in CUSTOM_DERIVATIVES:
-                    return True
-        return self.is_assigned_from(name, CUSTOM_DERIVATIVES)
-
-    # ----- propagation ----------------------------------------------------------------------
-
-    def _mark(self, function: FunctionNode, traced: set[str], staged: bool, reason: str) -> None:
-        entry = self.functions.get(function)
-        if entry is None:
-            entry = self.functions[function] = TracedFunction(function)
-            self._changed = True
-        if not traced <= entry.traced_params or (staged and not entry.staged):
-            self._changed = True
-        entry.traced_params |= traced
-        entry.staged |= staged
-        if reason not in entry.reasons:
-            entry.reasons.append(reason)
-        for param in _params(function):
-            if param.name.value in entry.traced_params and param not in self._traced_bindings:
-                self._traced_bindings.add(param)
-                self._changed = True
-
-    def _propagate(self) -> None:
-        self._changed = True
-        while self._changed:
-            self._changed = False
-            for entry in list(self.functions.values()):
-                owned = self._collected.owned[entry.node]
-                for target, value in owned.bindings:
-                    self._bind(target, value, entry.staged)
-                for call in owned.calls:
-                    self._propagate_call(call, entry)
-
-    def _bind(
-        self, target: cst.BaseExpression, value: cst.BaseExpression | None, staged: bool
-    ) -> None:
-        if value is None:
-            return
-        if isinstance(target, cst.Tuple | cst.List):
-            pairs = self._element_sources(target, value)
-            if pairs is not None:
-                for element, source in pairs:
-                    self._bind(element, source, staged)
-                return
-        if not self._traced(value, staged):
-            return
-        for name in _store_names(target):
-            if name not in self._traced_bindings:
-                self._traced_bindings.add(name)
-                self._changed = True
-
-    def _element_sources(
-        self, target: cst.Tuple | cst.List, value: cst.BaseExpression
-    ) -> list[tuple[cst.BaseExpression, cst.BaseExpression | None]] | None:
-        """Which part of `value` each element of an unpacking target receives, when known:
-        `a, b = x, 1`, `for i, row in enumerate(x)` (i is an int), `for a, b in zip(x, y)`."""
-        targets = [element.value for element in target.elements]
-        if isinstance(value, cst.Tuple | cst.List):
-            sources = [element.value for element in value.elements]
-            return (
-                list(zip(targets, sources, strict=True)) if len(sources) == len(targets) else None
-            )
-        if not isinstance(value, cst.Call) or any(arg.star for arg in value.args):
-            return None
-        func = value.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "items" and len(targets) == 2:
-            return [(targets[0], None), (targets[1], func.value)]  # keys are hashable: no tracer
-        names = self.imported_names(func)
-        if "builtins.enumerate" in names and len(targets) == 2 and value.args:
-            return [(targets[0], None), (targets[1], value.args[0].value)]
-        if "builtins.zip" in names and len(targets) == len(value.args):
-            return [(t, arg.value) for t, arg in zip(targets, value.args, strict=True)]
-        return None
-
-    def _propagate_call(self, call: cst.Call, caller: TracedFunction) -> None:
-        if isinstance(call.func, cst.Call):
-            # `jax.vmap(g)(x)` / `jax.grad(loss)(w, x)`: the arguments flow into g / loss too.
-            inner = self._transform_call(call.func)
-            if inner is not None:
-                if inner[1] is not None:
-                    self._propagate_arguments(call, inner[1], caller)
-                return
-            wrapped = self._wrapped_call(call.func)
-            if wrapped is not None:
-                self._propagate_arguments(call, wrapped, caller)
-                return
-        names = self.imported_names(call.func)
-        if names & HOST_CALLBACKS:
-            return
-        if names & CALL_WRAPPERS:
-            # `jax.named_call(f)`: calling what it returns calls f (see `_wrapped_call`).
-            return
-        if any(name in self._transforms for name in names):
-            if caller.staged:
-                self._call_site_entry(call, staged_outside=True)
-            return
-        callee = None if names & TREE_MAPS else self._callee(call.func)
-        if callee is not None:
-            self._propagate_arguments(call, callee, caller)
-        else:
-            self._propagate_higher_order(call, caller)
-
-    def _wrapped_call(self, call: cst.Call) -> _Target | None:
-        """For `jax.named_call(f, name=...)`: f, which the wrapper calls with its arguments."""
-        if not call.args or call.args[0].keyword is not None:
-            return None
-        if not self.imported_names(call.func) & CALL_WRAPPERS:
-            return None
-        return self._callable(call.args[0].value)
-
-    def _callee(self, func: cst.BaseExpression) -> _Target | None:
-        """A same-module function being called: by its name, as a method of the same class
-        via `self.`, or as a method (`__call__` too) of an instance of a same-module class."""
-        if isinstance(func, cst.Name):
-            function = self.function_of_name(func)
-            if function is not None:
-                return _Target(function)
-            receiver, method = func, self._instance_method(func, "__call__")
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-            receiver = func.value
-            method = self._method_of_self(receiver, func.attr.value) or self._instance_method(
-                receiver, func.attr.value
-            )
-        else:
-            return None
-        return _Target(method, bound_positions=1, receiver=receiver) if method else None
-
-    def _instance_method(self, receiver: cst.Name, attr: str) -> cst.FunctionDef | None:
-        """`attr` of the same-module class `receiver` is an instance of (`_instance_class`)."""
-        cls = self._instance_class(receiver)
-        method = _method_named(cls, attr) if cls is not None else None
-        if method is None or not _is_instance_method(method):
-            return None
-        return method
-
-    def _instance_class(self, name: cst.Name) -> cst.ClassDef | None:
-        """The same-module class `name` holds an instance of: a name bound only by calls of it
-        (`m = MLP(...)`), or a parameter annotated with it (`model: MLP`) or given only such
-        names by the module's calls of its function."""
-        classes: set[cst.ClassDef] = set()
-        for assignment in self.assignments(name):
-            cls = self._class_instantiated(assignment.node)
-            if cls is None:
-                return None
-            classes.add(cls)
-        return classes.pop() if len(classes) == 1 else None
-
-    def _class_instantiated(self, bound: cst.CSTNode) -> cst.ClassDef | None:
-        parent = self._parents.get(bound)
-        if isinstance(bound, cst.Param):
-            annotation = bound.annotation.annotation if bound.annotation else None
-            return self.class_named(annotation) or self._passed_instances().get(bound)
-        if isinstance(parent, cst.AssignTarget):
-            assign = self._parents.get(parent)
-            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
-                return self.class_named(assign.value.func)
-        return None
-
-    def _passed_instances(self) -> dict[cst.Param, cst.ClassDef]:
-        """Parameters that the module's calls of their function (`step(model, x)`, also
-        `eqx.filter_grad(loss)(model, x)`) give instances of one same-module class only."""
-        if self._param_classes is None:
-            self._param_classes = {}
-            for _ in range(MAX_ALIASES):  # a chain of calls hands the instance on
-                found = self._instances_given()
-                if found == self._param_classes:
-                    break
-                self._param_classes = found
-        return self._param_classes
-
-    def _instances_given(self) -> dict[cst.Param, cst.ClassDef]:
-        given: dict[cst.Param, set[cst.ClassDef | None]] = defaultdict(set)
-        for owned in self._collected.owned.values():
-            for call in owned.calls:
-                for param, value in self._arguments_of(call):
-                    name = value if isinstance(value, cst.Name) else None
-                    given[param].add(self._instance_class(name) if name else None)
-        return {
-            param: cls
-            for param, classes in given.items()
-            if len(classes) == 1
-            for cls in classes
-            if cls is not None
-        }
-
-    def _arguments_of(self, call: cst.Call) -> Iterator[tuple[cst.Param, cst.BaseExpression]]:
-        """Each argument of a call of a same-module function, with the parameter it binds."""
-        func = call.func
-        wrapped = self._transform_call(func) if isinstance(func, cst.Call) else None
-        target = wrapped[1] if wrapped is not None else self._function_called(func)
-        if target is None or target.bound_keywords or target.receiver is not None:
-            return
-        signature = target.function.params
-        positional = [*signature.posonly_params, *signature.params][target.bound_positions :]
-        by_name = {p.name.value: p for p in (*signature.params, *signature.kwonly_params)}
-        for index, arg in enumerate(call.args):
-            if arg.star:
-                return
-            if arg.keyword is not None:
-                if arg.keyword.value in by_name:
-                    yield by_name[arg.keyword.value], arg.value
-            elif index < len(positional):
-                yield positional[index], arg.value
-
-    def _function_called(self, func: cst.BaseExpression) -> _Target | None:
-        function = self.function_of_name(func) if isinstance(func, cst.Name) else None
-        return _Target(function) if function is not None else None
-
     def class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
         """The class of the module a name is bound to, when it is bound only to it."""
         if not isinstance(expr, cst.Name):
@@ -916,55 +474,6 @@ class TracedAnalysis:
         if len(assignments) == 1 and isinstance(assignments[0].node, cst.ClassDef):
             return assignments[0].node
         return None
-
-    def _method_of_self(self, receiver: cst.Name, attr: str) -> cst.FunctionDef | None:
-        owner = self.owner_function(receiver)
-        if not isinstance(owner, cst.FunctionDef) or owner not in self._collected.class_of:
-            return None
-        params = _positional_param_names(owner)
-        if not params or params[0] != receiver.value:
-            return None
-        return _method_named(self._collected.class_of[owner], attr)
-
-    def _propagate_arguments(self, call: cst.Call, target: _Target, caller: TracedFunction) -> None:
-        """The callee runs under the caller's trace; the parameters given tracers are traced."""
-        function = target.function
-        params = _positional_param_names(function)[target.bound_positions :]
-        keyword_names = _param_names(function) - target.bound_keywords
-        traced: set[str] = set()
-        if target.receiver is not None and self._traced(target.receiver, caller.staged):
-            traced.add(_positional_param_names(function)[0])  # `self` holds tracers
-        for index, arg in enumerate(call.args):
-            if not self._traced(arg.value, caller.staged):
-                continue
-            if arg.star:
-                traced.update(params if arg.star == "*" else keyword_names)
-            elif arg.keyword is not None:
-                if arg.keyword.value in keyword_names:
-                    traced.add(arg.keyword.value)
-            elif index < len(params):
-                traced.add(params[index])
-        self._mark(function, traced, caller.staged, f"called from traced `{caller.label}`")
-
-    def _propagate_higher_order(self, call: cst.Call, caller: TracedFunction) -> None:
-        """An unknown callable given a function and traced data applies one to the other;
-        not a thread's or process's `target=`, which runs outside the trace (JF105's)."""
-        functions = [
-            None if _is_keyword(arg, "target") else self._callable(arg.value) for arg in call.args
-        ]
-        if not any(functions):
-            return
-        data_traced = any(
-            self._traced(arg.value, caller.staged)
-            for arg, function in zip(call.args, functions, strict=True)
-            if function is None
-        )
-        if not data_traced:
-            return
-        for target in functions:
-            if target is not None:
-                names = set(_positional_param_names(target.function)[target.bound_positions :])
-                self._mark(target.function, names, caller.staged, "applied to traced values")
 
     # ----- value tracing --------------------------------------------------------------------
 
@@ -976,39 +485,28 @@ class TracedAnalysis:
         return [a for a in scope[name.value] if isinstance(a, Assignment)]
 
     def _name_traced(self, name: cst.Name) -> bool:
-        return any(a.node in self._traced_bindings for a in self.assignments(name))
+        return self._traced(name)
 
-    def _traced(self, expr: cst.BaseExpression, staged: bool) -> bool:
-        if isinstance(expr, cst.Name):
-            return self._name_traced(expr)
-        if isinstance(expr, cst.Attribute):
-            return expr.attr.value not in STATIC_ATTRIBUTES and self._traced(expr.value, staged)
-        if isinstance(expr, cst.Lambda | cst.BaseString | cst.Integer | cst.Float | cst.Imaginary):
-            return False
-        if isinstance(expr, cst.Set | cst.SetComp):
-            return False  # a set cannot hold a tracer (unhashable)
-        if isinstance(expr, cst.Call):
-            return self._call_traced(expr, staged)
-        return any(self._traced(child, staged) for child in _child_expressions(expr))
+    def _traced(self, expr: cst.BaseExpression, staged: bool = False) -> bool:
+        """Whether the analysis finds `expr` certainly traced where it stands."""
+        node = self._where.expression(self._span(expr))
+        value = self.facts.module.value_of(node) if node is not None else None
+        return value is not None and self.facts.kind(value) is Kind.TRACED
 
-    def _call_traced(self, call: cst.Call, staged: bool) -> bool:
-        names = self.imported_names(call.func)
-        if names & STATIC_QUERIES:
-            return False
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _NOT_ARRAY_METHODS:
-            return False  # dict keys are hashable, `str` methods give strings: never tracers
-        if staged and any(n.startswith(STAGED_ARRAY_NAMESPACES) for n in names):
-            return True
-        if isinstance(call.func, cst.Attribute) and self._traced(call.func.value, staged):
-            return True
-        return any(self._traced(arg.value, staged) for arg in call.args)
+
+def _external(entry: Entry) -> External:
+    """Another module's traced call of a function of this one, for the analysis."""
+    return External(
+        entry.function,
+        entry.positions,
+        entry.keywords,
+        entry.all_params,
+        entry.staged,
+        entry.reason,
+    )
 
 
 # ----- syntax helpers -----------------------------------------------------------------------
-
-
-def _is_keyword(arg: cst.Arg, keyword: str) -> bool:
-    return arg.keyword is not None and arg.keyword.value == keyword
 
 
 def _names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
@@ -1017,20 +515,6 @@ def _names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
         yield expr
     for child in expr.children:
         yield from _names_in(child)
-
-
-def _method_named(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
-    for statement in cls.body.body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
-            return statement
-    return None
-
-
-def _is_instance_method(method: cst.FunctionDef) -> bool:
-    return not any(
-        _decorator_name(d.decorator) in {"staticmethod", "classmethod", "property"}
-        for d in method.decorators
-    ) and bool(_positional_param_names(method))
 
 
 def _params(function: FunctionNode) -> Iterator[cst.Param]:
@@ -1042,69 +526,6 @@ def _params(function: FunctionNode) -> Iterator[cst.Param]:
     yield from p.kwonly_params
     if p.star_kwarg is not None:
         yield p.star_kwarg
-
-
-def _param_names(function: FunctionNode) -> set[str]:
-    return {param.name.value for param in _params(function)}
-
-
-def _positional_param_names(function: FunctionNode) -> list[str]:
-    p = function.params
-    return [param.name.value for param in (*p.posonly_params, *p.params)]
-
-
-def _keyword(call: cst.Call | None, keyword: str) -> cst.BaseExpression | None:
-    if call is None:
-        return None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    return None
-
-
-def _elements(expr: cst.BaseExpression | None) -> list[cst.BaseExpression]:
-    if isinstance(expr, cst.Tuple | cst.List):
-        return [element.value for element in expr.elements]
-    return [expr] if expr is not None else []
-
-
-def _int_tuple(expr: cst.BaseExpression | None) -> tuple[int, ...]:
-    values: list[int] = []
-    for element in _elements(expr):
-        if isinstance(element, cst.Integer):
-            values.append(int(element.evaluated_value))
-        elif (
-            isinstance(element, cst.UnaryOperation)
-            and isinstance(element.operator, cst.Minus)
-            and isinstance(element.expression, cst.Integer)
-        ):
-            values.append(-int(element.expression.evaluated_value))
-    return tuple(values)
-
-
-def _str_tuple(expr: cst.BaseExpression | None) -> tuple[str, ...]:
-    values: list[str] = []
-    for element in _elements(expr):
-        if isinstance(element, cst.SimpleString):
-            evaluated = element.evaluated_value
-            if isinstance(evaluated, str):
-                values.append(evaluated)
-    return tuple(values)
-
-
-def _static_params(
-    spec: TransformSpec, options: cst.Call | None, params: Sequence[str]
-) -> set[str]:
-    static: set[str] = set()
-    for keyword in spec.static_argnums_keywords:
-        static.update(
-            params[i]
-            for i in _int_tuple(_keyword(options, keyword))
-            if -len(params) <= i < len(params)
-        )
-    for keyword in spec.static_argnames_keywords:
-        static.update(_str_tuple(_keyword(options, keyword)))
-    return static
 
 
 def _python_valued_params(function: FunctionNode) -> set[str]:
@@ -1129,10 +550,6 @@ def _literal_default(param: cst.Param) -> bool:
     )
 
 
-def _decorator_name(decorator: cst.BaseExpression) -> str | None:
-    return decorator.value if isinstance(decorator, cst.Name) else None
-
-
 def _annotation_names(annotation: cst.BaseExpression) -> set[str]:
     """The type names an annotation is made of (`Callable[[int], int] | None` -> Callable, int,
     None); an unknown shape gives a name no Python type has."""
@@ -1145,48 +562,6 @@ def _annotation_names(annotation: cst.BaseExpression) -> set[str]:
     if isinstance(annotation, cst.Subscript):
         return _annotation_names(annotation.value)
     return {"<unknown>"}
-
-
-def _unbatched_params(
-    spec: TransformSpec, options: cst.Call | None, params: Sequence[str]
-) -> set[str]:
-    """Parameters vmap passes through unbatched (`in_axes` entry None): they stay concrete."""
-    if spec.in_axes_keyword is None:
-        return set()
-    in_axes = _keyword(options, spec.in_axes_keyword)
-    if (
-        in_axes is None
-        and options is not None
-        and len(options.args) > 1
-        and options.args[1].keyword is None
-    ):
-        in_axes = options.args[1].value
-    if not isinstance(in_axes, cst.Tuple | cst.List):
-        return set()
-    return {
-        params[i]
-        for i, element in enumerate(_elements(in_axes))
-        if i < len(params) and isinstance(element, cst.Name) and element.value == "None"
-    }
-
-
-def _store_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
-    if isinstance(target, cst.Name):
-        yield target
-    elif isinstance(target, cst.Tuple | cst.List):
-        for element in target.elements:
-            yield from _store_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _store_names(target.value)
-
-
-def _child_expressions(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
-    """Sub-expressions of `node`, looking through wrappers such as Arg or Element."""
-    for child in node.children:
-        if isinstance(child, cst.BaseExpression):
-            yield child
-        elif not isinstance(child, cst.BaseSuite | cst.BaseStatement):
-            yield from _child_expressions(child)
 
 
 def names_read(node: cst.CSTNode) -> Iterator[cst.Name]:

@@ -12,7 +12,8 @@ import textwrap
 import pytest
 
 from jaxfix.analysis.flow import analyse
-from jaxfix.analysis.tracing import Reason, Via, trace
+from jaxfix.analysis.reasons import Reason, Via
+from jaxfix.analysis.tracing import trace
 
 SINK = frozenset({"pickle.dumps"})
 HEADER = """\
@@ -275,6 +276,7 @@ def test_reasons_are_typed() -> None:
     facts = trace(analyse(ast.parse(source)))
     reasons = {facts.module.functions[fid].name: reason for fid, reason in facts.reasons.items()}
     assert reasons == {"f": Reason(Via.DECORATED, "jax.jit"), "g": Reason(Via.CALLED, "f")}
+    assert str(reasons["g"]) == "called from traced `f`"
     assert str(reasons["f"]) == "decorated with `jax.jit`"
 
 

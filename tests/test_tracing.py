@@ -1398,8 +1398,8 @@ def test_static_arguments(src: str, expected: dict[str, set[str]]) -> None:
                 model = other
                 return model(x)
             """,
-            {"predict": {"x"}},
-            id="a name bound to an instance and to something else: not resolved",
+            {"predict": {"x"}, "other": {"x"}},
+            id="a name rebound from an instance to a function: the call runs the function",
         ),
         pytest.param(
             """

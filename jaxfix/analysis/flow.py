@@ -21,17 +21,23 @@ import builtins
 import contextlib
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis import values as v
 from jaxfix.analysis.names import dotted, imported_names
-from jaxfix.analysis.values import HOST, STATIC, UNKNOWN, Kind, Param, Staged, Value
+from jaxfix.analysis.reasons import Reason, Via
+from jaxfix.analysis.values import HOST, STATIC, UNKNOWN, Kind, Param, Source, Staged, Value
 from jaxfix.transforms import (
+    CALL_WRAPPERS,
+    CUSTOM_DERIVATIVES,
+    CUSTOM_RULE_METHODS,
+    HOST_CALLBACKS,
     PARTIAL,
     STAGED_ARRAY_NAMESPACES,
     STATIC_ATTRIBUTES,
     STATIC_QUERIES,
     STRING_METHODS,
+    TRACED_MODULE_BASES,
     TRANSFORMS,
     TransformSpec,
 )
@@ -54,6 +60,30 @@ _PYTHON_VALUED = frozenset(
 PYTHON_VALUED_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "__index__"})
 _STATIC_FIELD_MAKERS = frozenset({"static_field", "field"})
 COMPILE_TIME_EVAL = "jax.ensure_compile_time_eval"
+# Builtins that give arrays (or containers of them) from arrays.
+_ARRAY_BUILTINS = frozenset(
+    f"builtins.{n}"
+    for n in [
+        "abs",
+        "sum",
+        "max",
+        "min",
+        "round",
+        "pow",
+        "divmod",
+        "list",
+        "tuple",
+        "dict",
+        "sorted",
+        "reversed",
+        "iter",
+        "next",
+    ]
+)
+_ITERATORS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.range"})
+_DICT_VIEWS = frozenset({"items", "values"})
+# Callables that run the functions they are given on the host, or bind them (no data flows).
+_NOT_APPLYING = HOST_CALLBACKS | {PARTIAL} | CALL_WRAPPERS
 
 
 @dataclass(frozen=True)
@@ -70,6 +100,9 @@ class Call:
     keywords: Mapping[str, Value]
     guarded: bool  # under a tracer guard or a `try:` catching concretization errors
     bound: int = 0  # leading parameters bound before the call (`self`, `partial`)
+    # Functions handed to an unknown callable: it may apply them to the data it is given.
+    applied: tuple[Value, ...] = ()
+    compile_time: bool = False  # inside `with jax.ensure_compile_time_eval():`
 
     def values(self) -> Iterator[Value]:
         yield from self.args
@@ -98,6 +131,11 @@ class Entry:
     target: str
     traced: frozenset[str]
     staged: bool
+    reason: Reason = field(default_factory=lambda: Reason(Via.PASSED))
+    static: frozenset[str] = frozenset()  # its static parameters (`static_argnums`)
+    positional: tuple[str, ...] = ()  # the positions `static_argnums` counts
+    # For a bound method (`jax.vmap(model)`): `self` is traced when one of these is.
+    receiver: frozenset[Source] = frozenset()
 
 
 @dataclass
@@ -128,6 +166,9 @@ class Module:
     entries: list[Entry] = field(default_factory=list)
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     static_fields: set[str] = field(default_factory=set)  # pytree metadata, by attribute name
+    # Parameters the module's calls give instances of one of its classes only (`make_step(
+    # model, x)` with `model = MLP(...)`): function id -> parameter -> class name.
+    instance_params: dict[str, dict[str, str]] = field(default_factory=dict)
     by_node: dict[ast.AST, str] = field(default_factory=dict)  # function node -> its id
     nodes: dict[str, FunctionNode] = field(default_factory=dict)  # id -> function node
     owners: dict[str, str] = field(default_factory=dict)  # a method's id -> its class's name
@@ -136,6 +177,14 @@ class Module:
     # Module-level functions are interpreted once the module's names are known, on demand
     # (a caller needs its callee's summary first); a cycle leaves the inner one unknown.
     pending: dict[str, Callable[[], None]] = field(default_factory=dict)
+    _values: dict[ast.AST, Value] = field(default_factory=dict)
+
+    def value_of(self, node: ast.AST) -> Value | None:
+        """The value of an expression where it stands (None when no function evaluated it)."""
+        if not self._values:
+            for summary in self.functions.values():
+                self._values.update(summary.values)
+        return self._values.get(node)
 
     def summary_of(self, fid: str) -> Summary | None:
         """The summary of `fid`, interpreting it now if it is still pending."""
@@ -156,6 +205,7 @@ def analyse(
     result = Module(module, tree, imported_names(tree, module, is_package))
     _Declarations(result).visit(tree)
     result.static_fields = _static_fields(result)
+    result.instance_params = _passed_instances(result)
     top = _Interpreter(result, transforms, "<module>", tree, None, None, {})
     result.final_env = top.run()
     while result.pending:
@@ -232,6 +282,79 @@ def _static_fields(module: Module) -> set[str]:
     return found
 
 
+def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
+    """Parameters that every call of their function in the module gives an instance of the
+    same class of the module: a name bound only to `C(...)`, or such a parameter handed on.
+    A call through a transform (`eqx.filter_grad(loss)(model, x)`) counts as a call."""
+    bound: dict[tuple[str, str], set[str | None]] = {}  # (function id, name) -> classes
+    calls: list[tuple[str, ast.Call]] = []
+    for fid, node in [("<module>", module.tree), *module.nodes.items()]:
+        body = node.body if not isinstance(node, ast.Lambda) else []
+        for sub in _own_nodes(body):
+            if isinstance(sub, ast.Assign):
+                made = _class_made(sub.value, module)
+                for target in sub.targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            bound.setdefault((fid, name.id), set()).add(made)
+            elif isinstance(sub, ast.Call):
+                calls.append((fid, sub))
+    names = {
+        node.name: fid
+        for fid, node in module.nodes.items()
+        if not isinstance(node, ast.Lambda) and module.functions.get(fid) is None
+    }
+    found: dict[str, dict[str, str]] = {}
+    for _ in range(4):  # instances handed on through a chain of calls
+        given: dict[tuple[str, str], set[str | None]] = {}
+        for caller, call in calls:
+            func = (
+                call.func.args[0]
+                if isinstance(call.func, ast.Call) and call.func.args
+                else call.func
+            )
+            callee = names.get(func.id) if isinstance(func, ast.Name) else None
+            if callee is None:
+                continue
+            _, positional = params_of(module.nodes[callee])
+            for index, arg in enumerate(call.args):
+                if index < len(positional) and isinstance(arg, ast.Name):
+                    classes = (
+                        bound.get((caller, arg.id)) or bound.get(("<module>", arg.id)) or {None}
+                    )
+                    held = found.get(caller, {}).get(arg.id)
+                    given.setdefault((callee, positional[index]), set()).update(
+                        {held} if held else classes
+                    )
+        new: dict[str, dict[str, str]] = {}
+        for (fid, param), classes in given.items():
+            if len(classes) == 1 and None not in classes:
+                new.setdefault(fid, {})[param] = next(iter(c for c in classes if c))
+        if new == found:
+            break
+        found = new
+    return found
+
+
+def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of a body, not looking into the functions and classes it defines."""
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _class_made(value: ast.expr, module: Module) -> str | None:
+    """`C` for `C(...)` where C is a class of the module."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        name = value.func.id
+        if name in module.classes and name not in module.imports:
+            return name
+    return None
+
+
 def _static_field(value: ast.expr, module: Module) -> bool:
     """`field(pytree_node=False)`, `eqx.field(static=True)`, `static_field()`,
     `dataclasses.field(metadata=dict(static=True))` / `metadata={"static": True}`."""
@@ -281,9 +404,20 @@ def _is_constant(node: ast.expr, value: object) -> bool:
 
 
 def _literal_elements(node: ast.expr) -> list[ast.Constant]:
-    if isinstance(node, ast.Tuple | ast.List | ast.Set):
-        return [e for e in node.elts if isinstance(e, ast.Constant)]
-    return [node] if isinstance(node, ast.Constant) else []
+    """The literals of a literal tuple, list or set (or the one literal); `-1` included."""
+    elements = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    found = []
+    for element in elements:
+        if isinstance(element, ast.Constant):
+            found.append(element)
+        elif (
+            isinstance(element, ast.UnaryOp)
+            and isinstance(element.op, ast.USub)
+            and isinstance(element.operand, ast.Constant)
+            and isinstance(element.operand.value, int)
+        ):
+            found.append(ast.Constant(-element.operand.value))
+    return found
 
 
 def _qualified(node: ast.expr, module: Module) -> str:
@@ -294,7 +428,7 @@ def _qualified(node: ast.expr, module: Module) -> str:
     return ".".join([head, *parts[1:]])
 
 
-def _params(node: FunctionNode) -> tuple[list[str], list[str]]:
+def params_of(node: FunctionNode) -> tuple[list[str], list[str]]:
     """All parameter names, and the positional ones in order."""
     a = node.args
     positional = [p.arg for p in [*a.posonlyargs, *a.args]]
@@ -353,7 +487,7 @@ class _Interpreter:
         if isinstance(node, ast.Module):
             body, name = node.body, "<module>"
         else:
-            params, positional = _params(node)
+            params, positional = params_of(node)
             body = node.body if not isinstance(node, ast.Lambda) else []
             name = getattr(node, "name", "<lambda>")
         self.summary: Summary = Summary(
@@ -376,9 +510,11 @@ class _Interpreter:
 
     def run(self) -> Env:
         env: Env = {p: v.traced([Param(self.summary.id, p)]) for p in self.summary.params}
-        if self.summary.class_name and self.summary.positional and not self._is_static_method():
-            env[self.summary.positional[0]] = Value(
-                Kind.UNKNOWN, qualified=f"<instance>.{self.summary.class_name}"
+        for name, class_name in self._instance_params().items():
+            env[name] = Value(
+                Kind.TRACED,
+                frozenset({Param(self.summary.id, name)}),
+                qualified=f"<instance>.{class_name}",
             )
         node = self.summary.node
         if isinstance(node, ast.Lambda):
@@ -387,6 +523,27 @@ class _Interpreter:
         with contextlib.suppress(_Exit):
             self.block(self.body, env)
         return env
+
+    def _instance_params(self) -> dict[str, str]:
+        """Parameters that hold an instance of one of the module's classes: `self`, and
+        parameters annotated with such a class (`model: MLP`)."""
+        node = self.summary.node
+        if isinstance(node, ast.Module):
+            return {}
+        found: dict[str, str] = {}
+        if self.summary.class_name and self.summary.positional and not self._is_static_method():
+            found[self.summary.positional[0]] = self.summary.class_name
+        found.update(self.module.instance_params.get(self.summary.id, {}))
+        args = node.args
+        for param in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            annotation = param.annotation
+            if (
+                isinstance(annotation, ast.Name)
+                and annotation.id in self.module.classes
+                and annotation.id not in self.module.imports
+            ):
+                found[param.arg] = annotation.id
+        return found
 
     def _is_static_method(self) -> bool:
         node = self.summary.node
@@ -467,6 +624,8 @@ class _Interpreter:
     s_AsyncFunctionDef = s_FunctionDef
 
     def s_ClassDef(self, node: ast.ClassDef, env: Env) -> None:
+        bases = {self.expr(base, env).qualified for base in node.bases}
+        traced_base = min(TRACED_MODULE_BASES & bases, default=None)
         for statement in node.body:
             if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
                 for decorator in statement.decorator_list:
@@ -475,7 +634,29 @@ class _Interpreter:
                 value = Value(Kind.UNKNOWN, function=self.module.by_node[statement])
                 for decorator in reversed(statement.decorator_list):
                     self.decorate(decorator, value, statement, env)
+                if traced_base is not None and not _static_method(statement, "classmethod"):
+                    self._module_method(statement, traced_base)
         env[node.name] = Value(Kind.STATIC, qualified=f"<class>.{node.name}")
+
+    def _module_method(self, method: ast.FunctionDef | ast.AsyncFunctionDef, base: str) -> None:
+        """A method of a linen / Haiku module runs inside `init` / `apply`, which are meant to
+        be jitted: its inputs other than `self` and Python values (`train: bool = False`) are
+        traced; not staged (`init` may run un-jitted)."""
+        params, positional = params_of(method)
+        traced = set(params) - set(positional[:1]) - _python_valued_params(method)
+        traced -= {p.arg for p in (method.args.vararg, method.args.kwarg) if p is not None}
+        fid = self.module.by_node[method]
+        self.module.entries.append(
+            Entry(
+                method,
+                self.summary.id,
+                base,
+                fid,
+                frozenset(traced),
+                False,
+                Reason(Via.MODULE_METHOD, base),
+            )
+        )
 
     def nested(self, node: FunctionNode, env: Env, class_name: str | None = None) -> str:
         """Interpret a function defined here: now, with the names it closes over as they are
@@ -580,6 +761,8 @@ class _Interpreter:
     s_For = s_AsyncFor = s_While = _loop
 
     def _element(self, iterable: Value) -> Value:
+        if iterable.element is not None:
+            return iterable.element
         if iterable.elements:
             value = iterable.elements[0]
             for other in iterable.elements[1:]:
@@ -738,12 +921,12 @@ class _Interpreter:
 
     def e_Attribute(self, node: ast.Attribute, env: Env) -> Value:
         base = self.expr(node.value, env)
-        if base.qualified is not None:
-            if base.qualified.startswith("<instance>."):
-                method = self._method(base.qualified.removeprefix("<instance>."), node.attr)
-                if method is not None:
-                    return Value(Kind.UNKNOWN, function=method, qualified="<bound>")
-                return STATIC if node.attr in self.module.static_fields else UNKNOWN
+        if base.qualified is not None and base.qualified.startswith("<instance>."):
+            method = self._method(base.qualified.removeprefix("<instance>."), node.attr)
+            if method is not None:
+                # The receiver's sources ride along: `self` is traced when the instance is.
+                return Value(Kind.UNKNOWN, base.sources, function=method, qualified="<bound>")
+        elif base.qualified is not None and not base.qualified.startswith("<"):
             return Value(base.kind, qualified=f"{base.qualified}.{node.attr}")
         if node.attr in STATIC_ATTRIBUTES or node.attr in self.module.static_fields:
             return STATIC
@@ -832,7 +1015,18 @@ class _Interpreter:
             return v.combine([self.expr(node.value, inner)])
         return v.combine([self.expr(node.elt, inner)])
 
-    e_ListComp = e_SetComp = e_GeneratorExp = e_DictComp = _comprehension
+    e_ListComp = e_GeneratorExp = e_DictComp = _comprehension
+
+    def e_Set(self, node: ast.Set | ast.SetComp, env: Env) -> Value:
+        """A set holds hashable values: never tracers (adding one raises, which JF106 sees)."""
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child, env)
+        if isinstance(node, ast.SetComp):
+            self._comprehension(node, env)
+        return STATIC
+
+    e_SetComp = e_Set
 
     def e_Dict(self, node: ast.Dict, env: Env) -> Value:
         keys = [self.expr(k, env) for k in node.keys if k is not None]
@@ -848,28 +1042,41 @@ class _Interpreter:
         func = self.expr(node.func, env)
         receiver: Value | None = None
         method: str | None = None
-        if (
-            isinstance(node.func, ast.Attribute)
-            and func.qualified is None
-            and func.function is None
-        ):
-            method = node.func.attr
+        if isinstance(node.func, ast.Attribute):
             receiver = self.summary.values.get(node.func.value, UNKNOWN)
+            if func.qualified is None and func.function is None:
+                method = node.func.attr
+        target, bound = func.function, func.bound_positions + (func.qualified == "<bound>")
+        instance_of = _instance_class(func)
+        if func.function is None and instance_of is not None:
+            # Calling an instance runs its class's `__call__`, with the instance as `self`.
+            target = self._method(instance_of, "__call__")
+            receiver, bound = func, 1
         args = tuple(self.expr(a, env) for a in node.args)
         keywords = {k.arg or "**": self.expr(k.value, env) for k in node.keywords}
         callee = func.qualified if func.qualified and not func.qualified.startswith("<") else None
-        bound = 1 if func.qualified == "<bound>" else 0
+        applied = (
+            ()
+            if target or callee in self.transforms or callee in _NOT_APPLYING
+            else tuple(
+                value
+                for value in (*args, *(x for k, x in keywords.items() if k != "target"))
+                if value.function is not None
+            )
+        )
         call = Call(
             node,
             self.summary.id,
             callee,
-            func.function,
+            target,
             method,
             receiver,
             args,
             keywords,
             bool(self.guarded),
             bound,
+            applied,
+            bool(self.compile_time),
         )
         self.summary.calls.append(call)
         return self._result(call, func, env)
@@ -885,7 +1092,16 @@ class _Interpreter:
             if callee in self.transforms:
                 return self._transform(call)
             if callee == PARTIAL and call.args and call.args[0].function:
-                return Value(Kind.UNKNOWN, function=call.args[0].function)
+                inner = call.args[0]
+                return Value(
+                    Kind.UNKNOWN,
+                    function=inner.function,
+                    qualified=inner.qualified,
+                    bound_positions=inner.bound_positions + len(call.args) - 1,
+                    bound_keywords=inner.bound_keywords | frozenset(call.keywords),
+                )
+            if callee in CALL_WRAPPERS and call.args and call.args[0].function:
+                return call.args[0]  # `jax.named_call(f)` calls f with its own arguments
             if callee.startswith(STAGED_ARRAY_NAMESPACES) or callee.startswith("jax.nn."):
                 if self.compile_time:
                     return v.combine(operands)
@@ -893,22 +1109,32 @@ class _Interpreter:
                 return v.traced(sources)
             if callee.startswith(("numpy.", "scipy.", "math.")):
                 if any(o.kind is Kind.TRACED or o.elements for o in operands):
-                    return UNKNOWN
+                    # It raises; once it is rewritten to its `jax.numpy` namesake it gives a
+                    # tracer, and what follows must hold with that too.
+                    return _unresolved(operands)
                 return HOST if callee.startswith(("numpy.", "scipy.")) else STATIC
+            if callee in _ITERATORS:
+                return self._iterator(callee, call)
+            if callee in ("jax.device_get", "jax.device_put"):
+                return v.combine(operands)  # under a trace they hand the tracer back
             if callee.startswith("builtins."):
-                return (
-                    v.combine(operands)
-                    if callee in ("builtins.abs", "builtins.sum", "builtins.max", "builtins.min")
-                    else UNKNOWN
-                )
-            return UNKNOWN
+                return v.combine(operands) if callee in _ARRAY_BUILTINS else UNKNOWN
+            return _unresolved(operands)
         if func.function is not None:
             if func.function in self.module.transformed:
                 # A jitted function called from this code: traced when this code is.
                 return v.traced(v.sources_of(operands) | {Staged(self.summary.id)})
             return self._apply(func.function, call)
+        if call.method in CUSTOM_RULE_METHODS and self._custom_derivative(call.receiver):
+            for value in call.values():
+                self._enter_rule(call.node, value)
+            return UNKNOWN
         if call.method is not None and call.receiver is not None:
-            if call.method in STRING_METHODS:
+            if call.method in _DICT_VIEWS:
+                element = self._element(call.receiver)
+                pairs = {"items": Value(Kind.UNKNOWN, elements=(STATIC, element))}
+                return Value(Kind.UNKNOWN, element=pairs.get(call.method, element))
+            if call.method in STRING_METHODS or call.method == "keys":
                 return STATIC
             if call.receiver.kind is Kind.TRACED:
                 if call.method in PYTHON_VALUED_METHODS:
@@ -916,11 +1142,13 @@ class _Interpreter:
                 return v.combine(operands)
             if call.receiver.kind is Kind.HOST and all(o.kind is not Kind.TRACED for o in operands):
                 return HOST
-        return UNKNOWN
+        return _unresolved(operands)
 
     def _apply(self, target: str, call: Call) -> Value:
         """The callee's return value with its parameters' conditions replaced by what this
         call gives them."""
+        if self.is_module and target in self.module.pending:
+            return UNKNOWN  # the module's names are not all known yet: nothing to run it with
         summary = self.module.summary_of(target)
         if summary is None or summary.returns is None:
             return UNKNOWN
@@ -942,13 +1170,84 @@ class _Interpreter:
                 self._enter(call.node, call.callee, spec, value, call.node)
         first = call.args[0] if call.args else None
         if first is not None and first.function is not None:
-            return Value(Kind.UNKNOWN, function=first.function)
+            entry = len(self.module.entries) - 1 if self.module.entries else None
+            return Value(Kind.UNKNOWN, function=first.function, entry=entry)
         return UNKNOWN
+
+    def _iterator(self, callee: str, call: Call) -> Value:
+        """`enumerate(x)` gives an int and an element of x; `zip(a, b)` an element of each."""
+        if callee == "builtins.range":
+            return STATIC
+        elements = [self._element(x) for x in call.args]
+        if callee == "builtins.enumerate":
+            elements = [STATIC, *elements[:1]]
+        return Value(Kind.UNKNOWN, element=Value(Kind.UNKNOWN, elements=tuple(elements)))
+
+    def _custom_derivative(self, value: Value | None) -> bool:
+        """Whether `value` is a function made by `jax.custom_jvp` / `jax.custom_vjp`."""
+        if value is None or value.entry is None:
+            return False
+        return self.module.entries[value.entry].transform in CUSTOM_DERIVATIVES
+
+    def _enter_rule(self, node: ast.AST, value: Value) -> None:
+        """A custom derivative rule (`f.defjvp(rule)`): every parameter traced, not staged."""
+        if value.function is None:
+            return
+        function = self.module.nodes.get(value.function)
+        if function is None:
+            return
+        params, _ = params_of(function)
+        self.module.transformed.add(value.function)
+        self.module.entries.append(
+            Entry(
+                node,
+                self.summary.id,
+                "jax.custom_jvp",
+                value.function,
+                frozenset(params),
+                False,
+                Reason(Via.CUSTOM_RULE),
+            )
+        )
+
+    def _wrapper_transform(self, value: Value) -> tuple[str, TransformSpec, ast.Call] | None:
+        """A function of the module that returns a transform applied to its first parameter
+        (`def compiled(fn): return jax.jit(fn, donate_argnums=0)`): a decorator that traces."""
+        function = self.module.nodes.get(value.function or "")
+        if not isinstance(function, ast.FunctionDef) or not function.args.args:
+            return None
+        first = function.args.args[0].arg
+        for statement in function.body:
+            returned = statement.value if isinstance(statement, ast.Return) else None
+            if not isinstance(returned, ast.Call) or not returned.args:
+                continue
+            if not (isinstance(returned.args[0], ast.Name) and returned.args[0].id == first):
+                continue
+            name = _qualified(returned.func, self.module)
+            spec = self.transforms.get(name)
+            if spec is not None and spec.fun_positions[:1] == (0,):
+                return name, spec, returned
+        return None
 
     def decorate(self, decorator: ast.expr, value: Value, node: FunctionNode, env: Env) -> Value:
         """`@T`, `@T(...)`, `@partial(T, ...)` on a function: an entry."""
         options: ast.Call | None = None
         expr = decorator
+        head_value = self.summary.values.get(expr) or self.expr(expr, env)
+        if (
+            isinstance(expr, ast.Attribute)
+            and expr.attr in CUSTOM_RULE_METHODS
+            and self._custom_derivative(self.summary.values.get(expr.value))
+        ):
+            self._enter_rule(node, value)
+            return value
+        wrapper = self._wrapper_transform(head_value) if head_value.function else None
+        if wrapper is not None:
+            name, spec, options = wrapper
+            wrapper_name = getattr(self.module.nodes.get(head_value.function or ""), "name", "")
+            label = f"{wrapper_name}`, which applies `{name}"
+            self._enter(node, name, spec, value, options, Reason(Via.DECORATED, label))
+            return replace(value, entry=len(self.module.entries) - 1)
         if isinstance(expr, ast.Call):
             head = self.summary.values.get(expr.func) or self.expr(expr.func, env)
             if head.qualified == PARTIAL and expr.args:
@@ -956,12 +1255,14 @@ class _Interpreter:
             elif head.qualified in self.transforms and not expr.args:
                 options, expr = expr, expr.func
             else:
-                return UNKNOWN
-        name = (self.summary.values.get(expr) or self.expr(expr, env)).qualified
-        if name is not None and name in self.transforms and value.function is not None:
-            self._enter(node, name, self.transforms[name], value, options)
-            return value
-        return UNKNOWN
+                return value  # another decorator: calls go through to the function
+        transform = (self.summary.values.get(expr) or self.expr(expr, env)).qualified
+        if transform is not None and transform in self.transforms and value.function is not None:
+            name = transform
+            reason = Reason(Via.DECORATED, name)
+            self._enter(node, name, self.transforms[name], value, options, reason)
+            return replace(value, entry=len(self.module.entries) - 1)
+        return value
 
     def _enter(
         self,
@@ -970,15 +1271,20 @@ class _Interpreter:
         spec: TransformSpec,
         target: Value,
         options: ast.Call | None,
+        reason: Reason | None = None,
     ) -> None:
+        instance_of = _instance_class(target)
+        if target.function is None and instance_of is not None:
+            method = self._method(instance_of, "__call__")
+            target = Value(Kind.UNKNOWN, target.sources, function=method, qualified="<bound>")
         function = self.module.nodes.get(target.function or "")
         if function is None or target.function is None:
             return
-        params, all_positional = _params(function)
+        params, all_positional = params_of(function)
         # Static positions count `self` for a decorated method, not for a bound one.
-        bound = spec.leading_untraced + (target.qualified == "<bound>")
+        bound = spec.leading_untraced + (target.qualified == "<bound>") + target.bound_positions
         positional = all_positional[bound:]
-        static = _static_params(spec, options, positional)
+        static = _static_params(spec, options, positional) | target.bound_keywords
         if target.function in self.module.owners and not _static_method(function):
             static.add(all_positional[0]) if all_positional else None
         if spec.filtered:
@@ -998,6 +1304,10 @@ class _Interpreter:
                 target.function,
                 frozenset(traced - static),
                 spec.staged,
+                reason or Reason(Via.PASSED, transform),
+                frozenset(static),
+                tuple(positional),
+                target.sources if target.qualified == "<bound>" else frozenset(),
             )
         )
 
@@ -1019,6 +1329,21 @@ class _Interpreter:
                     bool(self.guarded),
                 )
             )
+
+
+def _unresolved(operands: list[Value]) -> Value:
+    """A callable the analysis cannot see into, given tracers (`optax.apply_updates(p, u)`,
+    `hk.Linear(2)(x)`): it returns arrays made from them, as functions of arrays do."""
+    found = v.sources_of(operands)
+    return (
+        v.traced(found) if any(o.kind is Kind.TRACED or o.elements for o in operands) else UNKNOWN
+    )
+
+
+def _instance_class(value: Value) -> str | None:
+    """The module's class `value` is an instance of, if it is one."""
+    prefix, qualified = "<instance>.", value.qualified or ""
+    return qualified.removeprefix(prefix) if qualified.startswith(prefix) else None
 
 
 def bind_arguments(summary: Summary, call: Call) -> dict[str, Value]:
@@ -1057,9 +1382,11 @@ def substitute(value: Value, function: str, given: Mapping[str, Value], caller: 
     return v.traced(sources)
 
 
-def _static_method(node: FunctionNode | ast.Module) -> bool:
+def _static_method(node: FunctionNode | ast.Module, *also: str) -> bool:
+    """Whether `node` is a `@staticmethod` (or one of the decorators `also` names)."""
+    names = {"staticmethod", *also}
     return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-        isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list
+        isinstance(d, ast.Name) and d.id in names for d in node.decorator_list
     )
 
 
@@ -1096,6 +1423,8 @@ def _static_params(
 
 def _unbatched(spec: TransformSpec, options: ast.Call | None, positional: list[str]) -> set[str]:
     axes = _keyword(options, spec.in_axes_keyword)
+    if axes is None and spec.in_axes_keyword and options is not None and len(options.args) > 1:
+        axes = options.args[1]
     if not isinstance(axes, ast.Tuple | ast.List):
         return set()
     return {

@@ -32,6 +32,8 @@ def absolute_module(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     """The module `from ... import` reads, made absolute against `module`."""
     if not node.level:
         return node.module or ""
+    if not module:  # where the file sits is unknown: keep it relative, as LibCST spells it
+        return "." * node.level + (node.module or "")
     parts = module.split(".") if module else []
     keep = len(parts) - node.level + (1 if is_package else 0)
     base = ".".join(parts[: max(keep, 0)])

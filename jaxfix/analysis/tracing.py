@@ -10,29 +10,12 @@ ends. Rules then ask for the calls, stores and values that are certainly traced 
 from __future__ import annotations
 
 import ast
-import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from jaxfix.analysis.flow import Call, Entry, Module, Store, Summary, bind_arguments
+from jaxfix.analysis.flow import Call, Module, Store, Summary, bind_arguments, params_of
+from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.values import Kind, Param, Source, Staged, Value
-
-
-class Via(enum.Enum):
-    """How a function came to be traced (typed, for rules and messages)."""
-
-    DECORATED = "decorated with"
-    PASSED = "passed to"
-    CALLED = "called from"
-
-
-@dataclass(frozen=True)
-class Reason:
-    via: Via
-    name: str  # the transform (`jax.jit`) or the traced caller's name
-
-    def __str__(self) -> str:
-        return f"{self.via.value} `{self.name}`"
 
 
 @dataclass
@@ -86,14 +69,29 @@ class Facts:
                     yield store
 
 
-def trace(module: Module) -> Facts:
+@dataclass(frozen=True)
+class External:
+    """Another module's traced code calls the module-level function `function` of this one,
+    giving traced values to these parameters."""
+
+    function: str
+    positions: tuple[int, ...] = ()
+    keywords: tuple[str, ...] = ()
+    all_params: bool = False
+    staged: bool = False
+    reason: str = ""
+
+
+def trace(module: Module, external: Sequence[External] = ()) -> Facts:
     """Run the fixed point for one module."""
     facts = Facts(module)
     for entry in module.entries:
-        facts.reasons.setdefault(entry.target, _entry_reason(module, entry))
+        facts.reasons.setdefault(entry.target, entry.reason)
         facts.traced |= {Param(entry.target, p) for p in entry.traced}
         if entry.staged:
             facts.traced.add(Staged(entry.target))
+    for outside in external:
+        _enter_from_outside(facts, outside)
     changed = True
     while changed:
         changed = False
@@ -110,13 +108,63 @@ def trace(module: Module) -> Facts:
                 if Staged(fid) in facts.traced:
                     new.add(Staged(callee.id))
                 if callee.id not in facts.reasons:
-                    facts.reasons[callee.id] = Reason(Via.CALLED, summary.name)
+                    facts.reasons[callee.id] = Reason(Via.CALLED, _label(summary))
                     changed = True
                 if not new <= facts.traced:
                     facts.traced |= new
                     changed = True
+            changed |= _applied(facts, summary)
             changed |= _nested(facts, summary)
+        changed |= _staged_entries(facts)
     return facts
+
+
+def _applied(facts: Facts, summary: Summary) -> bool:
+    """An unknown callable in traced code given functions and traced data (`tree_map(fn,
+    x)`, `associative_scan(combine, xs)`) applies one to the other: every positional parameter
+    of those functions is traced. Not a thread's `target=` (not in `applied`)."""
+    changed = False
+    staged = Staged(summary.id) in facts.traced
+    for call in summary.calls:
+        if not call.applied:
+            continue
+        data = [x for x in call.values() if x.function is None]
+        if not any(facts.kind(x) is Kind.TRACED for x in data):
+            continue
+        for function in call.applied:
+            node = facts.module.nodes.get(function.function or "")
+            if node is None or function.function is None:
+                continue
+            _, positional = params_of(node)
+            new: set[Source] = {
+                Param(function.function, p) for p in positional[function.bound_positions :]
+            }
+            if staged:
+                new.add(Staged(function.function))
+            if function.function not in facts.reasons:
+                facts.reasons[function.function] = Reason(Via.APPLIED)
+                changed = True
+            if not new <= facts.traced:
+                facts.traced |= new
+                changed = True
+    return changed
+
+
+def _staged_entries(facts: Facts) -> bool:
+    """A transform applied inside staged code stages its target too (`jax.grad(loss)(w, x)`
+    inside `jit`); a bound method's `self` is traced when its instance is."""
+    changed = False
+    for entry in facts.module.entries:
+        if any(source in facts.traced for source in entry.receiver):
+            node = facts.module.nodes.get(entry.target)
+            positional = params_of(node)[1] if node is not None else []
+            if positional and Param(entry.target, positional[0]) not in facts.traced:
+                facts.traced.add(Param(entry.target, positional[0]))
+                changed = True
+        if Staged(entry.caller) in facts.traced and Staged(entry.target) not in facts.traced:
+            facts.traced.add(Staged(entry.target))
+            changed = True
+    return changed
 
 
 def _nested(facts: Facts, summary: Summary) -> bool:
@@ -131,7 +179,27 @@ def _nested(facts: Facts, summary: Summary) -> bool:
     return changed
 
 
-def _entry_reason(module: Module, entry: Entry) -> Reason:
-    node = module.nodes.get(entry.target)
-    decorated = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and entry.node is node
-    return Reason(Via.DECORATED if decorated else Via.PASSED, entry.transform)
+def _enter_from_outside(facts: Facts, call: External) -> None:
+    for fid, node in facts.module.nodes.items():
+        if facts.module.functions[fid].parent != "<module>":
+            continue
+        if (
+            not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            or node.name != call.function
+        ):
+            continue
+        params, positional = params_of(node)
+        traced = (
+            set(params)
+            if call.all_params
+            else {positional[i] for i in call.positions if i < len(positional)}
+            | (set(call.keywords) & set(params))
+        )
+        facts.reasons.setdefault(fid, Reason(Via.OTHER_MODULE, call.reason))
+        facts.traced |= {Param(fid, p) for p in traced}
+        if call.staged:
+            facts.traced.add(Staged(fid))
+
+
+def _label(summary: Summary) -> str:
+    return "<lambda>" if isinstance(summary.node, ast.Lambda) else summary.name

@@ -48,8 +48,15 @@ class Value:
     elements: tuple[Value, ...] | None = None
     # The function a name or lambda denotes (its `FunctionId`), for calls and transforms.
     function: str | None = None
-    # What the name denotes through imports (`jax.numpy.sum`), for calls and attributes.
+    # What the name denotes through imports (`jax.numpy.sum`), for calls and attributes;
+    # `<instance>.C` / `<class>.C` for the module's class C, `<bound>` for a bound method.
     qualified: str | None = None
+    # What `functools.partial` bound of `function`: leading positions, keywords.
+    bound_positions: int = 0
+    bound_keywords: frozenset[str] = frozenset()
+    entry: int | None = None  # the index of the transform's entry, for a transformed function
+    # What iterating it gives, when the iterable says (`enumerate(x)`: an int and a row).
+    element: Value | None = None
 
     def resolve(self, traced: Collection[Source]) -> Kind:
         """The kind once it is known which sources are traced."""
