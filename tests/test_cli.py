@@ -104,7 +104,7 @@ def test_unknown_selector_is_a_usage_error(tmp_path: Path) -> None:
     write(tmp_path, "a.py", HOISTABLE)
     result = CliRunner().invoke(main, ["check", "--select", "JF999", str(tmp_path)])
     assert result.exit_code == 2
-    assert "unknown rule selector: JF999" in result.stderr
+    assert "Error: Invalid value for --select: unknown rule `JF999`\n" in result.stderr
 
 
 def test_apply_diff_writes_nothing_and_exits_1(tmp_path: Path) -> None:
