@@ -127,7 +127,7 @@ def _merge(source: _Source, comment: tokenize.TokenInfo | None, codes: list[str]
         return False
     match = suppression.JAXFIX_COMMENT.search(comment.string)
     bare = suppression.BARE_COMMENT.search(comment.string) if match is None else None
-    if bare is not None:  # `# jaxfix: ignore` names no rule: give it brackets
+    if bare is not None:  # a comment that names no rule: give it brackets
         named = f"{bare.group()}[{', '.join(codes)}]"
         new_comment = comment.string[: bare.start()] + named + comment.string[bare.end() :]
         return _replace_comment(source, comment, new_comment, codes)

@@ -25,7 +25,7 @@ UNUSED_CODE = "JF001"
 UNUSED_NAME = "unused-suppression"
 
 JAXFIX_COMMENT = re.compile(r"#\s*jaxfix:\s*ignore\[(?P<names>[^\]]*)\](?:\s*--\s*(?P<reason>.*))?")
-# `# jaxfix: ignore` with no brackets (what follows, if anything, is not a list of rules).
+# A jaxfix comment with no brackets after `ignore` (what follows is not a list of rules).
 BARE_COMMENT = re.compile(r"#\s*jaxfix:\s*ignore(?![\w\[-])")
 _NOQA = re.compile(r"#\s*noqa:\s*(?P<names>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)", re.I)
 
