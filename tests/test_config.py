@@ -221,7 +221,7 @@ def test_rule_options_add_serializers_and_cache_decorators(tmp_path: Path) -> No
         ),
         (
             "[tool.jaxfix.per-file-ignores]\n'tests/**' = 'JF101'\n",
-            "[tool.jaxfix.per-file-ignores] `\"tests/**\"`: expected a list of strings,"
+            '[tool.jaxfix.per-file-ignores] `"tests/**"`: expected a list of strings,'
             " got 'JF101'",
         ),
         ("[tool.jaxfix.rules.JF999]\nx = ['a.b']\n", "[tool.jaxfix.rules] unknown rule `JF999`"),
