@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import Assignment
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
@@ -27,14 +26,19 @@ ARRAY_MAKERS = frozenset({"jax.device_put", "jax.device_put_replicated", "jax.de
 # ... unless they are these, which answer Python or NumPy values.
 NOT_ARRAYS = frozenset({"jax.numpy.shape", "jax.numpy.ndim", "jax.numpy.size", "jax.numpy.dtype"})
 HOST_COPIES = frozenset({"jax.device_get", "numpy.asarray", "numpy.array"})
+# The nodes whose `body` is a sequence of statements run in order.
+_BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
 
 
 class PickledDeviceArray(Rule):
     """
     ## What it does
-    Finds host code (outside any traced function) that pickles a value jaxfix knows is a
-    `jax.Array` or a tuple, list or dict of them: the result of a function the module jits, of
-    `jnp.*` or `jax.random.*`, or of `jax.device_put`. Opt-in: select `JF108` to run it.
+    Finds host code (at module level or in a function that is not traced) that pickles a value
+    jaxfix knows is a `jax.Array` or a tuple, list or dict of them: the result of a function the
+    module jits, of `jnp.*` or `jax.random.*`, or of `jax.device_put`. A name holds the value of
+    the last assignment before the pickling (`weights = fit(weights)` in a host function); a
+    name rebound in a branch or a loop, or a parameter, is not known and not reported.
+    Opt-in: select `JF108` to run it.
 
     ## Why is this bad?
     A pickled `jax.Array` unpickles as a `jax.Array`: the reader needs jax installed (the load
@@ -145,21 +149,74 @@ class PickledDeviceArray(Rule):
         return traced is not None and traced.staged and self.traced.context_of(call) is None
 
     def _single_value(self, name: cst.Name) -> cst.BaseExpression | None:
-        """The value of `name = value` (or `name, other = value`) when that is the name's only
-        binding in its scope."""
+        """The value `name` holds where it is read: that of the `name = value` (or `name,
+        other = value`) that reaches it. A name bound in its own scope (a host function's
+        parameter rebound to a jitted call's result, `x = fit(x)`) takes the last such
+        assignment before the read in straight-line code; any other binding on the way (in a
+        branch, a loop, a `with` target, a parameter) makes it unknown. A name of an enclosing
+        scope counts only when that scope binds it once."""
+        assignments = self.traced.assignments(name)
         scope = self.traced.scope_of(name)
-        if scope is None:
+        if assignments and all(a.scope is scope for a in assignments):
+            statements = [self._statement_of(a.node) for a in assignments]
+            return self._reaching_value(name, [s for s in statements if s is not None])
+        if len(assignments) != 1:
             return None
-        bindings = [a for a in scope[name.value] if isinstance(a, Assignment)]
-        if len(bindings) != 1:
-            return None
-        target = self.traced.parent(bindings[0].node)
-        while isinstance(target, cst.Element | cst.Tuple | cst.List):  # `a, b = f(x)`
-            target = self.traced.parent(target)
-        assign = self.traced.parent(target) if isinstance(target, cst.AssignTarget) else None
-        if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
-            return assign.value
+        return self._assigned_value(self._statement_of(assignments[0].node))
+
+    def _statement_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The statement (small or compound) that holds `node`."""
+        current: cst.CSTNode | None = node
+        while current is not None and not isinstance(
+            current, cst.BaseSmallStatement | cst.BaseCompoundStatement
+        ):
+            current = self.traced.parent(current)
+        return current
+
+    def _reaching_value(
+        self, read: cst.Name, bindings: list[cst.CSTNode]
+    ) -> cst.BaseExpression | None:
+        """The value of the binding among `bindings` (statements of the read's scope) that
+        reaches `read` on every path, walking back through the enclosing blocks."""
+        current = self._statement_of(read)
+        while current is not None:
+            parent = self.traced.parent(current)
+            if isinstance(parent, _BLOCKS):
+                siblings = list(parent.body)
+                for sibling in reversed(siblings[: siblings.index(current)]):
+                    for statement in reversed(_small_statements(sibling)):
+                        if any(statement is b for b in bindings):
+                            return self._assigned_value(statement)
+                        if any(self._holds(statement, b) for b in bindings):
+                            return None  # bound in a branch or a loop before the read: unknown
+            if isinstance(parent, cst.Module | cst.FunctionDef | cst.ClassDef | cst.Lambda):
+                return None  # the scope's start: a parameter, or unbound here
+            if isinstance(parent, cst.BaseCompoundStatement) and any(
+                self._holds(parent, b) for b in bindings
+            ):
+                return None  # a loop's later binding, a `with ... as`, another branch's
+            current = parent
         return None
+
+    def _holds(self, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """Whether `node` is `outer` or inside it."""
+        current: cst.CSTNode | None = node
+        while current is not None and current is not outer:
+            current = self.traced.parent(current)
+        return current is outer
+
+    def _assigned_value(self, statement: cst.CSTNode | None) -> cst.BaseExpression | None:
+        """The value of `name = value` or `a, b = value` with a single target."""
+        if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+            return statement.value
+        return None
+
+
+def _small_statements(statement: cst.CSTNode) -> list[cst.CSTNode]:
+    """A line's statements (`a = f(x); b = g(a)`), else the statement itself."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return list(statement.body)
+    return [statement]
 
 
 # `PickledDeviceArrayCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

@@ -11,8 +11,10 @@ class UnusedSuppression(Rule):
     """
     ## What it does
     Finds `# jaxfix: ignore[CODE]` comments that silence no finding: the rule they name found
-    nothing on their line (or, for a comment alone on its line, on the next one), or they name
-    no jaxfix rule at all.
+    nothing on their line (or, for a comment alone on its line, on the next one), they name no
+    jaxfix rule, or they name no rule at all: a bare `# jaxfix: ignore` (or `ignore[]`) is not a
+    blanket suppression, as a bare `# noqa` is in Ruff, and silences nothing; the message names
+    the codes found on its line.
 
     ## Why is this bad?
     A stale suppression hides the next real problem on that line, and a misspelt one silences

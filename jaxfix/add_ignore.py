@@ -123,7 +123,15 @@ def _suppress(source: _Source, line: int, codes: list[str], tail: str) -> bool:
 def _merge(source: _Source, comment: tokenize.TokenInfo | None, codes: list[str]) -> bool:
     """Add `codes` to the brackets of `comment` if it is a jaxfix suppression (its reason and
     every other character stay)."""
-    if comment is None or (match := suppression.JAXFIX_COMMENT.search(comment.string)) is None:
+    if comment is None:
+        return False
+    match = suppression.JAXFIX_COMMENT.search(comment.string)
+    bare = suppression.BARE_COMMENT.search(comment.string) if match is None else None
+    if bare is not None:  # a comment that names no rule: give it brackets
+        named = f"{bare.group()}[{', '.join(codes)}]"
+        new_comment = comment.string[: bare.start()] + named + comment.string[bare.end() :]
+        return _replace_comment(source, comment, new_comment, codes)
+    if match is None:
         return False
     names = match.group("names")
     new = [code for code in codes if code not in {name.strip() for name in names.split(",")}]
@@ -175,8 +183,9 @@ def _replace_comment(
     source: _Source, comment: tokenize.TokenInfo, new: str, codes: Sequence[str]
 ) -> bool:
     """Replace `comment` by `new` if `suppression.find` reads in it every suppression it read
-    in `comment`, and `codes` as jaxfix suppressions; False (nothing changed) otherwise."""
-    before = _suppressions(comment.string)
+    in `comment` (but an empty one, which `codes` fill), and `codes` as jaxfix suppressions;
+    False (nothing changed) otherwise."""
+    before = _suppressions(comment.string) - {("", True)}
     after = _suppressions(new)
     if not before <= after or not {(code, True) for code in codes} <= after:
         return False

@@ -68,6 +68,8 @@ class Cache:
         loaded = self._load()
         self._entries: dict[str, list[dict[str, Any]]] = loaded.get("files", {})
         self._valid: set[str] = set(loaded.get("valid", []))
+        notes = loaded.get("notes")
+        self._notes: dict[str, list[str]] = notes if isinstance(notes, dict) else {}
         self._dirty = False
 
     def _load(self) -> dict[str, Any]:
@@ -121,15 +123,24 @@ class Cache:
         """Whether these settings were validated by an earlier run (which needs the rules)."""
         return digest(settings.encode()) in self._valid
 
-    def mark_valid(self, settings: str) -> None:
-        self._valid.add(digest(settings.encode()))
+    def mark_valid(self, settings: str, notes: Iterable[str] = ()) -> None:
+        """Remember that these settings are valid, with the warnings their validation gave."""
+        key = digest(settings.encode())
+        self._valid.add(key)
+        if notes:
+            self._notes[key] = list(notes)
         self._dirty = True
+
+    def notes(self, settings: str) -> list[str]:
+        """The warnings that validating these settings gave."""
+        notes = self._notes.get(digest(settings.encode()), [])
+        return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
     def save(self) -> None:
         """Write the entries atomically; a cache that cannot be written is silently skipped."""
         if not self._dirty:
             return
-        data = {"files": self._entries, "valid": sorted(self._valid)}
+        data = {"files": self._entries, "valid": sorted(self._valid), "notes": self._notes}
         with contextlib.suppress(OSError):
             _prepare(self.folder)
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")

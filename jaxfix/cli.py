@@ -87,7 +87,10 @@ def _common(command: Callable[..., None]) -> Callable[..., None]:
     decorators = [
         click.argument("paths", nargs=-1, required=True),
         click.option(
-            "--select", multiple=True, help="Rule codes, prefixes or names to run (default: all)."
+            "--select",
+            multiple=True,
+            help="Rule codes, prefixes, names or ALL to run (default: every rule but the opt-in"
+            " ones, which run only when named by code or name).",
         ),
         click.option("--extend-select", multiple=True, help="Rules to run besides `select`."),
         click.option("--ignore", multiple=True, help="Rule codes, prefixes or names to skip."),
@@ -431,8 +434,8 @@ def explain(code: str) -> None:
     help="A table, or JSON for tools.",
 )
 def list_rules(output_format: str) -> None:
-    """List every rule: code, name, fix safety and summary."""
-    from jaxfix.docs import rule_url, safety_label
+    """List every rule: code, name, fix safety, whether it runs by default, and summary."""
+    from jaxfix.docs import default_label, rule_url, safety_label
     from jaxfix.registry import all_rules
 
     rules = all_rules()
@@ -444,6 +447,7 @@ def list_rules(output_format: str) -> None:
                 "summary": rule.summary,
                 "fix": rule.fix_title if rule.fix_safety else None,
                 "fix_safety": safety_label(rule),
+                "default": default_label(rule),
                 "options": dict(rule.options),
                 "url": rule_url(rule),
             }
@@ -452,9 +456,12 @@ def list_rules(output_format: str) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     width = max(len(rule.name) for rule in rules)
-    click.echo(f"{'code':<6} {'name':<{width}} {'fix':<6} summary")
+    click.echo(f"{'code':<6} {'name':<{width}} {'fix':<6} {'default':<7} summary")
     for rule in rules:
-        click.echo(f"{rule.code:<6} {rule.name:<{width}} {safety_label(rule):<6} {rule.summary}")
+        click.echo(
+            f"{rule.code:<6} {rule.name:<{width}} {safety_label(rule):<6}"
+            f" {default_label(rule):<7} {rule.summary}"
+        )
 
 
 @main.command()

@@ -9,13 +9,15 @@ Free of LibCST: rule selectors are checked against the registry only when needed
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pathspec import GitIgnoreSpec
 
@@ -23,7 +25,11 @@ from jaxfix.batch import Job
 from jaxfix.edits import EditsWanted
 from jaxfix.options import Options
 
+T = TypeVar("T")
 PYPROJECT = "pyproject.toml"
+# The tables under `[tool.jaxfix]`, as error messages name them.
+RULES = "tool.jaxfix.rules"
+PER_FILE_IGNORES = "tool.jaxfix.per-file-ignores"
 # Folders skipped when walking (besides hidden ones, virtual environments and .gitignore'd ones).
 DEFAULT_EXCLUDE = ("build", "dist", "_build", "buck-out", "__pypackages__")
 
@@ -111,11 +117,13 @@ class Config:
             for selector in selectors
         )
 
-    def selectors(self) -> list[tuple[str, str]]:
-        """Every rule selector the file uses, with the key it is under (for validation)."""
-        found = [(key, s) for key, values in self._selector_keys() for s in values]
+    def selectors(self) -> list[tuple[str, str, str]]:
+        """Every rule selector the file uses, with the table and key it is under."""
+        found = [("tool.jaxfix", key, s) for key, values in self._selector_keys() for s in values]
         found += [
-            (f"per-file-ignores.{p!r}", s) for p, values in self.per_file_ignores for s in values
+            (PER_FILE_IGNORES, table_name(p), s)
+            for p, values in self.per_file_ignores
+            for s in values
         ]
         return found
 
@@ -189,11 +197,14 @@ class ConfigFinder:
         self._isolated = isolated
         self._by_folder: dict[Path, Config] = {}
         self._loaded: dict[Path, Config] = {}
+        self._defaults = overrides.apply(Config())
+        self._defaults_used = False
 
     def for_path(self, path: Path) -> Config:
         """The settings (with the overrides) that apply to `path` (a file or a folder)."""
         if self._isolated:
-            return self.overrides.apply(Config())
+            self._defaults_used = True
+            return self._defaults
         if self._forced is not None:
             return self._load(self._forced)
         folder = Path(os.path.abspath(path))
@@ -207,7 +218,8 @@ class ConfigFinder:
             if candidate.is_file() and _has_table(candidate):
                 self._by_folder[folder] = self._load(candidate)
             elif folder.parent == folder:
-                self._by_folder[folder] = self.overrides.apply(Config())
+                self._defaults_used = True
+                self._by_folder[folder] = self._defaults
             else:
                 self._by_folder[folder] = self._for_folder(folder.parent)
         return self._by_folder[folder]
@@ -220,6 +232,11 @@ class ConfigFinder:
     def loaded(self) -> list[Config]:
         """Every configuration file read so far."""
         return list(self._loaded.values())
+
+    def used(self) -> list[Config]:
+        """Every setting handed out so far: the files', and the defaults (with the command
+        line's overrides) where no file applies."""
+        return self.loaded() + ([self._defaults] if self._defaults_used else [])
 
 
 def _has_table(path: Path) -> bool:
@@ -247,12 +264,33 @@ def load(path: Path) -> Config:
     for key, raw in table.items():
         parse = _KEYS.get(key)
         if parse is None:
-            raise ConfigError(f"{path}: [tool.jaxfix] unknown key `{key}`{_suggest(key)}")
+            raise ConfigError(
+                f"{path}: [tool.jaxfix] unknown key `{key}`{did_you_mean(key, _KEYS)}"
+            )
         try:
             values[key.replace("-", "_")] = parse(raw)
+        except _Nested as error:
+            raise ConfigError(f"{path}: [{error.table}] {error}") from error
         except ValueError as error:
             raise ConfigError(f"{path}: [tool.jaxfix] `{key}`: {error}") from error
     return Config(path=path, **values)
+
+
+class _Nested(ValueError):
+    """A problem in a table under `[tool.jaxfix]`: the message names the key, `table` the
+    table (`tool.jaxfix.rules.JF102`)."""
+
+    def __init__(self, table: str, message: str) -> None:
+        super().__init__(message)
+        self.table = table
+
+
+def table_name(*keys: str) -> str:
+    """A TOML table's dotted name, quoting the keys that are not bare (`"tests/**"`)."""
+    return ".".join(k if _BARE_KEY.fullmatch(k) else json.dumps(k) for k in keys)
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _strings(raw: object) -> tuple[str, ...]:
@@ -278,17 +316,35 @@ def _dotted_names(raw: object) -> tuple[str, ...]:
 def _per_file_ignores(raw: object) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(raw, dict):
         raise ValueError(f"expected a table of pattern = [rules], got {_shown(raw)}")
-    return tuple((str(pattern), _strings(selectors)) for pattern, selectors in raw.items())
+    return tuple(
+        (str(pattern), _nested(_strings, selectors, PER_FILE_IGNORES, str(pattern)))
+        for pattern, selectors in raw.items()
+    )
 
 
 def _rule_options(raw: object) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise ValueError(f"expected tables like [tool.jaxfix.rules.JF101], got {_shown(raw)}")
-    return tuple(
-        (str(rule), str(option), _dotted_names(values))
-        for rule, options in raw.items()
-        for option, values in options.items()
-    )
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected tables like [{RULES}.JF101], got {_shown(raw)}")
+    found = []
+    for rule, options in raw.items():
+        if not isinstance(options, dict):
+            raise _Nested(RULES, f"`{rule}`: expected a table of options, got {_shown(options)}")
+        for option, values in options.items():
+            table = table_name(*RULES.split("."), str(rule))
+            try:
+                found.append((str(rule), str(option), _dotted_names(values)))
+            except ValueError as error:
+                # A misspelt rule or option is the likelier mistake: name it first.
+                rule_option_problem(table, str(rule), str(option))
+                raise _Nested(table, f"`{option}`: {error}") from error
+    return tuple(found)
+
+
+def _nested(parse: Callable[[object], T], raw: object, table: str, key: str) -> T:
+    try:
+        return parse(raw)
+    except ValueError as error:
+        raise _Nested(table, f"`{table_name(key)}`: {error}") from error
 
 
 def _shown(raw: object) -> str:
@@ -313,10 +369,11 @@ _KEYS: Mapping[str, Callable[[object], Any]] = {
 }
 
 
-def _suggest(key: str) -> str:
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """` (did you mean `X`?)` for the choice closest to a misspelt `word`, else ""."""
     import difflib
 
-    close = difflib.get_close_matches(key, list(_KEYS), n=1)
+    close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean `{close[0]}`?)" if close else ""
 
 
@@ -330,20 +387,56 @@ def _relative(path: Path, root: Path) -> str | None:
 
 def validate(configs: Iterable[Config]) -> None:
     """Raise ConfigError for a selector that names no rule, or an option no rule has."""
-    from jaxfix.registry import find_rule, unknown_selectors
+    from jaxfix.registry import suggestion, unknown_selectors
 
     for config in configs:
         where = config.path or "command line"
-        for key, selector in config.selectors():
+        for table, key, selector in config.selectors():
             if unknown_selectors([selector]):
-                raise ConfigError(f"{where}: [tool.jaxfix] `{key}`: unknown rule `{selector}`")
-        for name, option, _ in config.rules:
-            rule = find_rule(name)
-            if rule is None:
-                raise ConfigError(f"{where}: [tool.jaxfix.rules] unknown rule `{name}`")
-            if option not in rule.options:
-                known = ", ".join(f"`{o}`" for o in rule.options) or "none"
+                hint = suggestion(selector)
                 raise ConfigError(
-                    f"{where}: [tool.jaxfix.rules.{name}] unknown option `{option}`"
-                    f" (options of {rule.code}: {known})"
+                    f"{where}: [{table}] `{key}`: unknown rule `{selector}`"
+                    + (f" (did you mean `{hint}`?)" if hint else "")
                 )
+        for name, option, _ in config.rules:
+            try:
+                rule_option_problem(table_name(*RULES.split("."), name), name, option)
+            except _Nested as error:
+                raise ConfigError(f"{where}: [{error.table}] {error}") from error
+
+
+def rule_option_problem(table: str, rule_name: str, option: str) -> None:
+    """Raise `_Nested` when `rule_name` names no rule or `option` is none of its options
+    (imports the rules, so LibCST: only for validation and errors)."""
+    from jaxfix.registry import find_rule, suggestion
+
+    rule = find_rule(rule_name)
+    if rule is None:
+        hint = suggestion(rule_name, with_all=False)
+        close = f" (did you mean `{hint}`?)" if hint else ""
+        raise _Nested(RULES, f"unknown rule `{rule_name}`{close}")
+    if option not in rule.options:
+        hint = did_you_mean(option, rule.options)
+        known_options = ", ".join(f"`{o}`" for o in rule.options) or "none"
+        raise _Nested(
+            table,
+            f"unknown option `{option}`"
+            + (hint or f" (options of {rule.code} {rule.name}: {known_options})"),
+        )
+
+
+def opt_in_notes(configs: Iterable[Config]) -> list[str]:
+    """One warning per opt-in rule that a prefix or `ALL` seems to select but leaves off (it
+    runs only when named), for the settings in use."""
+    from jaxfix.registry import opt_in_left_off
+
+    notes: dict[str, None] = {}
+    for config in configs:
+        for selector, rule in opt_in_left_off(
+            config.select or (), config.ignore, config.extend_select
+        ):
+            notes[
+                f"`{selector}` leaves the opt-in rule {rule.code} ({rule.name}) off: it runs only"
+                f" when named, e.g. `--extend-select {rule.code}`"
+            ] = None
+    return list(notes)

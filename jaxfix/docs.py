@@ -22,6 +22,12 @@ def safety_label(rule: type[Rule]) -> str:
     return rule.fix_safety.value if rule.fix_safety else "none"
 
 
+def default_label(rule: type[Rule]) -> str:
+    """`on` for a rule that runs unless deselected; `opt-in` for one that runs only when named
+    by its code or name (never by a prefix or `ALL`)."""
+    return "on" if rule.default_enabled else "opt-in"
+
+
 def rule_url(rule: type[Rule]) -> str:
     """The address of the rule's section in docs/rules.md."""
     return f"{DOCS_URL}#{rule.code.lower()}-{rule.name}"
@@ -36,17 +42,29 @@ def rule_doc(rule: type[Rule]) -> str:
     )
     if options:
         options = f"Options, in `[tool.jaxfix.rules.{rule.code}]`:\n\n{options}\n"
-    return f"# {rule.code} {rule.name}\n\n{rule.summary}.\n\nFix: {fix}.\n\n{options}{body}\n"
+    opt_in = (
+        ""
+        if rule.default_enabled
+        else f"Opt-in: runs only when selected by its code or name (`--extend-select {rule.code}`),"
+        " never by a prefix or `ALL`.\n\n"
+    )
+    return (
+        f"# {rule.code} {rule.name}\n\n{rule.summary}.\n\n{opt_in}Fix: {fix}.\n\n{options}{body}\n"
+    )
 
 
 def rules_table() -> str:
-    """The Markdown table of every rule: code, name, what it flags, fix and its safety."""
-    rows = ["| code | name | finds | fix | safety |", "| --- | --- | --- | --- | --- |"]
+    """The Markdown table of every rule: code, name, what it flags, fix and its safety, and
+    whether it runs by default."""
+    rows = [
+        "| code | name | finds | fix | safety | default |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for rule in all_rules():
         anchor = f"docs/rules.md#{rule.code.lower()}-{rule.name}"
         rows.append(
             f"| [{rule.code}]({anchor}) | `{rule.name}` | {rule.summary} | {rule.fix_title}"
-            f" | {safety_label(rule)} |"
+            f" | {safety_label(rule)} | {default_label(rule)} |"
         )
     return "\n".join(rows) + "\n"
 

@@ -40,6 +40,11 @@ def find_rule(code_or_name: str) -> type[Rule] | None:
     return None
 
 
+def names(rule: type[Rule], selectors: Iterable[str]) -> bool:
+    """Whether a selector is the rule's code or name (what an opt-in rule needs to run)."""
+    return any(s.upper() == rule.code or s == rule.name for s in selectors)
+
+
 def matches(rule: type[Rule], selectors: Iterable[str]) -> bool:
     """Whether a selector names the rule: its code, a prefix of it (`JF1`), its name or `ALL`."""
     return any(
@@ -61,7 +66,7 @@ def select_rules(
         if (
             (not select or matches(rule, select) or matches(rule, extend))
             if rule.default_enabled
-            else any(s.upper() == rule.code or s == rule.name for s in named)
+            else names(rule, named)
         )
     ]
     return [rule for rule in chosen if not matches(rule, ignore)]
@@ -70,3 +75,30 @@ def select_rules(
 def unknown_selectors(selectors: Iterable[str]) -> list[str]:
     """Selectors that name no rule (a typo must not silently disable a check)."""
     return [s for s in selectors if not any(matches(rule, [s]) for rule in all_rules())]
+
+
+def opt_in_left_off(
+    select: Sequence[str] = (), ignore: Sequence[str] = (), extend: Sequence[str] = ()
+) -> list[tuple[str, type[Rule]]]:
+    """Opt-in rules that a prefix or `ALL` in `select` / `extend` matches but that stay off,
+    each with the first such selector: the user may think the prefix turned them on."""
+    named = [*select, *extend]
+    return [
+        (next(s for s in named if matches(rule, [s])), rule)
+        for rule in all_rules()
+        if not rule.default_enabled
+        and matches(rule, named)
+        and not names(rule, named)
+        and not matches(rule, ignore)
+    ]
+
+
+def suggestion(selector: str, with_all: bool = True) -> str | None:
+    """The rule code or name (or `ALL`) closest to a selector that names no rule: a typo."""
+    import difflib
+
+    known = [*(["ALL"] if with_all else []), *(r.code for r in all_rules())]
+    known += [rule.name for rule in all_rules()]
+    word = selector.upper() if selector[:2].upper() == "JF" else selector
+    close = difflib.get_close_matches(word, known, n=1)
+    return close[0] if close else None

@@ -12,11 +12,11 @@ import click
 
 from jaxfix.batch import Job, default_jobs, run_paths
 from jaxfix.cache import DEFAULT_FOLDER, Cache
-from jaxfix.config import ConfigError, ConfigFinder, Overrides, job_for, validate
+from jaxfix.config import ConfigError, ConfigFinder, Overrides, job_for, opt_in_notes, validate
 from jaxfix.outcome import Outcome
 from jaxfix.sourcefile import SourceError, read_stdin_source
 from jaxfix.targets import targets
-from jaxfix.terminal import with_progress
+from jaxfix.terminal import echo, with_progress
 
 # Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
 # which a run answered from the cache does without.
@@ -64,9 +64,11 @@ def outcomes(
                 items.append(_stdin_outcome(finder, options.stdin_filename, fix=fix, edits=edits))
             else:
                 items.extend(targets([Path(raw)], finder, fix=fix, edits=edits))
-        _validate_configs(finder, cache)
+        notes = _validate_configs(finder, cache)
     except ConfigError as error:
         raise BadConfig(str(error)) from error
+    for note in notes:
+        echo(f"warning: {note}", err=True)
     jobs = options.jobs or default_jobs()
     files = sum(1 for item in items if not isinstance(item, Outcome))
     results = run_paths(items, jobs=jobs, cache=cache)
@@ -76,25 +78,38 @@ def outcomes(
 
 
 def _validate_overrides(overrides: Overrides) -> None:
-    given = (*(overrides.select or ()), *overrides.extend_select, *overrides.ignore)
-    if not given:
+    """A usage error naming the option and the selector that names no rule."""
+    given = {
+        "--select": overrides.select or (),
+        "--extend-select": overrides.extend_select,
+        "--ignore": overrides.ignore,
+    }
+    if not any(given.values()):
         return
-    from jaxfix.registry import unknown_selectors  # imports the rules, so LibCST
+    from jaxfix.registry import suggestion, unknown_selectors  # imports the rules, so LibCST
 
-    if unknown := unknown_selectors(given):
-        raise click.UsageError(f"unknown rule selector: {', '.join(unknown)}")
+    for option, selectors in given.items():
+        for selector in unknown_selectors(selectors):
+            hint = suggestion(selector)
+            close = f" (did you mean `{hint}`?)" if hint else ""
+            raise click.BadParameter(f"unknown rule `{selector}`{close}", param_hint=option)
 
 
-def _validate_configs(finder: ConfigFinder, cache: Cache | None) -> None:
-    """Check the configuration files' rule selectors and options (which needs the rules, so
-    LibCST) unless an earlier run with the same files proved them valid."""
-    configs = finder.loaded()
-    key = repr(configs)
-    if not configs or (cache is not None and cache.is_valid(key)):
-        return
+def _validate_configs(finder: ConfigFinder, cache: Cache | None) -> list[str]:
+    """Check the configuration files' rule selectors and options, and return the warnings
+    about the selection (both need the rules, so LibCST), unless an earlier run with the same
+    settings did it."""
+    configs, used = finder.loaded(), finder.used()
+    if not configs and not any(c.select or c.extend_select for c in used):
+        return []
+    key = repr(used)
+    if cache is not None and cache.is_valid(key):
+        return cache.notes(key)
     validate(configs)
+    notes = opt_in_notes(used)
     if cache is not None:
-        cache.mark_valid(key)
+        cache.mark_valid(key, notes)
+    return notes
 
 
 def _stdin_outcome(finder: ConfigFinder, name: str | None, *, fix: bool, edits: bool) -> Outcome:

@@ -5,6 +5,10 @@ with `-- reason`). It silences findings that start on its own line, or, when the
 alone on its line, on the next line. A jaxfix suppression that silences nothing (or names no
 rule) is itself reported by JF001 `unused-suppression`; `# noqa` comments belong to every
 linter, so only their `JF` codes count, and they are never reported as unused.
+
+A jaxfix comment that names no rule (`# jaxfix: ignore`, `ignore[]`) silences nothing: unlike
+a bare `# noqa`, it is not a blanket suppression (a finding here is a program that fails at
+run time, which one comment should not hide wholesale). JF001 reports it with the codes to name.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ UNUSED_CODE = "JF001"
 UNUSED_NAME = "unused-suppression"
 
 JAXFIX_COMMENT = re.compile(r"#\s*jaxfix:\s*ignore\[(?P<names>[^\]]*)\](?:\s*--\s*(?P<reason>.*))?")
+# A jaxfix comment with no brackets after `ignore` (what follows is not a list of rules).
+BARE_COMMENT = re.compile(r"#\s*jaxfix:\s*ignore(?![\w\[-])")
 _NOQA = re.compile(r"#\s*noqa:\s*(?P<names>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)", re.I)
 
 
@@ -28,7 +34,7 @@ _NOQA = re.compile(r"#\s*noqa:\s*(?P<names>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)
 class Suppression:
     """One rule named by one suppression comment."""
 
-    selector: str  # as written: a code or a rule name
+    selector: str  # as written: a code or a rule name; "" for a comment that names none
     line: int  # where the comment is (1-based)
     column: int  # 0-based
     end_column: int
@@ -57,10 +63,14 @@ def _parse(token: tokenize.TokenInfo) -> list[Suppression]:
     match = JAXFIX_COMMENT.search(token.string)
     own = match is not None
     if match is None:
+        if BARE_COMMENT.search(token.string):
+            return [Suppression("", line, column, end_column, target, own=True)]
         match = _NOQA.search(token.string)
         if match is None:
             return []
     names = [name.strip() for name in match.group("names").split(",") if name.strip()]
+    if own and not names:
+        names = [""]  # `ignore[]`: reported, as a bare comment is
     return [Suppression(name, line, column, end_column, target, own) for name in names]
 
 
@@ -77,7 +87,9 @@ def apply(
     run is not known to be unused)."""
     used: set[Suppression] = set()
     kept: list[Diagnostic] = []
+    codes_on: dict[int, set[str]] = {}
     for diagnostic in diagnostics:
+        codes_on.setdefault(diagnostic.line, set()).add(diagnostic.code)
         matching = [
             s
             for s in suppressions
@@ -87,7 +99,11 @@ def apply(
         if not matching:
             kept.append(diagnostic)
     if report_unused:
-        kept += [_unused(s, known) for s in suppressions if _is_unused(s, used, known, active)]
+        kept += [
+            _unused(s, known, sorted(codes_on.get(s.target_line, ())))
+            for s in suppressions
+            if _is_unused(s, used, known, active)
+        ]
     kept.sort(key=lambda d: (d.line, d.column, d.code))
     return kept
 
@@ -101,8 +117,14 @@ def _is_unused(
     return code is None or code in active
 
 
-def _unused(suppression: Suppression, known: dict[str, str]) -> Diagnostic:
-    if suppression.selector in known:
+def _unused(suppression: Suppression, known: dict[str, str], codes: list[str]) -> Diagnostic:
+    """The JF001 finding of a suppression that silences nothing; `codes`: the findings on the
+    line it covers (what a comment naming no rule should name)."""
+    if not suppression.selector:
+        message = "unused suppression: `jaxfix: ignore` without rules silences nothing"
+        if codes:
+            message += f"; name them: `# jaxfix: ignore[{', '.join(codes)}]`"
+    elif suppression.selector in known:
         message = f"unused suppression: no `{suppression.selector}` finding here"
     else:
         message = f"unused suppression: `{suppression.selector}` is not a jaxfix rule"

@@ -104,7 +104,7 @@ def test_unknown_selector_is_a_usage_error(tmp_path: Path) -> None:
     write(tmp_path, "a.py", HOISTABLE)
     result = CliRunner().invoke(main, ["check", "--select", "JF999", str(tmp_path)])
     assert result.exit_code == 2
-    assert "unknown rule selector: JF999" in result.stderr
+    assert "Error: Invalid value for --select: unknown rule `JF999`\n" in result.stderr
 
 
 def test_apply_diff_writes_nothing_and_exits_1(tmp_path: Path) -> None:
@@ -192,33 +192,42 @@ def test_explain_and_rules() -> None:
     assert "## Fix safety" in explained.stdout
     listed = invoke("rules")
     header, *rows = listed.stdout.splitlines()
-    assert header.split() == ["code", "name", "fix", "summary"]
-    assert [row.split()[:3] for row in rows] == [
-        ["JF001", "unused-suppression", "none"],
-        ["JF101", "serialize-in-traced", "unsafe"],
-        ["JF102", "cache-on-traced", "safe"],
-        ["JF103", "leak-in-traced", "unsafe"],
-        ["JF104", "host-conversion-in-traced", "unsafe"],
-        ["JF105", "parallel-in-traced", "none"],
-        ["JF106", "hash-in-traced", "none"],
-        ["JF107", "serialized-return", "unsafe"],
-        ["JF108", "pickled-device-array", "safe"],
+    assert header.split() == ["code", "name", "fix", "default", "summary"]
+    assert [row.split()[:4] for row in rows] == [
+        ["JF001", "unused-suppression", "none", "on"],
+        ["JF101", "serialize-in-traced", "unsafe", "on"],
+        ["JF102", "cache-on-traced", "safe", "on"],
+        ["JF103", "leak-in-traced", "unsafe", "on"],
+        ["JF104", "host-conversion-in-traced", "unsafe", "on"],
+        ["JF105", "parallel-in-traced", "none", "on"],
+        ["JF106", "hash-in-traced", "none", "on"],
+        ["JF107", "serialized-return", "unsafe", "on"],
+        ["JF108", "pickled-device-array", "safe", "opt-in"],
     ]
     assert rows[2].endswith("A memoizing cache decorator on a function that jax traces or jits")
     as_json = json.loads(invoke("rules", "--output-format", "json").stdout)
-    assert [(r["code"], r["fix_safety"]) for r in as_json] == [
-        ("JF001", "none"),
-        ("JF101", "unsafe"),
-        ("JF102", "safe"),
-        ("JF103", "unsafe"),
-        ("JF104", "unsafe"),
-        ("JF105", "none"),
-        ("JF106", "none"),
-        ("JF107", "unsafe"),
-        ("JF108", "safe"),
+    assert [(r["code"], r["fix_safety"], r["default"]) for r in as_json] == [
+        ("JF001", "none", "on"),
+        ("JF101", "unsafe", "on"),
+        ("JF102", "safe", "on"),
+        ("JF103", "unsafe", "on"),
+        ("JF104", "unsafe", "on"),
+        ("JF105", "none", "on"),
+        ("JF106", "none", "on"),
+        ("JF107", "unsafe", "on"),
+        ("JF108", "safe", "opt-in"),
     ]
     assert as_json[1]["options"] == {"extra-serializers": ANY}
     assert as_json[2]["url"].endswith("docs/rules.md#jf102-cache-on-traced")
+
+
+@pytest.mark.parametrize("command", ["check", "apply"])
+def test_select_help_says_what_the_default_is(command: str) -> None:
+    text = " ".join(invoke(command, "--help").stdout.split())
+    assert (
+        "--select TEXT Rule codes, prefixes, names or ALL to run (default: every rule but the"
+        " opt-in ones, which run only when named by code or name)."
+    ) in text
 
 
 @pytest.mark.parametrize("command", ["check", "apply"])

@@ -203,19 +203,58 @@ def test_rule_options_add_serializers_and_cache_decorators(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     "config, problem",
     [
-        ("[tool.jaxfix]\nselct = ['JF1']\n", "[tool.jaxfix] unknown key `selct`"),
+        (
+            "[tool.jaxfix]\nselct = ['JF1']\n",
+            "[tool.jaxfix] unknown key `selct` (did you mean `select`?)",
+        ),
         ("[tool.jaxfix]\nselect = 'JF101'\n", "`select`: expected a list of strings, got 'JF101'"),
         ("[tool.jaxfix]\nunsafe-fixes = 'yes'\n", "`unsafe-fixes`: expected true or false"),
-        ("[tool.jaxfix]\nignore = ['JF999']\n", "`ignore`: unknown rule `JF999`"),
+        ("[tool.jaxfix]\nignore = ['JF999']\n", "[tool.jaxfix] `ignore`: unknown rule `JF999`"),
+        (
+            "[tool.jaxfix]\nselect = ['JF1O1']\n",
+            "[tool.jaxfix] `select`: unknown rule `JF1O1` (did you mean `JF101`?)",
+        ),
         ("[tool.jaxfix]\ntransforms = ['not a name']\n", "`transforms`: expected dotted names"),
         (
             "[tool.jaxfix.per-file-ignores]\n'x.py' = ['nope']\n",
-            "`per-file-ignores.'x.py'`: unknown rule `nope`",
+            '[tool.jaxfix.per-file-ignores] `"x.py"`: unknown rule `nope`',
         ),
-        ("[tool.jaxfix.rules.JF777]\nx = ['a.b']\n", "[tool.jaxfix.rules] unknown rule `JF777`"),
+        (
+            "[tool.jaxfix.per-file-ignores]\n'tests/**' = 'JF101'\n",
+            '[tool.jaxfix.per-file-ignores] `"tests/**"`: expected a list of strings,'
+            " got 'JF101'",
+        ),
+        ("[tool.jaxfix.rules.JF999]\nx = ['a.b']\n", "[tool.jaxfix.rules] unknown rule `JF999`"),
+        (
+            "[tool.jaxfix.rules.JF12]\nextra-cache-decorators = ['a.b']\n",
+            "[tool.jaxfix.rules] unknown rule `JF12` (did you mean `JF102`?)",
+        ),
+        (
+            "[tool.jaxfix.rules.cache-on-tracd]\nextra-cache-decorators = 1\n",
+            "[tool.jaxfix.rules] unknown rule `cache-on-tracd` (did you mean `cache-on-traced`?)",
+        ),
         (
             "[tool.jaxfix.rules.JF101]\nextra = ['a.b']\n",
-            "[tool.jaxfix.rules.JF101] unknown option `extra`",
+            "[tool.jaxfix.rules.JF101] unknown option `extra`"
+            " (options of JF101 serialize-in-traced: `extra-serializers`)",
+        ),
+        (
+            "[tool.jaxfix.rules.JF102]\nfoo = 1\n",
+            "[tool.jaxfix.rules.JF102] unknown option `foo`"
+            " (options of JF102 cache-on-traced: `extra-cache-decorators`)",
+        ),
+        (
+            "[tool.jaxfix.rules.serialize-in-traced]\nextra-serializer = ['a.b']\n",
+            "[tool.jaxfix.rules.serialize-in-traced] unknown option `extra-serializer`"
+            " (did you mean `extra-serializers`?)",
+        ),
+        (
+            "[tool.jaxfix.rules.JF102]\nextra-cache-decorators = 1\n",
+            "[tool.jaxfix.rules.JF102] `extra-cache-decorators`: expected a list of strings, got 1",
+        ),
+        (
+            "[tool.jaxfix.rules]\nJF102 = ['a.b']\n",
+            "[tool.jaxfix.rules] `JF102`: expected a table of options, got ['a.b']",
         ),
         ("[tool.jaxfix\n", "invalid TOML"),
     ],
@@ -230,6 +269,34 @@ def test_a_bad_file_is_one_error_naming_it_and_the_key(
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"Error: {root / 'pyproject.toml'}: ")
     assert problem in line
+    if problem.startswith("["):
+        assert line == f"Error: {root / 'pyproject.toml'}: {problem}"
+
+
+@pytest.mark.parametrize(
+    ("option", "selector", "message"),
+    [
+        (
+            "--select",
+            "JF1O1",
+            "Invalid value for --select: unknown rule `JF1O1` (did you mean `JF101`?)",
+        ),
+        (
+            "--ignore",
+            "serialise-in-traced",
+            "Invalid value for --ignore: unknown rule `serialise-in-traced`"
+            " (did you mean `serialize-in-traced`?)",
+        ),
+        ("--extend-select", "JF999", "Invalid value for --extend-select: unknown rule `JF999`"),
+    ],
+)
+def test_an_unknown_selector_on_the_command_line_names_the_option(
+    tmp_path: Path, option: str, selector: str, message: str
+) -> None:
+    root = project(tmp_path, "", {"a.py": CACHED})
+    result = CliRunner().invoke(main, ["check", option, selector, str(root)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == f"Error: {message}"
 
 
 def test_a_typo_gets_a_suggestion(tmp_path: Path) -> None:
@@ -291,6 +358,62 @@ def test_an_opt_in_rule_runs_only_when_named(
     if not select:
         enabled = {rule for rule in defaults if rule.default_enabled}
         assert enabled <= set(rules), "extend-select adds to the default rules"
+
+
+@pytest.mark.parametrize(
+    ("select", "ignore", "extend", "left_off"),
+    [
+        (("ALL",), (), (), [("ALL", _OptIn)]),
+        (("JF1",), (), (), [("JF1", _OptIn)]),
+        ((), (), ("JF19",), [("JF19", _OptIn)]),
+        (("ALL",), (), ("JF199",), []),
+        (("ALL",), (), ("opt-in-example",), []),
+        (("ALL",), ("JF199",), (), []),
+        (("JF10",), (), (), []),
+        ((), (), (), []),
+    ],
+)
+def test_a_prefix_or_all_that_leaves_an_opt_in_rule_off_is_told(
+    monkeypatch: pytest.MonkeyPatch,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    extend: tuple[str, ...],
+    left_off: list[tuple[str, type]],
+) -> None:
+    defaults = tuple(rule for rule in registry.all_rules() if rule.default_enabled)
+    monkeypatch.setattr(registry, "all_rules", lambda: (*defaults, _OptIn))
+    assert registry.opt_in_left_off(select, ignore, extend) == left_off
+
+
+NOTE = (
+    "warning: `{}` leaves the opt-in rule JF108 (pickled-device-array) off: it runs only when"
+    " named, e.g. `--extend-select JF108`"
+)
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "note"),
+    [
+        ("", ["--select", "ALL"], NOTE.format("ALL")),
+        ("", ["--select", "JF1"], NOTE.format("JF1")),
+        ("", ["--select", "ALL", "--extend-select", "pickled-device-array"], None),
+        ("", ["--select", "JF101"], None),
+        ("", [], None),
+        ("[tool.jaxfix]\nselect = ['JF1']\n", [], NOTE.format("JF1")),
+        ("[tool.jaxfix]\nselect = ['ALL']\nextend-select = ['JF108']\n", [], None),
+        ("[tool.jaxfix]\nselect = ['JF108']\n", ["--select", "ALL"], NOTE.format("ALL")),
+    ],
+)
+def test_selecting_by_prefix_or_all_says_once_that_the_opt_in_rule_stays_off(
+    tmp_path: Path, config: str, args: list[str], note: str | None
+) -> None:
+    root = project(tmp_path, config, {"a.py": CACHED})
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    for _ in range(2):  # the second run is answered from the cache: the note is still there
+        result = jaxfix(root, "check", *cache, *args, ".")
+        assert result.exit_code != 2
+        warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+        assert warnings == ([note] if note else [])
 
 
 def test_extend_select_without_select_keeps_the_default_rules(tmp_path: Path) -> None:

@@ -129,7 +129,7 @@ def test_an_unknown_selector_is_an_error_with_a_warm_cache(tmp_path: Path) -> No
     cache = ["--cache-dir", str(tmp_path / "cache")]
     jaxfix(tmp_path, "check", *cache)
     code, _, stderr = jaxfix(tmp_path, "check", *cache, "--select", "JF999")
-    assert code == 2 and "unknown rule selector: JF999" in stderr
+    assert code == 2 and "Invalid value for --select: unknown rule `JF999`" in stderr
 
 
 def test_a_corrupt_cache_is_ignored(tmp_path: Path) -> None:

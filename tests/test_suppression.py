@@ -1,0 +1,85 @@
+"""Suppression comments that name no rule: `# jaxfix: ignore` and `# jaxfix: ignore[]` silence
+nothing and are reported as JF001 with the codes to name (README, "Suppressing a finding")."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jaxfix.add_ignore import add_suppressions
+from jaxfix.cli import main
+from jaxfix.engine import check_text
+from jaxfix.registry import all_rules, select_rules
+
+HEAD = "import pickle\n\nimport jax\n\nBLOBS = []\n\n\n@jax.jit\ndef step(x):\n"
+BARE = "unused suppression: `jaxfix: ignore` without rules silences nothing"
+
+
+def program(body: str) -> str:
+    """A module whose jitted `step` runs `body` (written unindented); its first line is 10."""
+    return HEAD + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+def found(text: str, ignore: tuple[str, ...] = ()) -> list[tuple[int, str, str]]:
+    rules = select_rules((), ignore)
+    return [(d.line, d.code, d.message) for d in check_text(text, rules, filename="t.py")]
+
+
+@pytest.mark.parametrize(
+    "comment",
+    ["# jaxfix: ignore", "# jaxfix: ignore[]", "# jaxfix:ignore  -- why", "# jaxfix: ignore JF101"],
+)
+def test_a_comment_naming_no_rule_silences_nothing_and_says_what_to_name(comment: str) -> None:
+    text = program(f"BLOBS.append(pickle.dumps(x))  {comment}\nreturn x\n")
+    (finding, unused) = found(text)
+    assert finding[:2] == (10, "JF101")
+    assert unused == (10, "JF001", f"{BARE}; name them: `# jaxfix: ignore[JF101]`")
+
+
+def test_a_bare_comment_alone_on_its_line_covers_the_next_line() -> None:
+    text = program("# jaxfix: ignore -- reviewed\nBLOBS.append(pickle.dumps(x))\nreturn x\n")
+    assert [(line, code) for line, code, _ in found(text)] == [(10, "JF001"), (11, "JF101")]
+    assert found(text)[0][2] == f"{BARE}; name them: `# jaxfix: ignore[JF101]`"
+
+
+def test_a_bare_comment_without_a_finding_is_reported_without_codes() -> None:
+    assert found(program("y = x  # jaxfix: ignore\nreturn y\n")) == [(10, "JF001", BARE)]
+
+
+def test_ignoring_jf001_does_not_turn_a_bare_comment_into_a_blanket_suppression() -> None:
+    text = program("BLOBS.append(pickle.dumps(x))  # jaxfix: ignore\nreturn x\n")
+    assert [code for _, code, _ in found(text, ignore=("JF001",))] == ["JF101"]
+
+
+@pytest.mark.parametrize(
+    "comment", ["# jaxfix: ignore-me", "# jaxfix: ignored", "# noqa", "# jaxfix ignore"]
+)
+def test_other_comments_are_not_suppressions(comment: str) -> None:
+    text = program(f"BLOBS.append(pickle.dumps(x))  {comment}\nreturn x\n")
+    assert [code for _, code, _ in found(text)] == ["JF101"]
+
+
+def test_add_ignore_gives_a_bare_comment_the_codes_it_lacks() -> None:
+    text = program("BLOBS.append(pickle.dumps(x))  # jaxfix: ignore -- reviewed\nreturn x\n")
+    fixed, skipped = add_suppressions(text, check_text(text, all_rules(), filename="t.py"))
+    assert skipped == []
+    assert fixed == text.replace("ignore --", "ignore[JF101] --")
+    assert found(fixed) == []
+
+
+def test_the_readme_shows_what_check_prints_for_a_bare_comment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Suppressing a finding") :]
+    start = section.index("```text\n") + len("```text\n")
+    shown = section[start : section.index("\n```", start)].splitlines()
+    (tmp_path / "step.py").write_text(
+        program("BLOBS.append(pickle.dumps(x))  # jaxfix: ignore\nreturn x\n"), encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "step.py"])
+    assert [line for line in result.stdout.splitlines() if not line.startswith(" ")] == shown
