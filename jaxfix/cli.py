@@ -389,7 +389,7 @@ def _ask(prompt: str) -> str:
 def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None:
     """Write (or show) the fixed text of one file; stdin's text always goes to stdout."""
     source = outcome.source
-    to_stdout = source is not None and str(source.path) == STDIN and not diff
+    to_stdout = outcome.stdin and not diff
     if outcome.new_text is None or source is None:
         if to_stdout and source is not None:
             sys.stdout.write(source.text)

@@ -106,5 +106,7 @@ def _stdin_outcome(finder: ConfigFinder, name: str | None, *, fix: bool, edits: 
     try:
         source = read_stdin_source(sys.stdin.buffer.read(), display)
     except SourceError as error:
-        return Outcome(display, error=str(error))
-    return run_job(source, job, display=display)
+        return Outcome(display, error=str(error), stdin=True)
+    outcome = run_job(source, job, display=display)
+    outcome.stdin = True
+    return outcome

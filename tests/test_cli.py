@@ -173,6 +173,20 @@ def test_stdin_check_and_apply() -> None:
         """)
 
 
+@pytest.mark.parametrize("text", [CACHED, CLEAN], ids=["fixable", "clean"])
+def test_apply_stdin_under_a_filename_answers_on_stdout_and_writes_no_file(
+    tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An editor pipes the buffer of model.py: the file on disk is not jaxfix's to rewrite.
+    path = write(tmp_path, "model.py", text)
+    monkeypatch.chdir(tmp_path)
+    applied = invoke("apply", "--no-cache", "--stdin-filename", "model.py", "-", input=text)
+    expected = invoke("apply", "--no-cache", "-", input=text).stdout
+    assert applied.stdout == expected
+    assert "lru_cache" not in expected if text == CACHED else expected == CLEAN
+    assert path.read_text() == text
+
+
 def test_directories_skip_hidden_and_virtualenv_folders(tmp_path: Path) -> None:
     write(tmp_path, ".hidden/a.py", RETURNED)
     write(tmp_path, "venv/pyvenv.cfg", "")
