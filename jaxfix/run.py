@@ -16,7 +16,7 @@ from jaxfix.config import ConfigError, ConfigFinder, Overrides, job_for, validat
 from jaxfix.outcome import Outcome
 from jaxfix.sourcefile import SourceError, read_stdin_source
 from jaxfix.targets import targets
-from jaxfix.terminal import with_progress
+from jaxfix.terminal import progress_bar
 
 # Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
 # which a run answered from the cache does without.
@@ -69,8 +69,8 @@ def outcomes(
         raise BadConfig(str(error)) from error
     jobs = options.jobs or default_jobs()
     files = sum(1 for item in items if not isinstance(item, Outcome))
-    results = run_paths(items, jobs=jobs, cache=cache)
-    yield from with_progress(results, files, "Applying" if fix else "Checking")
+    with progress_bar(files, "Applying" if fix else "Checking") as bar:
+        yield from run_paths(items, jobs=jobs, cache=cache, progress=bar)
     if cache is not None:
         cache.save()
 
