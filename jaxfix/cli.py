@@ -85,7 +85,6 @@ def _run_options(values: dict[str, Any]) -> RunOptions:
 def _common(command: Callable[..., None]) -> Callable[..., None]:
     """The options `check` and `apply` share, in the order `--help` lists them."""
     decorators = [
-        click.argument("paths", nargs=-1, required=True),
         click.option(
             "--select", multiple=True, help="Rule codes, prefixes or names to run (default: all)."
         ),
@@ -165,7 +164,10 @@ class _CheckCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-@main.command(cls=_CheckCommand)
+@main.command(
+    cls=_CheckCommand, short_help="Report findings in PATHS (default: the current folder)."
+)
+@click.argument("paths", nargs=-1)
 @_common
 @click.option(
     "--output-format",
@@ -183,7 +185,9 @@ class _CheckCommand(click.Command):
     help="Insert a `# jaxfix: ignore[...]` comment (with `-- REASON`) for every finding.",
 )
 def check(paths: tuple[str, ...], **values: Any) -> None:
-    """Report findings in PATHS (files, directories, or - for stdin)."""
+    """Report findings in PATHS (files, directories, or - for stdin; default: the current
+    folder, as Ruff does)."""
+    paths = paths or (".",)
     fmt, show_fixes, statistics = (
         values.pop("output_format"),
         values.pop("show_fixes"),
@@ -215,7 +219,8 @@ def check(paths: tuple[str, ...], **values: Any) -> None:
     sys.exit(2 if tally.errors else 1 if tally.remaining and not exit_zero else 0)
 
 
-@main.command()
+@main.command(short_help="Rewrite files in place with the available fixes.")
+@click.argument("paths", nargs=-1, required=True)
 @_common
 @click.option("--diff", is_flag=True, help="Write nothing; print a unified diff of the fixes.")
 @click.option(
@@ -238,9 +243,9 @@ def apply(paths: tuple[str, ...], **values: Any) -> None:
             paths, finder_for(overrides, options), options, fix=True, edits=False
         ):
             _count(outcome, tally)
-            if not diff:
-                for diagnostic in outcome.diagnostics:
-                    echo(finding_line(outcome.display, diagnostic))
+            if not diff and outcome.diagnostics:  # what remains, as `check` prints it
+                result = FileResult(outcome.display, None, outcome.diagnostics, None)
+                echo(render("text", [result], color=color, show_fixes=False), nl=False)
             _emit_fixed(outcome, tally, diff, color)
     _summary(apply_summary(tally, overrides.unsafe_fixes or False, dry_run=diff), tally)
     if tally.errors:
@@ -409,7 +414,7 @@ def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None
             _error(tally, str(error))
 
 
-@main.command()
+@main.command(short_help="Print a rule's documentation (by code or name).")
 @click.argument("code")
 def explain(code: str) -> None:
     """Print the documentation of the rule CODE (e.g. JF101 or serialize-in-traced)."""
@@ -457,7 +462,7 @@ def list_rules(output_format: str) -> None:
         click.echo(f"{rule.code:<6} {rule.name:<{width}} {safety_label(rule):<6} {rule.summary}")
 
 
-@main.command()
+@main.command(short_help="Prove the shipped rewrites under the installed jax.")
 @click.option(
     "--rule",
     "-r",
@@ -505,7 +510,7 @@ def verify(selected: tuple[str, ...], jobs: int | None, verbose: bool) -> None:
     sys.exit(1 if counts[Verdict.FAILED] else 0)
 
 
-@main.command()
+@main.command(short_help="Run the language server on stdio, for editors.")
 def lsp() -> None:
     """Run the language server on stdio: diagnostics and quick fixes in any LSP editor."""
     from jaxfix.lsp.server import serve
