@@ -12,9 +12,10 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from jaxfix import project
 from jaxfix.cache import Cache
@@ -62,8 +63,22 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+class Progress(Protocol):
+    """Where a run reports its progress (a progress bar): `more` files to analyse, then each
+    one `done`, cached or not; a round of tracing across modules adds the files it analyses
+    again."""
+
+    def more(self, count: int) -> None: ...
+
+    def done(self, count: int = 1) -> None: ...
+
+
 def run_paths(
-    items: Iterable[tuple[Path, Job] | Outcome], *, jobs: int, cache: Cache | None
+    items: Iterable[tuple[Path, Job] | Outcome],
+    *,
+    jobs: int,
+    cache: Cache | None,
+    progress: Progress | None = None,
 ) -> Iterator[Outcome]:
     """The outcome of each (file, job) item in order; an Outcome item (e.g. a discovery error)
     is passed through as it is.
@@ -79,12 +94,13 @@ def run_paths(
         for index, item in enumerate(items)
         if not isinstance(item, Outcome)
     }
-    outcomes = _outcomes(tasks, jobs, cache)
+    analyser = _Analyser(jobs, cache, progress)
+    outcomes = analyser.outcomes(tasks)
     if packages:
         run = project.ProjectIndex(path for path, _ in tasks.values())
-        _apply_project_wrappers(run, tasks, outcomes, jobs, cache)
-        _trace_across_modules(run, tasks, outcomes, packages, jobs, cache)
-        _serialize_at_foreign_call_sites(run, tasks, outcomes, jobs, cache)
+        _apply_project_wrappers(run, tasks, outcomes, analyser)
+        _trace_across_modules(run, tasks, outcomes, packages, analyser)
+        _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
     for index, item in enumerate(items):
         yield item if isinstance(item, Outcome) else outcomes[index]
 
@@ -93,8 +109,7 @@ def _apply_project_wrappers(
     index: project.ProjectIndex,
     tasks: dict[int, tuple[Path, Job]],
     outcomes: dict[int, Outcome],
-    jobs: int,
-    cache: Cache | None,
+    analyser: _Analyser,
 ) -> None:
     """Analyse again, with them as transforms, the files decorated with a wrapper of jax's
     transforms defined in another file of the run (`@compiled`, `def compiled(fn): return
@@ -112,7 +127,7 @@ def _apply_project_wrappers(
             transforms = (*job.options.transforms, *extra)
             options = dataclasses.replace(job.options, transforms=transforms)
             rerun[i] = tasks[i] = (path, dataclasses.replace(job, options=options))
-    outcomes.update(_outcomes(rerun, jobs, cache))
+    outcomes.update(analyser.outcomes(rerun))
 
 
 def _trace_across_modules(
@@ -120,8 +135,7 @@ def _trace_across_modules(
     tasks: dict[int, tuple[Path, Job]],
     outcomes: dict[int, Outcome],
     packages: tuple[str, ...],
-    jobs: int,
-    cache: Cache | None,
+    analyser: _Analyser,
 ) -> None:
     """Analyse again the files whose traced code calls a function of the run that reaches a
     rule's anchor (now noting those calls precisely), then, round after round, the files
@@ -147,7 +161,7 @@ def _trace_across_modules(
         for i, entries in again.items():
             targets = _reaching_targets(outcomes[i].facts, reaches)
             tasks[i] = (tasks[i][0], _with_project(tasks[i][1], packages, entries, targets))
-        outcomes.update(_outcomes({i: tasks[i] for i in again}, jobs, cache))
+        outcomes.update(analyser.outcomes({i: tasks[i] for i in again}))
         calls = [
             call
             for outcome in outcomes.values()
@@ -162,8 +176,7 @@ def _serialize_at_foreign_call_sites(
     index: project.ProjectIndex,
     tasks: dict[int, tuple[Path, Job]],
     outcomes: dict[int, Outcome],
-    jobs: int,
-    cache: Cache | None,
+    analyser: _Analyser,
 ) -> None:
     """JF107 across modules: a function that returns a serialization and is imported by other
     files of the run is rewritten with its call sites there, when every one of them can be
@@ -172,7 +185,7 @@ def _serialize_at_foreign_call_sites(
     users = _importers_of_serialized_returns(index, tasks, outcomes)
     if not users:
         return
-    _rerun(tasks, outcomes, jobs, cache, _imports_options(users, {}))
+    _rerun(tasks, outcomes, analyser, _imports_options(users, {}))
     verdicts: dict[tuple[int, str], str] = {}
     for (definer, returned), callers in users.items():
         why = returned.why_not or next(
@@ -180,7 +193,7 @@ def _serialize_at_foreign_call_sites(
             "",
         )
         verdicts[definer, returned.function] = why
-    _rerun(tasks, outcomes, jobs, cache, _verdict_options(users, verdicts))
+    _rerun(tasks, outcomes, analyser, _verdict_options(users, verdicts))
     # Both sides are written or neither: a side that failed cancels its group's rewrite.
     failed = False
     for (definer, returned), callers in users.items():
@@ -195,7 +208,7 @@ def _serialize_at_foreign_call_sites(
             verdicts[definer, returned.function] = f"it could not be rewritten: {errors[0]}"
             failed = True
     if failed:
-        _rerun(tasks, outcomes, jobs, cache, _verdict_options(users, verdicts))
+        _rerun(tasks, outcomes, analyser, _verdict_options(users, verdicts))
 
 
 def _verdict_options(
@@ -265,8 +278,7 @@ def _imports_options(
 def _rerun(
     tasks: dict[int, tuple[Path, Job]],
     outcomes: dict[int, Outcome],
-    jobs: int,
-    cache: Cache | None,
+    analyser: _Analyser,
     changes: dict[int, dict[str, tuple[object, ...]]],
 ) -> None:
     """Analyse the files again with these options changed."""
@@ -275,7 +287,7 @@ def _rerun(
         path, job = tasks[i]
         options = dataclasses.replace(job.options, **change)  # type: ignore[arg-type]
         again[i] = (path, dataclasses.replace(job, options=options))
-    outcomes.update(_outcomes(again, jobs, cache))
+    outcomes.update(analyser.outcomes(again))
 
 
 def _reaching_targets(
@@ -305,41 +317,72 @@ def _with_project(
     return dataclasses.replace(job, options=options)
 
 
-def _outcomes(
-    tasks: dict[int, tuple[Path, Job]], jobs: int, cache: Cache | None
-) -> dict[int, Outcome]:
-    """The outcome of each task, from the cache when it holds it."""
-    done: dict[int, Outcome] = {}
-    pending: dict[int, tuple[Path, Job]] = {}
-    for index, (path, job) in tasks.items():
-        cached = cache.lookup(path, job.key()) if cache is not None else None
-        if cached is not None and not job.would_fix(cached[0]):
-            done[index] = Outcome(str(path), diagnostics=cached[0], facts=cached[1])
-        else:
-            pending[index] = (path, job)
-    if not pending:
-        return done  # the engine (and LibCST) is never imported
-    for (index, (path, job)), outcome in zip(
-        pending.items(), _analyse(list(pending.values()), jobs), strict=True
-    ):
-        if cache is not None and outcome.digest and not outcome.error and not outcome.new_text:
-            cache.store(path, job.key(), outcome.digest, outcome.diagnostics, outcome.facts)
-        done[index] = outcome
-    return done
+@dataclass(frozen=True)
+class _Analyser:
+    """How the files of a run are analysed: by `jobs` workers, through the cache, each file
+    reported to `progress` as it completes."""
+
+    jobs: int
+    cache: Cache | None
+    progress: Progress | None = None
+
+    def outcomes(self, tasks: dict[int, tuple[Path, Job]]) -> dict[int, Outcome]:
+        """The outcome of each task, from the cache when it holds it."""
+        cache, progress = self.cache, self.progress
+        if progress is not None:
+            progress.more(len(tasks))
+        done: dict[int, Outcome] = {}
+        pending: dict[int, tuple[Path, Job]] = {}
+        for index, (path, job) in tasks.items():
+            cached = cache.lookup(path, job.key()) if cache is not None else None
+            if cached is not None and not job.would_fix(cached[0]):
+                done[index] = Outcome(str(path), diagnostics=cached[0], facts=cached[1])
+            else:
+                pending[index] = (path, job)
+        if progress is not None and done:
+            progress.done(len(done))
+        if not pending:
+            return done  # the engine (and LibCST) is never imported
+        analysed = _analyse(list(pending.values()), self.jobs, progress)
+        for (index, (path, job)), outcome in zip(pending.items(), analysed, strict=True):
+            if cache is not None and outcome.digest and not outcome.error and not outcome.new_text:
+                cache.store(path, job.key(), outcome.digest, outcome.diagnostics, outcome.facts)
+            done[index] = outcome
+        return done
 
 
-def _analyse(pending: Sequence[tuple[Path, Job]], jobs: int) -> Iterator[Outcome]:
+def _analyse(
+    pending: Sequence[tuple[Path, Job]], jobs: int, progress: Progress | None
+) -> list[Outcome]:
+    """The outcome of each file, in order; `progress` hears of each file (each chunk of
+    files, from worker processes) as it completes, whatever the order."""
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
     workers = min(jobs, len(pending))
-    paths = [path for path, _ in pending]
-    file_jobs = [job for _, job in pending]
     if workers <= 1:
-        yield from map(process, paths, file_jobs)
-        return
+        results = []
+        for path, job in pending:
+            results.append(process(path, job))
+            if progress is not None:
+                progress.done()
+        return results
+    size = max(1, len(pending) // (workers * 16))
+    chunks = [pending[start : start + size] for start in range(0, len(pending), size)]
     pool = ProcessPoolExecutor(max_workers=workers)
     try:
-        chunk = max(1, len(pending) // (workers * 16))
-        yield from pool.map(process, paths, file_jobs, chunksize=chunk)
+        futures = {pool.submit(_process_chunk, chunk): n for n, chunk in enumerate(chunks)}
+        by_chunk: dict[int, list[Outcome]] = {}
+        for future in as_completed(futures):
+            by_chunk[futures[future]] = future.result()
+            if progress is not None:
+                progress.done(len(by_chunk[futures[future]]))
+        return [outcome for n in range(len(chunks)) for outcome in by_chunk[n]]
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def _process_chunk(chunk: Sequence[tuple[Path, Job]]) -> list[Outcome]:
+    """Analyse a few files in a worker process (one round trip for them all)."""
+    from jaxfix.runner import process
+
+    return [process(path, job) for path, job in chunk]

@@ -85,7 +85,6 @@ def _run_options(values: dict[str, Any]) -> RunOptions:
 def _common(command: Callable[..., None]) -> Callable[..., None]:
     """The options `check` and `apply` share, in the order `--help` lists them."""
     decorators = [
-        click.argument("paths", nargs=-1, required=True),
         click.option(
             "--select",
             multiple=True,
@@ -168,7 +167,10 @@ class _CheckCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-@main.command(cls=_CheckCommand)
+@main.command(
+    cls=_CheckCommand, short_help="Report findings in PATHS (default: the current folder)."
+)
+@click.argument("paths", nargs=-1)
 @_common
 @click.option(
     "--output-format",
@@ -186,7 +188,9 @@ class _CheckCommand(click.Command):
     help="Insert a `# jaxfix: ignore[...]` comment (with `-- REASON`) for every finding.",
 )
 def check(paths: tuple[str, ...], **values: Any) -> None:
-    """Report findings in PATHS (files, directories, or - for stdin)."""
+    """Report findings in PATHS (files, directories, or - for stdin; default: the current
+    folder, as Ruff does)."""
+    paths = paths or (".",)
     fmt, show_fixes, statistics = (
         values.pop("output_format"),
         values.pop("show_fixes"),
@@ -218,7 +222,8 @@ def check(paths: tuple[str, ...], **values: Any) -> None:
     sys.exit(2 if tally.errors else 1 if tally.remaining and not exit_zero else 0)
 
 
-@main.command()
+@main.command(short_help="Rewrite files in place with the available fixes.")
+@click.argument("paths", nargs=-1, required=True)
 @_common
 @click.option("--diff", is_flag=True, help="Write nothing; print a unified diff of the fixes.")
 @click.option(
@@ -241,9 +246,9 @@ def apply(paths: tuple[str, ...], **values: Any) -> None:
             paths, finder_for(overrides, options), options, fix=True, edits=False
         ):
             _count(outcome, tally)
-            if not diff:
-                for diagnostic in outcome.diagnostics:
-                    echo(finding_line(outcome.display, diagnostic))
+            if not diff and outcome.diagnostics:  # what remains, as `check` prints it
+                result = FileResult(outcome.display, None, outcome.diagnostics, None)
+                echo(render("text", [result], color=color, show_fixes=False), nl=False)
             _emit_fixed(outcome, tally, diff, color)
     _summary(apply_summary(tally, overrides.unsafe_fixes or False, dry_run=diff), tally)
     if tally.errors:
@@ -392,7 +397,7 @@ def _ask(prompt: str) -> str:
 def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None:
     """Write (or show) the fixed text of one file; stdin's text always goes to stdout."""
     source = outcome.source
-    to_stdout = source is not None and str(source.path) == STDIN and not diff
+    to_stdout = outcome.stdin and not diff
     if outcome.new_text is None or source is None:
         if to_stdout and source is not None:
             sys.stdout.write(source.text)
@@ -412,7 +417,7 @@ def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None
             _error(tally, str(error))
 
 
-@main.command()
+@main.command(short_help="Print a rule's documentation (by code or name).")
 @click.argument("code")
 def explain(code: str) -> None:
     """Print the documentation of the rule CODE (e.g. JF101 or serialize-in-traced)."""
@@ -464,7 +469,7 @@ def list_rules(output_format: str) -> None:
         )
 
 
-@main.command()
+@main.command(short_help="Prove the shipped rewrites under the installed jax.")
 @click.option(
     "--rule",
     "-r",
@@ -512,7 +517,7 @@ def verify(selected: tuple[str, ...], jobs: int | None, verbose: bool) -> None:
     sys.exit(1 if counts[Verdict.FAILED] else 0)
 
 
-@main.command()
+@main.command(short_help="Run the language server on stdio, for editors.")
 def lsp() -> None:
     """Run the language server on stdio: diagnostics and quick fixes in any LSP editor."""
     from jaxfix.lsp.server import serve

@@ -32,7 +32,8 @@ from jaxfix.transforms import TransformSpec, with_user_transforms
 MAX_FIX_PASSES = 10
 
 # No rule can fire in a file that never mentions jax or a framework built on it (whose
-# transforms trace too): such files are not even parsed.
+# transforms trace too): such files are only parsed by CPython, so that a syntax error is
+# reported in every file (as Ruff does), and never analysed.
 PREFILTER = ("jax", "equinox", "flax", "haiku", "optax")
 
 
@@ -145,6 +146,7 @@ def check_text(
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
     if not active and follow is None:
+        firstpass.parse(text, filename)  # a syntax error is reported in every file
         return _unsuppressed(text, [], rules)
     found, selection = _check(text, active, filename, options, slicing, follow)
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
@@ -167,11 +169,13 @@ def fix_text(
     facts: ModuleFacts | None = None,
 ) -> Result:
     """Apply every allowed fix of an unsuppressed finding until none is left. Raises `FixError`
-    (the input untouched) when a fix breaks the code or the fixes do not converge. `place` and
-    `facts` as for `check_text` (those of the text before the fixes)."""
+    (the input untouched) when a fix breaks the code or the fixes do not converge, and what
+    `check_text` raises on a text it rejects. `place` and `facts` as for `check_text` (those of
+    the text before the fixes)."""
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
     if not active and follow is None:
+        firstpass.parse(text, filename)  # a syntax error is reported in every file
         return Result(_unsuppressed(text, [], rules), text)
     found, selection = _check(text, active, filename, options, follow=follow)
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)

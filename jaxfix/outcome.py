@@ -23,6 +23,9 @@ class Outcome:
     digest: str | None = None  # of the bytes that were analysed (for the cache)
     # What it tells the run of its calls into other modules (see `jaxfix.project`).
     facts: ModuleFacts = field(default_factory=ModuleFacts)
+    # Read from standard input (under `--stdin-filename`'s name, if any): `apply` answers on
+    # standard output and never writes a file of that name.
+    stdin: bool = False
 
     def portable(self) -> Outcome:
         """This outcome without LibCST fixes, and without the source unless it is to be

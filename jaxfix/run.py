@@ -16,7 +16,7 @@ from jaxfix.config import ConfigError, ConfigFinder, Overrides, job_for, opt_in_
 from jaxfix.outcome import Outcome
 from jaxfix.sourcefile import SourceError, read_stdin_source
 from jaxfix.targets import targets
-from jaxfix.terminal import echo, with_progress
+from jaxfix.terminal import echo, progress_bar
 
 # Imported only where needed: the rules and the engine import LibCST (a quarter of a second),
 # which a run answered from the cache does without.
@@ -71,8 +71,8 @@ def outcomes(
         echo(f"warning: {note}", err=True)
     jobs = options.jobs or default_jobs()
     files = sum(1 for item in items if not isinstance(item, Outcome))
-    results = run_paths(items, jobs=jobs, cache=cache)
-    yield from with_progress(results, files, "Applying" if fix else "Checking")
+    with progress_bar(files, "Applying" if fix else "Checking") as bar:
+        yield from run_paths(items, jobs=jobs, cache=cache, progress=bar)
     if cache is not None:
         cache.save()
 
@@ -121,5 +121,7 @@ def _stdin_outcome(finder: ConfigFinder, name: str | None, *, fix: bool, edits: 
     try:
         source = read_stdin_source(sys.stdin.buffer.read(), display)
     except SourceError as error:
-        return Outcome(display, error=str(error))
-    return run_job(source, job, display=display)
+        return Outcome(display, error=str(error), stdin=True)
+    outcome = run_job(source, job, display=display)
+    outcome.stdin = True
+    return outcome

@@ -7,17 +7,17 @@ when the run ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-T = TypeVar("T")
 # A run over fewer files than this finishes before a bar would help.
 PROGRESS_MIN_FILES = 20
 _active: Progress | None = None  # the progress bar on screen
@@ -35,12 +35,30 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def with_progress(items: Iterator[T], total: int, description: str) -> Iterator[T]:
-    """`items`, with a transient progress bar on stderr when it is a color terminal; while it
-    shows, `echo` prints above it."""
+class ProgressBar:
+    """The bar of one run: `more` adds files to analyse (a round of tracing across modules
+    analyses some again), `done` counts files analysed; each change is drawn at once."""
+
+    def __init__(self, progress: Progress, description: str) -> None:
+        self._progress = progress
+        self._task = progress.add_task(description, total=0, visible=False)
+        self._total = 0
+
+    def more(self, count: int) -> None:
+        self._total += count
+        self._progress.update(self._task, total=self._total, visible=True, refresh=True)
+
+    def done(self, count: int = 1) -> None:
+        self._progress.update(self._task, advance=count, refresh=True)
+
+
+@contextlib.contextmanager
+def progress_bar(files: int, description: str) -> Iterator[ProgressBar | None]:
+    """A transient progress bar on stderr when it is a color terminal and the run has enough
+    files to need one (else None); while it shows, `echo` prints above it."""
     global _active
-    if total < PROGRESS_MIN_FILES or not wants_color(sys.stderr):
-        yield from items
+    if files < PROGRESS_MIN_FILES or not wants_color(sys.stderr):
+        yield None
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -58,10 +76,7 @@ def with_progress(items: Iterator[T], total: int, description: str) -> Iterator[
     with progress:
         _active = progress
         try:
-            task = progress.add_task(description, total=total)
-            for item in items:
-                yield item
-                progress.advance(task)
+            yield ProgressBar(progress, description)
         finally:
             _active = None
 

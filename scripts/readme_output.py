@@ -1,11 +1,15 @@
 """Rewrite the output of every ```console block of README.md that runs `$ jaxfix ...` with what
-the command prints now (what tests/test_readme.py checks). Review the diff before committing."""
+the command prints now (what tests/test_readme.py checks). Review the diff before committing.
+
+`jaxfix verify` runs fixture programs under the installed jax (the test extra's pinned one) and
+names the interpreter, shown as `.venv/bin/python` wherever it is."""
 
 from __future__ import annotations
 
 import os
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -14,11 +18,13 @@ from jaxfix.cli import main
 
 ROOT = Path(__file__).parent.parent
 BLOCK = re.compile(r"```console\n\$ (jaxfix [^\n]*)\n(.*?)```", re.S)
+PYTHON_SHOWN = ".venv/bin/python"  # the interpreter `jaxfix verify` names, as the README shows it
 
 
 def output(command: str) -> str:
+    """What `command` prints (stdout, then stderr), with the interpreter's path as shown."""
     result = CliRunner().invoke(main, shlex.split(command)[1:])
-    return result.stdout + result.stderr
+    return (result.stdout + result.stderr).replace(sys.executable, PYTHON_SHOWN)
 
 
 def main_() -> None:

@@ -152,6 +152,11 @@ BAD_FILES = [
         b"import pickle\nimport jax\npickle.dumps(\n",
         "syntax error: '(' was never closed",
     ),
+    BadFile(  # no rule can fire in it: reported all the same (see the test below)
+        "plain_syntax.py",
+        b"def f(:\n    pass\n",
+        "syntax error: invalid syntax",
+    ),
     BadFile(
         "not_utf8.py",
         b"import pickle\nimport jax\n# caf\xe9\npickle.dumps(1)\n",
@@ -201,6 +206,38 @@ def test_bad_files_found_by_walking_a_directory(tmp_path: Path, command: str) ->
     else:
         assert GOOD_FIXED in (tmp_path / GOOD_NAME).read_text(encoding="utf-8")
     assert without(snapshot(tmp_path), [GOOD_NAME]) == without(before, [GOOD_NAME])
+
+
+PLAIN_SYNTAX_ERROR = "def f(:\n    pass\n"  # never mentions jax nor a rule's anchor
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("select", [[], ["--select", "JF102"]], ids=["all-rules", "JF102"])
+@pytest.mark.parametrize("given", ["file", "stdin"])
+def test_a_syntax_error_is_reported_in_every_input(
+    tmp_path: Path, command: str, select: list[str], given: str
+) -> None:
+    """Whether or not a rule could fire in it, read from a file or from standard input, a file
+    Python rejects is one error and exit 2 (as Ruff reports every syntax error)."""
+    (tmp_path / "plain.py").write_text(PLAIN_SYNTAX_ERROR, encoding="utf-8")
+    args = [*COMMANDS[command], *select, "--no-cache"]
+    if given == "file":
+        result = run_jaxfix(tmp_path, *args, "plain.py")
+    else:
+        result = subprocess.run(
+            [sys.executable, "-m", "jaxfix", *args, "--stdin-filename", "plain.py", "-"],
+            cwd=tmp_path,
+            input=PLAIN_SYNTAX_ERROR,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    error = assert_one_error(result.stderr, "plain.py")
+    assert error == "error: plain.py:1:7: syntax error: invalid syntax"
+    assert result.returncode == 2
+    assert (tmp_path / "plain.py").read_text(encoding="utf-8") == PLAIN_SYNTAX_ERROR
+    if given == "stdin" and command != "check":
+        assert result.stdout == PLAIN_SYNTAX_ERROR  # `apply -` gives its input back unchanged
 
 
 # --- valid but unusual files

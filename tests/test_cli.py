@@ -173,6 +173,20 @@ def test_stdin_check_and_apply() -> None:
         """)
 
 
+@pytest.mark.parametrize("text", [CACHED, CLEAN], ids=["fixable", "clean"])
+def test_apply_stdin_under_a_filename_answers_on_stdout_and_writes_no_file(
+    tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An editor pipes the buffer of model.py: the file on disk is not jaxfix's to rewrite.
+    path = write(tmp_path, "model.py", text)
+    monkeypatch.chdir(tmp_path)
+    applied = invoke("apply", "--no-cache", "--stdin-filename", "model.py", "-", input=text)
+    expected = invoke("apply", "--no-cache", "-", input=text).stdout
+    assert applied.stdout == expected
+    assert "lru_cache" not in expected if text == CACHED else expected == CLEAN
+    assert path.read_text() == text
+
+
 def test_directories_skip_hidden_and_virtualenv_folders(tmp_path: Path) -> None:
     write(tmp_path, ".hidden/a.py", RETURNED)
     write(tmp_path, "venv/pyvenv.cfg", "")
@@ -284,3 +298,40 @@ def test_exit_code_flags(tmp_path: Path, args: list[str], code: int) -> None:
 def test_exit_zero_still_reports_an_error_with_2(tmp_path: Path) -> None:
     path = write(tmp_path, "bad.py", "import jax, pickle\nx = pickle.dumps(\n")
     assert invoke("check", "--exit-zero", str(path)).exit_code == 2
+
+
+def test_check_without_a_path_checks_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, "a.py", CACHED)
+    write(tmp_path, "sub/b.py", CACHED)
+    monkeypatch.chdir(tmp_path)
+    bare = invoke("check", "--no-cache")
+    dot = invoke("check", "--no-cache", ".")
+    assert (bare.stdout, bare.stderr) == (dot.stdout, dot.stderr)
+    assert [line.split(":")[0] for line in findings(bare.stdout)] == ["a.py", "sub/b.py"]
+    assert bare.exit_code == 1
+    # `apply` rewrites files: it still wants to be told which.
+    refused = CliRunner().invoke(main, ["apply"])
+    assert refused.exit_code == 2 and "Missing argument 'PATHS...'" in refused.stderr
+
+
+def test_apply_shows_the_fix_line_under_each_remaining_finding(tmp_path: Path) -> None:
+    # HOISTABLE's fix is unsafe: `apply` leaves it, and prints it as `check` does.
+    path = write(tmp_path, "a.py", HOISTABLE)
+    checked = invoke("check", "--no-cache", str(path))
+    applied = invoke("apply", "--no-cache", str(path))
+    assert "\n    fix (unsafe): Move the serialization to a host callback" in applied.stdout
+    assert applied.stdout == checked.stdout
+    assert path.read_text() == HOISTABLE and applied.exit_code == 1
+
+
+def test_the_top_level_help_shows_each_command_whole() -> None:
+    result = CliRunner().invoke(main, ["--help"], terminal_width=80)
+    listed = result.stdout.split("Commands:\n", 1)[1].splitlines()
+    assert len(listed) == len(main.commands)  # type: ignore[attr-defined]
+    for line in listed:
+        name, summary = line.split(maxsplit=1)
+        assert summary == main.commands[name].get_short_help_str(limit=80)  # type: ignore[attr-defined]
+        assert summary.endswith(".") and not summary.endswith("...")
+        assert summary.count("(") == summary.count(")"), line

@@ -96,11 +96,15 @@ def test_a_broken_fix_is_an_internal_error_and_nothing_is_written(
     assert path.read_text(encoding="utf-8") == TRACED
 
 
-def test_files_that_never_mention_jax_are_not_parsed() -> None:
-    # Invalid syntax, but no rule could fire: the prefilter skips it without parsing.
-    assert check_text("import pickle\npickle.dumps(\n", RULES) == []
+@pytest.mark.parametrize(
+    "text", ["import pickle\npickle.dumps(\n", "import jax, pickle\npickle.dumps(\n"]
+)
+def test_a_syntax_error_is_reported_whether_or_not_a_rule_could_fire(text: str) -> None:
+    # The prefilter skips the analysis of a file that never mentions jax, not its syntax check.
     with pytest.raises(InvalidSource, match=r"'\(' was never closed"):
-        check_text("import jax, pickle\npickle.dumps(\n", RULES)
+        check_text(text, RULES)
+    with pytest.raises(InvalidSource, match=r"'\(' was never closed"):
+        fix_text(text, RULES)
 
 
 def test_two_statements_in_one_function_get_distinct_host_functions() -> None:

@@ -9,6 +9,7 @@ PRE_COMMIT_HOME, across xdist workers too: pre-commit's own store lock makes the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -18,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from jaxfix.cli import main
 from tests.programs import CACHED, CLEAN
 
 ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 TIMEOUT = 300  # the first run builds the hooks' virtualenv
 
 pytestmark = pytest.mark.skipif(
@@ -200,3 +203,68 @@ def test_apply_hook_rewrites_stops_the_commit_and_the_next_commit_passes(
     assert committed.returncode == 0, committed.stdout
     assert re.search(r"^jaxfix apply\.+Passed$", committed.stdout, re.M), committed.stdout
     assert git(repo, env, "show", "HEAD:bad.py") == fixed
+
+
+def readme_yaml(name: str) -> str:
+    """The README's ```yaml block that starts with the comment `# NAME`."""
+    blocks = re.findall(r"```yaml\n(.*?)```", README, re.S)
+    return next(block for block in blocks if block.startswith(f"# {name}\n"))
+
+
+def test_the_readme_snippet_works_once_autoupdate_pins_a_commit(
+    tmp_path: Path, hook_repo: HookRepo
+) -> None:
+    """The README's `.pre-commit-config.yaml`, pointed at a snapshot without tags: valid as
+    written (`rev: HEAD`, with pre-commit's warning), pinned to the commit by `autoupdate`, and
+    its hooks run at that commit."""
+    snippet = readme_yaml(".pre-commit-config.yaml")
+    config = re.sub(r"(?m)^(\s+- repo: )\S+", rf"\g<1>{hook_repo.path}", snippet, count=1)
+    assert config != snippet and "rev: HEAD" in config
+    (tmp_path / ".pre-commit-config.yaml").write_text(config)
+    env = hook_repo.env()
+    git(tmp_path, env, "init", "-q")
+    validated = pre_commit(tmp_path, hook_repo, "validate-config", ".pre-commit-config.yaml")
+    assert validated.returncode == 0 and "mutable reference" in validated.stdout, validated.stdout
+
+    updated = pre_commit(tmp_path, hook_repo, "autoupdate")
+    assert updated.returncode == 0, updated.stdout
+    pinned = (tmp_path / ".pre-commit-config.yaml").read_text()
+    assert pinned == config.replace("rev: HEAD", f"rev: {hook_repo.rev}")
+
+    git(tmp_path, env, "add", ".pre-commit-config.yaml")
+    git(tmp_path, env, "commit", "-q", "-m", "pre-commit")
+    (tmp_path / "bad.py").write_text(CACHED)
+    result = pre_commit(tmp_path, hook_repo, "run", "--files", "bad.py")
+    assert result.returncode == 1, result.stdout
+    assert "- hook id: jaxfix-apply\n- exit code: 1\n" in result.stdout
+    assert "fixed 1 finding in 1 file, 0 remaining." in result.stdout
+    assert re.search(r"^jaxfix check\.+Passed$", result.stdout, re.M), result.stdout
+    assert "lru_cache" not in (tmp_path / "bad.py").read_text()
+
+
+def test_the_readme_workflow_installs_jaxfix_from_its_git_repository(
+    tmp_path: Path, hook_repo: HookRepo
+) -> None:
+    """The install line of the README's GitHub Actions workflow, with a `file://` clone of the
+    snapshot (its branch `main`) in place of GitHub: pip resolves it to that commit."""
+    workflow = yaml.safe_load(readme_yaml(".github/workflows/jaxfix.yml"))
+    runs = [step["run"] for step in workflow["jobs"]["jaxfix"]["steps"] if "run" in step]
+    assert runs == [
+        "pip install git+https://github.com/jaxfix/jaxfix@main",
+        "jaxfix check --output-format github .",
+    ]
+    env = hook_repo.env()
+    clone = tmp_path / "jaxfix"
+    git(tmp_path, env, "clone", "-q", str(hook_repo.path), str(clone))
+    git(clone, env, "checkout", "-q", "-B", "main")
+    requirement = runs[0].split()[-1].replace("https://github.com/jaxfix/jaxfix", clone.as_uri())
+    report = tmp_path / "report.json"
+    pip = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--report"]
+    result = run([*pip, str(report), requirement], tmp_path, env)
+    assert result.returncode == 0, result.stdout
+    installed = [
+        (item["metadata"]["name"], item["download_info"]["vcs_info"])
+        for item in json.loads(report.read_text())["install"]
+    ]
+    revision = {"vcs": "git", "requested_revision": "main", "commit_id": hook_repo.rev}
+    assert installed == [("jaxfix", revision)]

@@ -4,13 +4,17 @@ progress bar and color on a terminal, plain text with NO_COLOR or without a term
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
 import pytest
 
+from jaxfix.batch import Job, run_paths
+from jaxfix.outcome import Outcome
 from tests.programs import CACHED, HOISTABLE
 
 PROMPT = (
@@ -159,3 +163,95 @@ def test_without_a_terminal_the_output_is_plain(many_files: Path) -> None:
     assert ESCAPE not in run.stdout + run.stderr
     assert run.stdout.count("JF102") == 25
     assert run.stderr == "Checked 25 files: 25 findings, 25 fixable with `jaxfix apply`.\n"
+
+
+# A package whose jitted step calls a helper that pickles in another module: the run analyses
+# train.py again, then io.py (rounds of tracing across modules); the fillers bring it to 25.
+TRACED_ACROSS = {
+    "pkg/__init__.py": "",
+    "pkg/io.py": "import pickle\n\n\ndef save(log, x):\n    log.append(pickle.dumps(x))\n",
+    "pkg/train.py": (
+        "import jax\n\nfrom pkg.io import save\n\nLOG = []\n\n\n"
+        "@jax.jit\ndef step(x):\n    save(LOG, x)\n    return x\n"
+    ),
+    **{f"pkg/m{index:02}.py": CACHED for index in range(22)},
+}
+
+
+def bar_counts(output: str, description: str = "Checking") -> list[tuple[int, int]]:
+    """Each `done/total` the progress bar drew, in order."""
+    return [
+        (int(done), int(total))
+        for done, total in re.findall(description + r"[^\r\n]*?(\d+)/(\d+)", output)
+    ]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_progress_bar_moves_as_each_file_completes(many_files: Path, jobs: str) -> None:
+    output, status = finish(spawn(many_files, "check", "--no-cache", "-j", jobs, "."))
+    assert status == 1
+    counts = bar_counts(output)
+    assert {total for _, total in counts} == {25}
+    # Every count from 0 to 25 was drawn (one file at a time: 25 files make chunks of one),
+    # never going back, and all of it before the first finding was printed.
+    assert sorted({done for done, _ in counts}) == list(range(26))
+    assert [done for done, _ in counts] == sorted(done for done, _ in counts)
+    assert output.index("25/25") < output.index("JF102")
+
+
+def test_the_progress_bar_counts_the_rounds_across_modules(tmp_path: Path) -> None:
+    for name, text in TRACED_ACROSS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    output, status = finish(spawn(tmp_path, "check", "--no-cache", "-j", "1", "pkg"))
+    assert status == 1 and "pkg/io.py:5:16: JF101" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output)
+    counts = bar_counts(output)
+    files = len(TRACED_ACROSS)
+    assert counts[-1] == (files + 2, files + 2)  # train.py, then io.py, analysed again
+    assert (files, files) in counts  # the first round done, before the second was known
+    assert sorted({done for done, _ in counts}) == list(range(files + 3))
+
+
+class Recorder:
+    """A progress sink that notes what it hears, and when (before or after an outcome)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.done_count = 0
+        self.events: list[str] = []
+
+    def more(self, count: int) -> None:
+        self.total += count
+        self.events.append(f"more {count}")
+
+    def done(self, count: int = 1) -> None:
+        self.done_count += count
+        self.events.append(f"done {count}")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("cached", [False, True], ids=["analysed", "cached"])
+def test_run_paths_reports_every_file_of_every_round_before_the_outcomes(
+    tmp_path: Path, jobs: int, cached: bool
+) -> None:
+    from jaxfix.cache import Cache
+
+    for name, text in TRACED_ACROSS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    paths = sorted((tmp_path / "pkg").glob("*.py"))
+    cache = Cache(tmp_path / "cache") if cached else None
+    if cache is not None:
+        list(run_paths([(path, Job()) for path in paths], jobs=jobs, cache=cache))
+    recorder = Recorder()
+    seen: list[tuple[int, int]] = []
+    results: Iterator[Outcome] = run_paths(
+        [(path, Job()) for path in paths], jobs=jobs, cache=cache, progress=recorder
+    )
+    for outcome in results:
+        seen.append((recorder.done_count, recorder.total))
+        assert outcome.error is None
+    files = len(paths)
+    assert seen == [(files + 2, files + 2)] * files
+    assert recorder.events[0] == f"more {files}"
+    assert recorder.events.count("more 1") == 2  # the two rounds across modules
