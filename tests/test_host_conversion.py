@@ -1,13 +1,19 @@
 """JF104's boundaries that the fixtures cannot show without another rule's findings: logging and
-metrics calls are JF103's, and the cases where a print is reported but not rewritten."""
+metrics calls are JF103's, and the cases where a print is reported but not rewritten. Also the
+NumPy / SciPy model table the rule reads, and that it is current."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from jaxfix.engine import check_text, fix_text
+from jaxfix.models import numpy_scipy
+from jaxfix.models.numpy_scipy import Behaviour
 from jaxfix.registry import find_rule
 
 RULE = find_rule("JF104")
@@ -121,3 +127,39 @@ def test_print_template_quotes(printed: str, expected: str) -> None:
     text = HEADER + f"    print({printed})\n    return x\n"
     fixed = fix_text(text, [RULE], unsafe_fixes=True).text
     assert expected in fixed
+
+
+# ----- the model table ---------------------------------------------------------------------
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "numpy_model.py"
+
+
+def test_model_table_rows() -> None:
+    table = numpy_scipy.table()
+    sin = numpy_scipy.sink("numpy.sin")
+    assert sin is not None and sin.namesake == "jax.numpy.sin"
+    assert sin.detail == "TracerArrayConversionError"
+    pdf = numpy_scipy.sink("scipy.stats.norm.pdf")
+    assert pdf is not None and pdf.namesake == "jax.scipy.stats.norm.pdf"
+    assert numpy_scipy.sink("numpy.sum") is None
+    assert table["numpy.sum"].behaviour is Behaviour.WORKS
+    assert numpy_scipy.sink("numpy.save") is None  # not called: JF101 reports the savers
+    assert table["numpy.save"].detail.startswith("skipped")
+    assert numpy_scipy.sink("numpy.random.shuffle") is None  # never converted
+    assert numpy_scipy.converting() == {f for f, r in table.items() if r.behaviour == "converts"}
+
+
+def test_model_table_header_counts_its_rows() -> None:
+    text = (SCRIPT.parent.parent / "jaxfix" / "models" / numpy_scipy.TABLE).read_text()
+    table = numpy_scipy.table()
+    counts = ", ".join(f"{sum(r.behaviour is b for r in table.values())} {b}" for b in Behaviour)
+    assert f"# {counts}, {len(table)} functions\n" in text
+
+
+@pytest.mark.jax
+def test_model_table_is_current() -> None:
+    """The committed table is what the script makes under the installed (pinned) jax, NumPy and
+    SciPy; on failure, regenerate it with `python scripts/numpy_model.py` and review the diff."""
+    check = [sys.executable, str(SCRIPT), "--check"]
+    result = subprocess.run(check, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
