@@ -75,6 +75,10 @@ def test_left_to_other_rules_or_static(body: str) -> None:
         ("y = np.add(x, x, x)", [(1, False)]),  # the third positional is NumPy's `out`
         ("y = np.where(x > 0)", [(1, False)]),  # `nonzero`: no fixed shape under jit
         ("y = np.where(x > 0, x, 0.0)", [(1, True)]),
+        # Reported since the model table: a namesake, but not known to mean the same.
+        ("y = np.percentile(x, 90)", [(1, False)]),
+        ("y = np.zeros(x)", [(1, False)]),  # a traced shape
+        ("from scipy.stats import t\ny = t.logpdf(x, 3.0)", [(2, False)]),
         ('s = "{}".format(x)', [(1, False)]),
     ],
 )
@@ -127,6 +131,51 @@ def test_print_template_quotes(printed: str, expected: str) -> None:
     text = HEADER + f"    print({printed})\n    return x\n"
     fixed = fix_text(text, [RULE], unsafe_fixes=True).text
     assert expected in fixed
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # They call the array's own method or read its shape: they work on a tracer.
+        "y = np.sum(x) + np.cumsum(x) + np.reshape(x, -1) + np.argsort(x)",
+        "n = np.ndim(x) + np.size(x) + len(np.shape(x))",
+        "y = np.percentile(np.arange(4), 90) + np.zeros(x.shape[0])",  # not traced
+        "y = np.astype(x, np.int32)",  # fails, but not by converting: unknown to the table
+    ],
+)
+def test_functions_that_work_on_tracers_are_not_reported(body: str) -> None:
+    assert findings(body) == []
+
+
+_CALLBACK = "`jax.pure_callback` with a result shape"
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "advice"),
+    [
+        ("y = np.sin(x)", "TracerArrayConversionError", "use `jax.numpy.sin`"),
+        (
+            "y = np.zeros(x)",
+            "TracerIntegerConversionError",
+            f"use `jax.numpy.zeros` if it fits, or {_CALLBACK}",
+        ),
+        (
+            "import scipy.special\ny = scipy.special.xlogy(x, x)",
+            "TracerArrayConversionError",
+            f"use `jax.scipy.special.xlogy` if it fits, or {_CALLBACK}",
+        ),
+        (
+            "import scipy.ndimage\ny = scipy.ndimage.gaussian_filter(x, 1.0)",
+            "TracerArrayConversionError",
+            f"use {_CALLBACK}, or call it on the jitted function's result",
+        ),
+    ],
+)
+def test_message_names_the_error_and_the_namesake(body: str, error: str, advice: str) -> None:
+    text = HEADER + textwrap.indent(textwrap.dedent(body) + "\n", "    ") + "    return x\n"
+    [found] = check_text(text, [RULE])
+    assert f"(`{error}`)" in found.message
+    assert found.message.endswith(f"; {advice}"), found.message
 
 
 # ----- the model table ---------------------------------------------------------------------
