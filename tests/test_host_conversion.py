@@ -195,6 +195,8 @@ def test_model_table_rows() -> None:
     assert numpy_scipy.sink("numpy.save") is None  # not called: JF101 reports the savers
     assert table["numpy.save"].detail.startswith("skipped")
     assert numpy_scipy.sink("numpy.random.shuffle") is None  # never converted
+    assert numpy_scipy.sink("numpy.ndarray.__getitem__") is not None  # `TABLE[i]`
+    assert table["numpy.ndarray.__add__"].behaviour is Behaviour.WORKS  # `TABLE + x`
     assert numpy_scipy.converting() == {f for f, r in table.items() if r.behaviour == "converts"}
 
 
