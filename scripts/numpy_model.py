@@ -5,8 +5,9 @@ Every public function of the modules below, and every method of a host NumPy arr
 `numpy.ndarray.<name>`: `TABLE[i]` is `TABLE.__getitem__(i)`), is called inside `jax.jit` on
 tracers, with a few argument patterns (one array, an array and a scalar...). A function is
 
-- `converts` when some pattern raised one of jax's conversion errors and none ran;
-- `works` when some pattern ran (NumPy calls the array's own method, reads `.shape`...); a
+- `converts` when a pattern raised one of jax's conversion errors and none with the tracer as
+  the first argument ran;
+- `works` when a pattern ran (NumPy calls the array's own method, reads `.shape`...): a
   function that runs for some arguments is never reported, whatever the others do;
 - `unknown` when no pattern ran or converted (it wants other arguments), or it is skipped.
 
@@ -324,7 +325,7 @@ def generate() -> tuple[list[Row], float]:
 
 def _row(full: str, function: Callable[..., Any]) -> Row:
     if full in SKIPPED:
-        return Row(full, "unknown", namesake(full), f"skipped: {SKIPPED[full]}")
+        return Row(full, "unknown", "-", f"skipped: {SKIPPED[full]}")
     signal.setitimer(signal.ITIMER_REAL, TIMEOUT_S)
     try:
         behaviour, detail = probe(function)
@@ -374,7 +375,10 @@ def main(argv: list[str] | None = None) -> int:
             current.splitlines(), text.splitlines(), str(args.output), "generated", lineterm=""
         )
         print("\n".join(list(diff)[:60]))
-        print(f"{args.output} is not current: run `python scripts/numpy_model.py`")
+        print(
+            f"{args.output} is not current: run `python scripts/numpy_model.py` (or install the"
+            " pinned jax, NumPy and SciPy: `pip install -e '.[test]'`)"
+        )
         return 1
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)
