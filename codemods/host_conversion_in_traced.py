@@ -11,6 +11,7 @@ from libcst.metadata import Assignment, BaseAssignment, Scope
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
 from jaxfix.libcst_command import command_hooks
+from jaxfix.models import numpy_scipy
 from jaxfix.returns import DUMPS
 from jaxfix.rule import Fix, ImportNeeded, Rule
 from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
@@ -22,10 +23,8 @@ def _names(text: str) -> list[str]:
     return text.split()
 
 
-# NumPy functions that convert a tracer with `__array__` (`TracerArrayConversionError`, checked
-# under jax 0.10.2 / NumPy 2). Not those that call the array's own method and so work on a
-# tracer (`np.sum`, `np.mean`, `np.max`, `np.reshape`, `np.transpose`, `np.round`...), and not
-# the savers (`np.save`, `np.savez`, `np.savetxt`: JF101).
+# NumPy functions whose `jax.numpy` namesake means the same (see JNP_EQUIVALENTS): the automatic
+# rewrite's. Which functions are reported is the model table's (`jaxfix.models.numpy_scipy`).
 _UNARY = _names(
     "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arctanh exp exp2 expm1 log log2"
     " log10 log1p sqrt cbrt square abs absolute fabs sign floor ceil trunc rint negative"
@@ -83,27 +82,10 @@ JNP_EQUIVALENTS: dict[str, JnpEquivalent] = {
     "linalg.det": _takes(1),
     "linalg.solve": _takes(2),
 }
-_NO_FIX = _names(
-    "asanyarray ascontiguousarray copy fix nansum nanmean nanmax nanmin median sort unique"
-    " nonzero argwhere flatnonzero count_nonzero ravel diag diagonal trace fliplr flipud"
-    " empty_like atleast_1d atleast_2d atleast_3d float64 int64 float16 bool_ histogram"
-    " iscomplex ptp isclose allclose cross dstack column_stack interp pad append"
-    " linalg.svd linalg.eigh linalg.eig linalg.qr linalg.cholesky linalg.pinv linalg.slogdet"
-    " linalg.matrix_rank fft.fft fft.ifft fft.rfft fft.irfft fft.fft2 random.permutation"
-)
-NUMPY_FUNCTIONS = frozenset(f"numpy.{name}" for name in [*JNP_EQUIVALENTS, *_NO_FIX])
-# SciPy functions that convert a tracer (checked under SciPy 1.17), with the JAX equivalent.
-_JAX_SCIPY = _names(
-    "special.expit special.logit special.logsumexp special.softmax special.log_softmax"
-    " special.erf special.erfc special.gammaln special.digamma special.ndtr special.ndtri"
-    " special.i0e special.gamma linalg.expm linalg.inv linalg.cholesky linalg.det linalg.sqrtm"
-    " linalg.svd linalg.eigh stats.norm.pdf stats.norm.cdf stats.norm.logpdf"
-)
-SCIPY_FUNCTIONS: dict[str, str] = {
-    **{f"scipy.{name}": f"jax.scipy.{name}" for name in _JAX_SCIPY},
-    "scipy.fft.fft": "jax.numpy.fft.fft",
-    "scipy.fft.rfft": "jax.numpy.fft.rfft",
-}
+# The NumPy and SciPy functions that convert a traced argument, as measured by calling each on
+# tracers under the pinned jax (`scripts/numpy_model.py`): those that run for some arguments
+# (`np.sum`, `np.reshape`: the array's own method) are not here, nor NumPy's savers (JF101's).
+LIBRARY_SINKS = numpy_scipy.converting()
 CONVERSIONS: dict[str, str] = {
     "builtins.float": "ConcretizationTypeError",
     "builtins.int": "ConcretizationTypeError",
@@ -154,15 +136,18 @@ class HostConversionInTraced(Rule):
     """
     ## What it does
     Finds code that needs the *values* of a traced array on the host, inside a function that jax
-    traces: NumPy functions (`np.asarray`, `np.array`, `np.sin`, `np.concatenate`,
-    `np.linalg.norm`...) and SciPy functions (`scipy.special.expit`...) applied to it,
-    `float()`, `int()`, `bool()`, `complex()`, `.item()`, `.tolist()`, `jax.device_get`,
-    `print` of it (directly, or formatted by an f-string, `str.format` or `%`) and
-    `str.format` of it. Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
+    traces: NumPy and SciPy functions applied to it (`np.asarray`, `np.sin`, `np.percentile`,
+    `np.linalg.norm`, `scipy.special.expit`, `scipy.stats.t.logpdf`...: every public function
+    that converts a tracer when called on one under the pinned jax, as listed in
+    `jaxfix/models/numpy_scipy.tsv`, which `scripts/numpy_model.py` generates), `float()`,
+    `int()`, `bool()`, `complex()`, `.item()`, `.tolist()`, `jax.device_get`, `print` of it
+    (directly, or formatted by an f-string, `str.format` or `%`) and `str.format` of it.
+    Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: a shape and a dtype, no data. NumPy and SciPy raise
-    `jax.errors.TracerArrayConversionError`, `float`/`int`/`.item()`/`.tolist()` raise
+    `jax.errors.TracerArrayConversionError` (`TracerIntegerConversionError` for a traced size,
+    `np.zeros(n)`), `float`/`int`/`.item()`/`.tolist()` raise
     `ConcretizationTypeError` and `bool` raises `TracerBoolConversionError`. `print` and
     `str.format` do not fail: they run once, when the function is traced, and show the tracer
     (`JitTracer(float32[3])`) instead of the values (an f-string format spec such as `:.3f`
@@ -188,8 +173,9 @@ class HostConversionInTraced(Rule):
     ```
     For host-only code with no JAX equivalent, use
     `jax.pure_callback(fn, jax.ShapeDtypeStruct(shape, dtype), x)`, or do it after the jitted
-    call, on its result. (`np.sum(x)` and the other NumPy functions that call the array's own
-    method work on a tracer and are not reported.)
+    call, on its result. (`np.sum(x)`, `np.reshape(x, -1)` and the other NumPy functions that
+    call the array's own method work on a tracer and are not reported, nor is a function that
+    runs on a tracer for some of the arguments tried.)
 
     ## Fix safety
     Unsafe. `print` becomes `jax.debug.print`, which prints when the compiled function
@@ -198,7 +184,8 @@ class HostConversionInTraced(Rule):
     meaning (`np.sin`, `np.asarray`, `np.concatenate`...) becomes that call when its result
     stays in the traced computation; a function that is also called outside a trace then
     returns a `jax.Array`, and float64 becomes float32 unless x64 is enabled. `float()`,
-    `.item()`, SciPy and the other NumPy functions are diagnostic only.
+    `.item()`, SciPy and the other NumPy functions are diagnostic only; the message names
+    their `jax.numpy` / `jax.scipy` namesake when there is one, which may differ in meaning.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerArrayConversionError
@@ -214,8 +201,7 @@ class HostConversionInTraced(Rule):
     fix_title = "Print with `jax.debug.print`, or call the `jax.numpy` equivalent"
     fix_safety = FixSafety.UNSAFE
     anchors = (
-        NUMPY_FUNCTIONS
-        | frozenset(SCIPY_FUNCTIONS)
+        LIBRARY_SINKS
         | frozenset(CONVERSIONS)
         | {PRINT, DEVICE_GET, "builtins.format", FORMAT}
         | CONVERTING_METHODS
@@ -244,16 +230,9 @@ class HostConversionInTraced(Rule):
     def _finding(self, call: cst.Call) -> _Finding | None:
         names = self.qualified_names(call.func)
         name = min(names) if names else ""
-        if name in NUMPY_FUNCTIONS and self._any_traced(call):
-            short = name.removeprefix("numpy.")
-            if short in JNP_EQUIVALENTS:
-                advice = f"use `jax.numpy.{short}`"
-            else:
-                advice = f"use `jax.numpy.{short}` if it fits, or `jax.pure_callback`{_SHAPE}"
-            return _Finding(source_of(call.func), _TO_NUMPY, advice, self._jnp_fix(call, short))
-        if name in SCIPY_FUNCTIONS and self._any_traced(call):
-            advice = f"use `{SCIPY_FUNCTIONS[name]}`, or `jax.pure_callback`{_SHAPE}"
-            return _Finding(source_of(call.func), _TO_NUMPY, advice)
+        model = numpy_scipy.sink(name)
+        if model is not None and self._any_traced(call):
+            return self._library_finding(call, model)
         if name in CONVERSIONS and call.args and self._converts_traced(call.args[0].value):
             problem = f"needs a concrete value but gets a traced one (`{CONVERSIONS[name]}`)"
             if name == "builtins.bool":
@@ -279,6 +258,23 @@ class HostConversionInTraced(Rule):
         if not isinstance(call.func, cst.Attribute):
             return None
         return self._method(call, call.func)
+
+    def _library_finding(self, call: cst.Call, model: numpy_scipy.FunctionModel) -> _Finding:
+        """A NumPy or SciPy sink: the error the model table saw, and its jax namesake."""
+        name = model.function
+        if model.detail == "TracerArrayConversionError":
+            problem = _TO_NUMPY
+        else:
+            problem = f"needs a concrete value but gets a traced one (`{model.detail}`)"
+        short = name.removeprefix("numpy.")
+        if short in JNP_EQUIVALENTS:
+            advice = f"use `jax.numpy.{short}`"
+        elif model.namesake is not None:
+            advice = f"use `{model.namesake}` if it fits, or `jax.pure_callback`{_SHAPE}"
+        else:
+            advice = f"use `jax.pure_callback`{_SHAPE}, or call it on the jitted function's result"
+        fix = self._jnp_fix(call, short) if name.startswith("numpy.") else None
+        return _Finding(source_of(call.func), problem, advice, fix)
 
     def _method(self, call: cst.Call, func: cst.Attribute) -> _Finding | None:
         """`.item()` / `.tolist()` of a traced array, `"...".format(traced)`."""

@@ -1,13 +1,19 @@
 """JF104's boundaries that the fixtures cannot show without another rule's findings: logging and
-metrics calls are JF103's, and the cases where a print is reported but not rewritten."""
+metrics calls are JF103's, and the cases where a print is reported but not rewritten. Also the
+NumPy / SciPy model table the rule reads, and that it is current."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from jaxfix.engine import check_text, fix_text
+from jaxfix.models import numpy_scipy
+from jaxfix.models.numpy_scipy import Behaviour
 from jaxfix.registry import find_rule
 
 RULE = find_rule("JF104")
@@ -69,6 +75,10 @@ def test_left_to_other_rules_or_static(body: str) -> None:
         ("y = np.add(x, x, x)", [(1, False)]),  # the third positional is NumPy's `out`
         ("y = np.where(x > 0)", [(1, False)]),  # `nonzero`: no fixed shape under jit
         ("y = np.where(x > 0, x, 0.0)", [(1, True)]),
+        # Reported since the model table: a namesake, but not known to mean the same.
+        ("y = np.percentile(x, 90)", [(1, False)]),
+        ("y = np.zeros(x)", [(1, False)]),  # a traced shape
+        ("from scipy.stats import t\ny = t.logpdf(x, 3.0)", [(2, False)]),
         ('s = "{}".format(x)', [(1, False)]),
     ],
 )
@@ -121,3 +131,86 @@ def test_print_template_quotes(printed: str, expected: str) -> None:
     text = HEADER + f"    print({printed})\n    return x\n"
     fixed = fix_text(text, [RULE], unsafe_fixes=True).text
     assert expected in fixed
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # They call the array's own method or read its shape: they work on a tracer.
+        "y = np.sum(x) + np.cumsum(x) + np.reshape(x, -1) + np.argsort(x)",
+        "n = np.ndim(x) + np.size(x) + len(np.shape(x))",
+        "y = np.percentile(np.arange(4), 90) + np.zeros(x.shape[0])",  # not traced
+        "y = np.astype(x, np.int32)",  # fails, but not by converting: unknown to the table
+    ],
+)
+def test_functions_that_work_on_tracers_are_not_reported(body: str) -> None:
+    assert findings(body) == []
+
+
+_CALLBACK = "`jax.pure_callback` with a result shape"
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "advice"),
+    [
+        ("y = np.sin(x)", "TracerArrayConversionError", "use `jax.numpy.sin`"),
+        (
+            "y = np.zeros(x)",
+            "TracerIntegerConversionError",
+            f"use `jax.numpy.zeros` if it fits, or {_CALLBACK}",
+        ),
+        (
+            "import scipy.special\ny = scipy.special.xlogy(x, x)",
+            "TracerArrayConversionError",
+            f"use `jax.scipy.special.xlogy` if it fits, or {_CALLBACK}",
+        ),
+        (
+            "import scipy.ndimage\ny = scipy.ndimage.gaussian_filter(x, 1.0)",
+            "TracerArrayConversionError",
+            f"use {_CALLBACK}, or call it on the jitted function's result",
+        ),
+    ],
+)
+def test_message_names_the_error_and_the_namesake(body: str, error: str, advice: str) -> None:
+    text = HEADER + textwrap.indent(textwrap.dedent(body) + "\n", "    ") + "    return x\n"
+    [found] = check_text(text, [RULE])
+    assert f"(`{error}`)" in found.message
+    assert found.message.endswith(f"; {advice}"), found.message
+
+
+# ----- the model table ---------------------------------------------------------------------
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "numpy_model.py"
+
+
+def test_model_table_rows() -> None:
+    table = numpy_scipy.table()
+    sin = numpy_scipy.sink("numpy.sin")
+    assert sin is not None and sin.namesake == "jax.numpy.sin"
+    assert sin.detail == "TracerArrayConversionError"
+    pdf = numpy_scipy.sink("scipy.stats.norm.pdf")
+    assert pdf is not None and pdf.namesake == "jax.scipy.stats.norm.pdf"
+    assert numpy_scipy.sink("numpy.sum") is None
+    assert table["numpy.sum"].behaviour is Behaviour.WORKS
+    assert numpy_scipy.sink("numpy.save") is None  # not called: JF101 reports the savers
+    assert table["numpy.save"].detail.startswith("skipped")
+    assert numpy_scipy.sink("numpy.random.shuffle") is None  # never converted
+    assert numpy_scipy.sink("numpy.ndarray.__getitem__") is not None  # `TABLE[i]`
+    assert table["numpy.ndarray.__add__"].behaviour is Behaviour.WORKS  # `TABLE + x`
+    assert numpy_scipy.converting() == {f for f, r in table.items() if r.behaviour == "converts"}
+
+
+def test_model_table_header_counts_its_rows() -> None:
+    text = (SCRIPT.parent.parent / "jaxfix" / "models" / numpy_scipy.TABLE).read_text()
+    table = numpy_scipy.table()
+    counts = ", ".join(f"{sum(r.behaviour is b for r in table.values())} {b}" for b in Behaviour)
+    assert f"# {counts}, {len(table)} functions\n" in text
+
+
+@pytest.mark.jax
+def test_model_table_is_current() -> None:
+    """The committed table is what the script makes under the installed (pinned) jax, NumPy and
+    SciPy; on failure, regenerate it with `python scripts/numpy_model.py` and review the diff."""
+    check = [sys.executable, str(SCRIPT), "--check"]
+    result = subprocess.run(check, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
