@@ -430,7 +430,7 @@ def explain(code: str) -> None:
     click.echo(rule_doc(rule))
 
 
-@main.command(name="rules")
+@main.command(name="rules", short_help="List every rule, and whether it runs by default.")
 @click.option(
     "--output-format",
     type=click.Choice(["text", "json"]),
