@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis import values as v
-from jaxfix.analysis.names import dotted, imported_names
+from jaxfix.analysis.names import dotted, import_bindings
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.values import HOST, STATIC, UNKNOWN, Kind, Param, Source, Staged, Value
 from jaxfix.transforms import (
@@ -156,6 +156,17 @@ class Summary:
 
 
 @dataclass
+class Scope:
+    """What one function's own body does (not its nested functions'): the names it binds, the
+    names it declares `global` / `nonlocal`, its assignments and calls."""
+
+    assigned: set[str] = field(default_factory=set)
+    declared: set[str] = field(default_factory=set)
+    assigns: list[ast.Assign] = field(default_factory=list)
+    calls: list[ast.Call] = field(default_factory=list)
+
+
+@dataclass
 class Module:
     """Every function's summary, the transforms applied in the module, its import names."""
 
@@ -177,7 +188,12 @@ class Module:
     # Module-level functions are interpreted once the module's names are known, on demand
     # (a caller needs its callee's summary first); a cycle leaves the inner one unknown.
     pending: dict[str, Callable[[], None]] = field(default_factory=dict)
+    scopes: dict[str, Scope] = field(default_factory=dict)
     _values: dict[ast.AST, Value] = field(default_factory=dict)
+
+    def scope(self, fid: str) -> Scope:
+        """What the body of `fid` binds, declares, assigns and calls."""
+        return self.scopes.setdefault(fid, Scope())
 
     def value_of(self, node: ast.AST) -> Value | None:
         """The value of an expression where it stands (None when no function evaluated it)."""
@@ -202,8 +218,8 @@ def analyse(
     transforms: Mapping[str, TransformSpec] = TRANSFORMS,
 ) -> Module:
     """The summaries of every function of `tree` (the module body too, as `<module>`)."""
-    result = Module(module, tree, imported_names(tree, module, is_package))
-    _Declarations(result).visit(tree)
+    result = Module(module, tree, {})
+    _Declarations(result, is_package).visit(tree)
     result.static_fields = _static_fields(result)
     result.instance_params = _passed_instances(result)
     top = _Interpreter(result, transforms, "<module>", tree, None, None, {})
@@ -218,12 +234,16 @@ def function_id(node: ast.AST, qualname: str) -> str:
 
 
 class _Declarations(ast.NodeVisitor):
-    """Gives every function an id (its qualified name and line) and records the classes."""
+    """One walk over the module: every function's id (its qualified name and line), the
+    classes, and per function what its own body binds, declares `global` / `nonlocal`, calls
+    and assigns (nested functions and classes hold their own)."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, is_package: bool) -> None:
         self.module = module
+        self.is_package = is_package
         self.stack: list[str] = []
         self.classes: list[int] = []  # the depths of `stack` that are classes
+        self.scopes: list[Scope] = [module.scope("<module>")]
 
     def _function(self, node: FunctionNode, name: str) -> None:
         qualname = ".".join([*self.stack, name])
@@ -232,8 +252,18 @@ class _Declarations(ast.NodeVisitor):
         self.module.nodes[fid] = node
         if self.classes and self.classes[-1] == len(self.stack) - 1:
             self.module.owners[fid] = self.stack[-1]
+        if not isinstance(node, ast.Lambda):
+            self.scopes[-1].assigned.add(node.name)
+            for decorator in node.decorator_list:
+                self.visit(decorator)
+            if node.returns is not None:
+                self.visit(node.returns)
+        self.visit(node.args)  # defaults and annotations run in the enclosing scope
         self.stack.append(name)
-        self.generic_visit(node)
+        self.scopes.append(self.module.scope(fid))
+        for statement in node.body if not isinstance(node, ast.Lambda) else [node.body]:
+            self.visit(statement)
+        self.scopes.pop()
         self.stack.pop()
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -247,11 +277,41 @@ class _Declarations(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.module.classes.setdefault(node.name, node)
+        self.scopes[-1].assigned.add(node.name)
+        for expr in [*node.decorator_list, *node.bases, *node.keywords]:
+            self.visit(expr)
         self.classes.append(len(self.stack))
         self.stack.append(node.name)
-        self.generic_visit(node)
+        self.scopes.append(Scope())  # a class body binds no local of the enclosing function
+        for statement in node.body:
+            self.visit(statement)
+        self.scopes.pop()
         self.stack.pop()
         self.classes.pop()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.scopes[-1].assigned.add(node.id)
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        # Imports anywhere count for the module's names: resolved flow-insensitively.
+        self.module.imports.update(import_bindings(node, self.module.name, self.is_package))
+        self.scopes[-1].assigned |= {(a.asname or a.name).split(".", 1)[0] for a in node.names}
+
+    visit_ImportFrom = visit_Import
+
+    def visit_Global(self, node: ast.Global | ast.Nonlocal) -> None:
+        self.scopes[-1].declared.update(node.names)
+
+    visit_Nonlocal = visit_Global
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.scopes[-1].assigns.append(node)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.scopes[-1].calls.append(node)
+        self.generic_visit(node)
 
 
 def _static_fields(module: Module) -> set[str]:
@@ -268,10 +328,8 @@ def _static_fields(module: Module) -> set[str]:
                 found.add(statement.target.id)
             if isinstance(statement, ast.FunctionDef) and statement.name == "tree_flatten":
                 found |= _aux_attributes(statement)
-    for node in ast.walk(module.tree):
-        if isinstance(node, ast.Call) and _qualified(node.func, module).endswith(
-            "register_dataclass"
-        ):
+    for node in (call for scope in module.scopes.values() for call in scope.calls):
+        if _qualified(node.func, module).endswith("register_dataclass"):
             for keyword in node.keywords:
                 if keyword.arg == "meta_fields":
                     found |= {
@@ -288,17 +346,14 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     A call through a transform (`eqx.filter_grad(loss)(model, x)`) counts as a call."""
     bound: dict[tuple[str, str], set[str | None]] = {}  # (function id, name) -> classes
     calls: list[tuple[str, ast.Call]] = []
-    for fid, node in [("<module>", module.tree), *module.nodes.items()]:
-        body = node.body if not isinstance(node, ast.Lambda) else []
-        for sub in _own_nodes(body):
-            if isinstance(sub, ast.Assign):
-                made = _class_made(sub.value, module)
-                for target in sub.targets:
-                    for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
-                            bound.setdefault((fid, name.id), set()).add(made)
-            elif isinstance(sub, ast.Call):
-                calls.append((fid, sub))
+    for fid, scope in module.scopes.items():
+        for assign in scope.assigns:
+            made = _class_made(assign.value, module)
+            for target in assign.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        bound.setdefault((fid, name.id), set()).add(made)
+        calls.extend((fid, call) for call in scope.calls)
     names = {
         node.name: fid
         for fid, node in module.nodes.items()
@@ -334,16 +389,6 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
             break
         found = new
     return found
-
-
-def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """The nodes of a body, not looking into the functions and classes it defines."""
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            stack.extend(ast.iter_child_nodes(node))
 
 
 def _class_made(value: ast.expr, module: Module) -> str | None:
@@ -437,26 +482,6 @@ def params_of(node: FunctionNode) -> tuple[list[str], list[str]]:
     return names, positional
 
 
-def _assigned_names(body: list[ast.stmt]) -> set[str]:
-    """The names a function body binds (its local variables), not looking into nested defs."""
-    found: set[str] = set()
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            found.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            found.add(node.name)
-            stack.extend(node.decorator_list)
-            continue
-        elif isinstance(node, ast.Lambda):
-            continue
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            found |= {(a.asname or a.name).split(".", 1)[0] for a in node.names}
-        stack.extend(ast.iter_child_nodes(node))
-    return found
-
-
 Env = dict[str, Value]
 
 
@@ -495,13 +520,9 @@ class _Interpreter:
         )
         module.functions[fid] = self.summary
         self.body = body
-        self.locals = _assigned_names(body) | set(params)
-        self.declared: set[str] = (
-            {n for s in ast.walk(node) if isinstance(s, ast.Global | ast.Nonlocal) for n in s.names}
-            if not isinstance(node, ast.Module)
-            else set()
-        )
-        self.locals -= self.declared
+        scope = module.scope(fid)
+        self.declared = scope.declared if not isinstance(node, ast.Module) else set()
+        self.locals = (scope.assigned | set(params)) - self.declared
         self.guarded = 0
         self.compile_time = 0
         self.is_module = isinstance(node, ast.Module)

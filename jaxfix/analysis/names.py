@@ -6,25 +6,26 @@ from __future__ import annotations
 import ast
 
 
-def imported_names(tree: ast.Module, module: str = "", is_package: bool = False) -> dict[str, str]:
-    """Every name the module's imports bind (at any depth: an import in a function counts for
-    the module, as jaxfix resolves names flow-insensitively across imports), to its full name."""
+def import_bindings(
+    node: ast.Import | ast.ImportFrom, module: str = "", is_package: bool = False
+) -> dict[str, str]:
+    """The names one import binds, to their full names."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    names[alias.asname] = alias.name
-                else:
-                    top = alias.name.split(".", 1)[0]
-                    names[top] = top
-        elif isinstance(node, ast.ImportFrom):
-            base = absolute_module(node, module, is_package)
-            for alias in node.names:
-                if alias.name != "*":
-                    names[alias.asname or alias.name] = (
-                        f"{base}.{alias.name}" if base else alias.name
-                    )
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                names[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".", 1)[0]
+                names[top] = top
+        return names
+    base = absolute_module(node, module, is_package)
+    for alias in node.names:
+        if alias.name != "*":
+            relative = base.endswith(".") or not base
+            names[alias.asname or alias.name] = (
+                base + alias.name if relative else f"{base}.{alias.name}"
+            )
     return names
 
 
