@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.metadata import Assignment
 
+from jaxfix.analysis.reasons import Via
 from jaxfix.candidates import HASHED_KEYS
 from jaxfix.libcst_command import command_hooks
 from jaxfix.rule import Rule
@@ -47,9 +48,9 @@ HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__index__"})
 # Why tracing marks every parameter traced while some may hold Python values: a callable
 # given to an unknown function along with traced data, a custom derivative rule (its
 # `nondiff_argnums` arguments are passed as they are).
-GUESSED = frozenset({"applied to traced values", "a custom derivative", "a custom derivative rule"})
-# Reasons of functions a transform traces itself: their parameters are traced as declared.
-ENTERED = ("decorated with `", "passed to `")
+GUESSED = frozenset({Via.APPLIED, Via.CUSTOM_RULE})
+# Functions a transform traces itself: their parameters are traced as declared.
+ENTERED = frozenset({Via.DECORATED, Via.PASSED})
 SHOWN = 60  # characters of a site's source the message quotes
 
 LOOKUP = (
@@ -230,7 +231,7 @@ class HashInTraced(Rule):
         context = self._context(call) if found is not None else None
         if found is None or context is None:
             return
-        if not any(reason.startswith(ENTERED) for reason in context.reasons):
+        if not any(reason.via in ENTERED for reason in context.reasons):
             return
         params, static = found
         for index, arg in enumerate(call.args):
@@ -254,7 +255,7 @@ class HashInTraced(Rule):
         `GUESSED`): a callable handed to some function along with traced data (optax's
         `update(..., metrics_logger=log)` calls `log("lr", 0.3)`), or a custom rule."""
         context = self.traced.context_of(site)
-        if context is None or set(context.reasons) <= GUESSED:
+        if context is None or {reason.via for reason in context.reasons} <= GUESSED:
             return None
         return context
 

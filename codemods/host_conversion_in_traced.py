@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import Assignment, BaseAssignment, Scope
 
+from jaxfix.analysis.reasons import Via
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
 from jaxfix.libcst_command import command_hooks
@@ -101,9 +102,9 @@ FORMAT = "format"
 _HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
 # The reason `jaxfix.tracing` gives a function that an unknown higher-order call applies to
 # traced data, and the transforms that trace a function without ever running it.
-HIGHER_ORDER = "applied to traced values"
 ABSTRACT_TRANSFORMS = ("jax.eval_shape", "jax.make_jaxpr")
-CALLED_FROM = "called from traced"
+# Traced through its callers: what its parameters hold depends on what they pass.
+THROUGH_CALLERS = frozenset({Via.APPLIED, Via.CALLED, Via.OTHER_MODULE})
 # A `try` catching one of these around a conversion handles the traced case on purpose.
 CAUGHT_BUILTINS = frozenset({"builtins.Exception", "builtins.BaseException", "builtins.TypeError"})
 CONVERSION_ERRORS = frozenset(
@@ -308,11 +309,10 @@ class HostConversionInTraced(Rule):
             return True
         if not _is_parameter(self.traced.scope_of(value), value):
             return True
-        if set(context.reasons) == {HIGHER_ORDER}:
+        ways = {reason.via for reason in context.reasons}
+        if ways == {Via.APPLIED}:
             return False
-        through_callers = all(
-            r == HIGHER_ORDER or r.startswith(CALLED_FROM) for r in context.reasons
-        )
+        through_callers = ways <= THROUGH_CALLERS
         python_valued = value.value in self.traced.python_valued_params(context.node)
         return not (through_callers and python_valued)
 
@@ -664,7 +664,7 @@ def _only_imports(assignments: Collection[BaseAssignment]) -> bool:
 
 def _abstract_only(context: TracedFunction) -> bool:
     """Traced only to find shapes (`jax.eval_shape`, `jax.make_jaxpr`): it never runs."""
-    return all(any(f"`{t}`" in reason for t in ABSTRACT_TRANSFORMS) for reason in context.reasons)
+    return all(reason.name in ABSTRACT_TRANSFORMS for reason in context.reasons)
 
 
 def _is_parameter(scope: Scope | None, name: cst.Name) -> bool:

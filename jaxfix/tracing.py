@@ -28,6 +28,7 @@ from libcst.metadata import (
 
 from jaxfix.analysis.bridge import Positions, Span
 from jaxfix.analysis.flow import analyse
+from jaxfix.analysis.reasons import Reason
 from jaxfix.analysis.tracing import External, trace
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.project import Entry, Place, ProjectContext, TracedCall
@@ -47,7 +48,7 @@ class TracedFunction:
     node: FunctionNode
     traced_params: set[str] = field(default_factory=set)
     staged: bool = False
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)  # how it came to be traced
 
     @property
     def label(self) -> str:
@@ -213,7 +214,7 @@ class TracedAnalysis:
         """The facts' traced functions, by their LibCST nodes."""
         by_id = {fid: node for fid, node in self._function_ids()}
         found: dict[FunctionNode, TracedFunction] = {}
-        for fid, reason in self.facts.reasons.items():
+        for fid, reasons in self.facts.reasons.items():
             node = by_id.get(fid)
             if node is None:
                 continue
@@ -221,7 +222,7 @@ class TracedAnalysis:
                 p.name for p in self.facts.traced if isinstance(p, Param) and p.function == fid
             }
             staged = Staged(fid) in self.facts.traced
-            found[node] = TracedFunction(node, params, staged, [str(reason)])
+            found[node] = TracedFunction(node, params, staged, list(reasons))
         return found
 
     def _function_ids(self) -> Iterator[tuple[str, FunctionNode]]:

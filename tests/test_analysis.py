@@ -274,7 +274,7 @@ def test_reports_exactly_the_traced_calls(program: str) -> None:
 def test_reasons_are_typed() -> None:
     source = HEADER + "@jax.jit\ndef f(x):\n    g(x)\n\ndef g(y):\n    pass\n"
     facts = trace(analyse(ast.parse(source)))
-    reasons = {facts.module.functions[fid].name: reason for fid, reason in facts.reasons.items()}
+    reasons = {facts.module.functions[fid].name: why[0] for fid, why in facts.reasons.items()}
     assert reasons == {"f": Reason(Via.DECORATED, "jax.jit"), "g": Reason(Via.CALLED, "f")}
     assert str(reasons["g"]) == "called from traced `f`"
     assert str(reasons["f"]) == "decorated with `jax.jit`"

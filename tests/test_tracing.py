@@ -15,6 +15,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper
 
+from jaxfix.analysis.reasons import Via
 from jaxfix.tracing import FunctionNode, TracedAnalysis
 
 # ----- helpers ------------------------------------------------------------------------------
@@ -69,7 +70,7 @@ def traced(src: str) -> dict[str, set[str]]:
     return {
         labels[node]: set(entry.traced_params)
         for node, entry in analysis.functions.items()
-        if entry.traced_params or not entry.reasons[0].startswith("called from")
+        if entry.traced_params or entry.reasons[0].via is not Via.CALLED
     }
 
 

@@ -24,7 +24,16 @@ class Facts:
 
     module: Module
     traced: set[Source] = field(default_factory=set)
-    reasons: dict[str, Reason] = field(default_factory=dict)  # traced function id -> why
+    # Traced function id -> every way it came to be traced, the first found first.
+    reasons: dict[str, list[Reason]] = field(default_factory=dict)
+
+    def note(self, fid: str, reason: Reason) -> bool:
+        """Record that `fid` is traced for `reason`; whether that is news."""
+        known = self.reasons.setdefault(fid, [])
+        if reason in known:
+            return False
+        known.append(reason)
+        return True
 
     def kind(self, value: Value) -> Kind:
         """What `value` is, now that the traced sources are known."""
@@ -86,7 +95,7 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
     """Run the fixed point for one module."""
     facts = Facts(module)
     for entry in module.entries:
-        facts.reasons.setdefault(entry.target, entry.reason)
+        facts.note(entry.target, entry.reason)
         facts.traced |= {Param(entry.target, p) for p in entry.traced}
         if entry.staged:
             facts.traced.add(Staged(entry.target))
@@ -107,9 +116,7 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
                         new.add(Param(callee.id, name))
                 if Staged(fid) in facts.traced:
                     new.add(Staged(callee.id))
-                if callee.id not in facts.reasons:
-                    facts.reasons[callee.id] = Reason(Via.CALLED, _label(summary))
-                    changed = True
+                changed |= facts.note(callee.id, Reason(Via.CALLED, _label(summary)))
                 if not new <= facts.traced:
                     facts.traced |= new
                     changed = True
@@ -141,9 +148,7 @@ def _applied(facts: Facts, summary: Summary) -> bool:
             }
             if staged:
                 new.add(Staged(function.function))
-            if function.function not in facts.reasons:
-                facts.reasons[function.function] = Reason(Via.APPLIED)
-                changed = True
+            changed |= facts.note(function.function, Reason(Via.APPLIED))
             if not new <= facts.traced:
                 facts.traced |= new
                 changed = True
@@ -195,7 +200,7 @@ def _enter_from_outside(facts: Facts, call: External) -> None:
             else {positional[i] for i in call.positions if i < len(positional)}
             | (set(call.keywords) & set(params))
         )
-        facts.reasons.setdefault(fid, Reason(Via.OTHER_MODULE, call.reason))
+        facts.note(fid, Reason(Via.OTHER_MODULE, call.reason))
         facts.traced |= {Param(fid, p) for p in traced}
         if call.staged:
             facts.traced.add(Staged(fid))
