@@ -26,6 +26,7 @@ def _cache_outside_the_tree(
     monkeypatch.setenv("JAXFIX_CACHE_DIR", str(tmp_path_factory.mktemp("cache") / "cache"))
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest runs without xdist too
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist's default `load` scheduling, except that one worker gets all the selected cases of
     a rule in `test_runs_under_jax`, so that their programs run in one interpreter.
