@@ -3,7 +3,11 @@ JSON, what each printed and raised: the subprocess behind `jaxfix.proofs.run_pro
 
     python -m jaxfix.proof_runner WORKDIR PROGRAM [PROGRAM ...]
 
-Each program runs as __main__ in its own empty working directory below WORKDIR.
+Each program runs as __main__ in its own empty working directory below WORKDIR. Many programs
+share the interpreter (a rule's fixtures, or a whole test batch), so what a program may change
+for the next one is put back after it (`isolated`): the working directory, the warning filters
+and the root logger (a fixture's `logging.basicConfig(stream=sys.stdout, force=True)` would
+otherwise send the next programs' log records to its own, finished, captured stdout).
 """
 
 from __future__ import annotations
@@ -11,11 +15,30 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 import runpy
 import sys
 import traceback
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def isolated(workdir: Path) -> Iterator[None]:
+    """Run the body in `workdir`, then restore the process state a program may change."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    previous = os.getcwd()
+    os.chdir(workdir)
+    try:
+        with warnings.catch_warnings():
+            yield
+    finally:
+        os.chdir(previous)
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def run_one(program: Path, workdir: Path) -> dict[str, object]:
@@ -24,18 +47,13 @@ def run_one(program: Path, workdir: Path) -> dict[str, object]:
     workdir.mkdir(parents=True)
     buffer = io.StringIO()
     error: tuple[str, str] | None = None
-    previous = os.getcwd()
-    os.chdir(workdir)
-    try:
-        with contextlib.redirect_stdout(buffer):
-            try:
-                runpy.run_path(str(program), run_name="__main__")
-            except BaseException as exc:  # the program's failure is the result
-                error = (type(exc).__name__, f"{exc}\n{traceback.format_exc(limit=3)}")
-            finally:
-                jax.effects_barrier()  # type: ignore[no-untyped-call]
-    finally:
-        os.chdir(previous)
+    with isolated(workdir), contextlib.redirect_stdout(buffer):
+        try:
+            runpy.run_path(str(program), run_name="__main__")
+        except BaseException as exc:  # the program's failure is the result
+            error = (type(exc).__name__, f"{exc}\n{traceback.format_exc(limit=3)}")
+        finally:
+            jax.effects_barrier()  # type: ignore[no-untyped-call]
     return {"stdout": buffer.getvalue(), "error": error}
 
 

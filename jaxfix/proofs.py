@@ -119,6 +119,15 @@ def run_programs(programs: Sequence[Path], python: str = sys.executable) -> list
     ]
 
 
+def run_cases(cases: Sequence[Case], python: str = sys.executable) -> dict[str, list[Run]]:
+    """The runs of every case's programs (by case id), all in one fresh interpreter, in order."""
+    runs = run_programs([program for case in cases for program in case.programs], python)
+    found: dict[str, list[Run]] = {}
+    for case in cases:
+        found[case.id], runs = runs[: len(case.programs)], runs[len(case.programs) :]
+    return found
+
+
 def problems(case: Case, runs: Sequence[Run]) -> list[str]:
     """Why the runs of `case.programs` do not prove the case (none when they do)."""
     before = runs[0]

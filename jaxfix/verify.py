@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 
-from jaxfix.proofs import Case, Run, problems, run_programs
+from jaxfix.proofs import Case, Run, problems, run_cases
 from jaxfix.rule import Rule
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
@@ -53,17 +53,12 @@ def verify(cases: Sequence[Case], rules: Sequence[type[Rule]], jobs: int) -> Ite
 
 
 def _verify_rule(cases: Sequence[Case], rules: Sequence[type[Rule]]) -> list[Proof]:
-    programs = [program for case in cases for program in case.programs]
     try:
-        runs = run_programs(programs)
+        runs = run_cases(cases)
     except Exception as error:  # the interpreter itself failed: every case of the rule fails
         reason = f"the programs could not be run: {error}"
         return [Proof(case, Verdict.FAILED, (reason,)) for case in cases]
-    proofs = []
-    for case in cases:
-        case_runs, runs = runs[: len(case.programs)], runs[len(case.programs) :]
-        proofs.append(_judge(case, case_runs, rules))
-    return proofs
+    return [_judge(case, runs[case.id], rules) for case in cases]
 
 
 def _judge(case: Case, runs: Sequence[Run], rules: Sequence[type[Rule]]) -> Proof:

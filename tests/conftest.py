@@ -1,6 +1,12 @@
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
+
+# A fixture case's run under jax: its rule's cases share one interpreter (test_fixtures.py).
+_PROOF = re.compile(r"tests/test_fixtures\.py::test_runs_under_jax\[(\w+)/")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -18,3 +24,22 @@ def _cache_outside_the_tree(
     """Every jaxfix run of a test (in-process or a subprocess) keeps its result cache in a
     fresh folder of its own, never in the folders whose contents the tests compare."""
     monkeypatch.setenv("JAXFIX_CACHE_DIR", str(tmp_path_factory.mktemp("cache") / "cache"))
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest runs without xdist too
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's default `load` scheduling, except that one worker gets all the selected cases of
+    a rule in `test_runs_under_jax`, so that their programs run in one interpreter.
+
+    (`--dist loadgroup` would do it with `xdist_group` marks, but xdist 3.8 marks a group in
+    `item._nodeid`, which pytest 9 no longer reads: the groups were split.)"""
+    if config.getvalue("dist") != "load":
+        return None  # the user chose a distribution: xdist's own
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RuleScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            match = _PROOF.match(nodeid)
+            return match.group(1) if match else nodeid
+
+    return RuleScheduling(config, log)

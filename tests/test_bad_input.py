@@ -3,12 +3,14 @@ on stderr, the other files are still processed, the exit code is 2, nothing is w
 should not be, and no traceback ever reaches the user.
 
 Each case puts the problem file next to `good.py`, a valid file with one fixable finding, and runs
-`python -m jaxfix` in a subprocess (cwd = the test's folder) with `check` and with
-`apply --unsafe-fixes`.
+the command line (cwd = the test's folder) with `check` and with `apply --unsafe-fixes`: through
+click in this process (an exception escaping it fails the test), or, where the process itself is
+at stake (its stack, or a read that could block), `python -m jaxfix` in a subprocess.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import stat
@@ -52,7 +54,15 @@ Snapshot = dict[str, tuple[bytes, int] | None]
 # --- helpers
 
 
-def run_jaxfix(
+def run_jaxfix(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI through click in this process (a subprocess costs half a second)."""
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(jaxfix_cli.main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+
+
+def run_jaxfix_process(
     cwd: Path,
     *args: str,
     preexec_fn: Callable[[], object] | None = None,
@@ -362,7 +372,7 @@ def test_very_deep_unary_nesting_does_not_crash(tmp_path: Path, command: str) ->
     (tmp_path / "deep.py").write_text(text, encoding="utf-8")
     write_good(tmp_path)
     before = snapshot(tmp_path)
-    result = run_jaxfix(
+    result = run_jaxfix_process(
         tmp_path,
         *COMMANDS[command],
         "deep.py",
@@ -409,7 +419,7 @@ def test_directory_symlink_to_its_parent_is_not_followed(tmp_path: Path, command
     os.symlink("..", tmp_path / "up")
     os.symlink(".", tmp_path / "self.py")
     write_good(tmp_path)
-    result = run_jaxfix(tmp_path, *COMMANDS[command], ".", timeout=600)
+    result = run_jaxfix_process(tmp_path, *COMMANDS[command], ".", timeout=600)
     assert_no_error(result.stderr)
     assert "Checked 1 file" in result.stderr
     assert result.returncode == expected_clean_exit(command)
@@ -441,7 +451,7 @@ def test_file_symlink_loop_is_one_error(tmp_path: Path, command: str, walk: bool
 def test_fifo_is_not_read_and_does_not_block(tmp_path: Path, command: str) -> None:
     os.mkfifo(tmp_path / "fifo.py")
     write_good(tmp_path)
-    result = run_jaxfix(tmp_path, *COMMANDS[command], "fifo.py", GOOD_NAME, timeout=600)
+    result = run_jaxfix_process(tmp_path, *COMMANDS[command], "fifo.py", GOOD_NAME, timeout=600)
     assert assert_one_error(result.stderr, "fifo.py") == "error: fifo.py: not a regular file"
     assert result.returncode == 2
     assert_good_processed(tmp_path, command, result.stdout)

@@ -12,9 +12,10 @@ the rules target). For every program that LibCST parses:
   `check_text` reports on the fixed text;
 - a text without findings, or whose fixes were not applied, comes back byte-identical.
 
-The examples per property are small by default so that the file runs in about a minute; set
-`JAXFIX_FUZZ_EXAMPLES=N` to run N JAX-shaped programs per property (and the Hypothesmith
-properties in proportion). `scripts/fuzz_long.py` runs the same checks over many more programs.
+The examples per property are few by default so that the file runs in seconds (the inner
+loop runs it); set `JAXFIX_FUZZ_EXAMPLES=N` to run N JAX-shaped programs per property (and the
+Hypothesmith properties in proportion). `scripts/fuzz_long.py` runs the same checks over many
+more programs.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ from jaxfix.registry import all_rules
 from tests.jax_programs import indent, jax_programs
 
 RULES = all_rules()
-DEFAULT_JAX_EXAMPLES = 30
+# Hypothesmith builds a Lark parser of the Python grammar for each `from_grammar()` (seconds):
+# build it once, on the first draw, and share it.
+GRAMMAR_PROGRAMS: st.SearchStrategy[str] = st.deferred(hypothesmith.from_grammar)
+DEFAULT_JAX_EXAMPLES = 10
 JAX_EXAMPLES = int(os.environ.get("JAXFIX_FUZZ_EXAMPLES", DEFAULT_JAX_EXAMPLES))
 
 
@@ -171,7 +175,7 @@ def step(x):
 @st.composite
 def spliced_programs(draw: st.DrawFn) -> str:
     """A Hypothesmith program before, after or inside the body of a JAX program's function."""
-    grammar = draw(hypothesmith.from_grammar())
+    grammar = draw(GRAMMAR_PROGRAMS)
     where = draw(st.sampled_from(["prelude", "before", "after", "inside"]))
     if where == "prelude":
         return JAX_PRELUDE + "\n" + grammar
@@ -195,12 +199,12 @@ def _assert_properties(text: str) -> Outcome:
 
 
 @fuzz_settings(20)
-@given(hypothesmith.from_grammar())
+@given(GRAMMAR_PROGRAMS)
 def test_grammar_programs(text: str) -> None:
     _assert_properties(text)
 
 
-@fuzz_settings(15)
+@fuzz_settings(10)
 @given(spliced_programs())
 def test_grammar_programs_spliced_into_jax(text: str) -> None:
     _assert_properties(text)
