@@ -13,7 +13,7 @@ import pytest
 
 from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.reasons import Reason, Via
-from jaxfix.analysis.tracing import trace
+from jaxfix.analysis.tracing import External, trace
 
 SINK = frozenset({"pickle.dumps"})
 HEADER = """\
@@ -297,3 +297,24 @@ def test_stores_that_outlive_the_call() -> None:
     )
     facts = trace(analyse(ast.parse(source)))
     assert sorted((s.root, s.node.lineno) for s in facts.stores()) == [("CACHE", 14), ("out", 15)]
+
+
+def test_lambdas_in_class_bodies_and_defaults_are_analysed() -> None:
+    """Every function gets a summary, also a lambda in a class body or a default (real code:
+    `jax/_src/core.py`), so that another module's entry into this one never meets a function
+    the analysis has not seen."""
+    source = HEADER + textwrap.dedent(
+        """
+        class Box:
+            unpack = lambda self: pickle.dumps(self)
+
+        def f(x, key=lambda v: pickle.dumps(v)):
+            return key(x)
+        """
+    )
+    module = analyse(ast.parse(source))
+    assert set(module.nodes) <= set(module.functions)
+    facts = trace(module, [External("f", positions=(0,), reason="called from traced `g`")])
+    assert [str(r) for r in facts.reasons[next(i for i in module.nodes if i.startswith("f@"))]] == [
+        "called from traced `g`"
+    ]

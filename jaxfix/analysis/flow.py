@@ -634,6 +634,7 @@ class _Interpreter:
 
     def s_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef, env: Env) -> None:
         fid = self.module.by_node[node]
+        self._defaults(node, env)
         for decorator in node.decorator_list:
             self.expr(decorator, env)
         self.nested(node, env)
@@ -644,11 +645,23 @@ class _Interpreter:
 
     s_AsyncFunctionDef = s_FunctionDef
 
+    def _defaults(self, node: FunctionNode, env: Env) -> None:
+        """Defaults are evaluated where the function is defined (a lambda there is analysed)."""
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if default is not None:
+                self.expr(default, env)
+
     def s_ClassDef(self, node: ast.ClassDef, env: Env) -> None:
         bases = {self.expr(base, env).qualified for base in node.bases}
         traced_base = min(TRACED_MODULE_BASES & bases, default=None)
+        class_body = dict(env)  # class attributes are no locals of the enclosing function
         for statement in node.body:
+            if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                with contextlib.suppress(_Exit):
+                    self.statement(statement, class_body)
+                continue
             if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                self._defaults(statement, env)
                 for decorator in statement.decorator_list:
                     self.expr(decorator, env)
                 self.nested(statement, env, class_name=node.name)
@@ -1014,6 +1027,7 @@ class _Interpreter:
         return v.combine(values)
 
     def e_Lambda(self, node: ast.Lambda, env: Env) -> Value:
+        self._defaults(node, env)
         return Value(Kind.UNKNOWN, function=self.nested(node, env))
 
     def e_NamedExpr(self, node: ast.NamedExpr, env: Env) -> Value:

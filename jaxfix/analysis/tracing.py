@@ -45,14 +45,19 @@ class Facts:
     def is_traced(self, node: ast.AST) -> bool:
         """Whether the expression `node` is certainly a tracer when its function runs."""
         for fid in self.reasons:
-            value = self.module.functions[fid].values.get(node)
+            value = (
+                self.module.functions[fid].values.get(node)
+                if fid in self.module.functions
+                else None
+            )
             if value is not None:
                 return self.kind(value) is Kind.TRACED
         return False
 
     def traced_functions(self) -> Iterator[Summary]:
         for fid in self.reasons:
-            yield self.module.functions[fid]
+            if fid in self.module.functions:
+                yield self.module.functions[fid]
 
     def calls(self) -> Iterator[tuple[Call, list[Value]]]:
         """Every unguarded call in traced code that receives a certainly traced value, and
@@ -105,7 +110,9 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
     while changed:
         changed = False
         for fid in list(facts.reasons):
-            summary = module.functions[fid]
+            summary = module.functions.get(fid)
+            if summary is None:  # never interpreted (unreachable code): nothing it does
+                continue
             for call in summary.calls:
                 if call.target is None or call.target not in module.functions:
                     continue
@@ -186,7 +193,8 @@ def _nested(facts: Facts, summary: Summary) -> bool:
 
 def _enter_from_outside(facts: Facts, call: External) -> None:
     for fid, node in facts.module.nodes.items():
-        if facts.module.functions[fid].parent != "<module>":
+        summary = facts.module.functions.get(fid)
+        if summary is None or summary.parent != "<module>":
             continue
         if (
             not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
