@@ -318,3 +318,55 @@ def test_lambdas_in_class_bodies_and_defaults_are_analysed() -> None:
     assert [str(r) for r in facts.reasons[next(i for i in module.nodes if i.startswith("f@"))]] == [
         "called from traced `g`"
     ]
+
+
+LOOKALIKES_FROM_REAL_CODE = {
+    "a jitted callee's static parameter is never traced through a call (jax ode.py)": """
+def outer(x, rtol):
+    return inner(x, rtol)
+
+@functools.partial(jax.jit, static_argnums=(1,))
+def inner(x, rtol):
+    pickle.dumps(rtol)  # silent
+    pickle.dumps(x)  # traced
+
+jax.jit(outer)
+""",
+    "a bound method handed to an unknown higher-order call keeps self (numpyro autoguide)": """
+class Guide:
+    def sample(self, key):
+        pickle.dumps(self.prefix)  # silent
+        pickle.dumps(key)  # traced
+
+    def __call__(self, key):
+        return seed(self.sample, key)
+
+@jax.jit
+def run(guide: Guide, key):
+    return seed(guide.sample, key)
+""",
+    "custom_vjp rules get nondiff_argnums arguments as they were passed (splash attention)": """
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def attend(q, sizes):
+    return q
+
+def attend_fwd(q, sizes):
+    pickle.dumps(sizes)  # silent
+    return q, None
+
+def attend_bwd(sizes, res, g):
+    pickle.dumps(sizes)  # silent
+    pickle.dumps(g)  # traced
+    return (g,)
+
+attend.defvjp(attend_fwd, attend_bwd)
+""",
+}
+
+
+@pytest.mark.parametrize(
+    "program", LOOKALIKES_FROM_REAL_CODE.values(), ids=list(LOOKALIKES_FROM_REAL_CODE)
+)
+def test_lookalikes_from_real_code_stay_silent(program: str) -> None:
+    source = HEADER + textwrap.dedent(program)
+    assert reported_lines(source) == marked_lines(source, "traced")

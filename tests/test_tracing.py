@@ -529,10 +529,6 @@ def xfail(reason: str) -> pytest.MarkDecorator:
             """,
             {"f": {"x"}, "f_jvp": {"primals", "tangents"}, "<lambda>": {"x"}},
             id="a nondiff_argnums argument reaches the jvp rule as it was passed",
-            marks=xfail(
-                "_decorator_entry/_call_site_entry mark every parameter of a custom rule as "
-                "traced, ignoring the custom_jvp's nondiff_argnums (passed through as-is)"
-            ),
         ),
         pytest.param(
             """

@@ -1161,8 +1161,13 @@ class _Interpreter:
                 return v.traced(v.sources_of(operands) | {Staged(self.summary.id)})
             return self._apply(func.function, call)
         if call.method in CUSTOM_RULE_METHODS and self._custom_derivative(call.receiver):
-            for value in call.values():
-                self._enter_rule(call.node, value)
+            assert call.receiver is not None and call.receiver.entry is not None
+            primal = self.module.entries[call.receiver.entry]
+            for index, value in enumerate(call.args):
+                # `defvjp(fwd, bwd)`: fwd takes the primal's arguments, bwd (and a jvp rule)
+                # the `nondiff_argnums` ones first, as they were passed.
+                as_primal = call.method == "defvjp" and index == 0
+                self._enter_rule(call.node, value, primal, as_primal)
             return UNKNOWN
         if call.method is not None and call.receiver is not None:
             if call.method in _DICT_VIEWS:
@@ -1224,14 +1229,23 @@ class _Interpreter:
             return False
         return self.module.entries[value.entry].transform in CUSTOM_DERIVATIVES
 
-    def _enter_rule(self, node: ast.AST, value: Value) -> None:
-        """A custom derivative rule (`f.defjvp(rule)`): every parameter traced, not staged."""
+    def _enter_rule(self, node: ast.AST, value: Value, primal: Entry, as_primal: bool) -> None:
+        """A custom derivative rule (`f.defjvp(rule)`): its parameters are traced, not staged,
+        but for the primal's `nondiff_argnums` arguments, which jax passes as they were given:
+        at the same positions (a vjp's forward rule) or first (a jvp rule, a vjp's backward)."""
         if value.function is None:
             return
         function = self.module.nodes.get(value.function)
         if function is None:
             return
-        params, _ = params_of(function)
+        params, positional = params_of(function)
+        indices = sorted(primal.positional.index(name) for name in primal.static)
+        static = (
+            {positional[i] for i in indices if i < len(positional)}
+            if as_primal
+            else set(positional[: len(indices)])
+        )
+        params = [p for p in params if p not in static]
         self.module.transformed.add(value.function)
         self.module.entries.append(
             Entry(
@@ -1274,7 +1288,10 @@ class _Interpreter:
             and expr.attr in CUSTOM_RULE_METHODS
             and self._custom_derivative(self.summary.values.get(expr.value))
         ):
-            self._enter_rule(node, value)
+            held = self.summary.values.get(expr.value)
+            assert held is not None and held.entry is not None
+            as_primal = expr.attr == "defvjp"  # `@f.defvjp` alone is unusual: fwd's shape
+            self._enter_rule(node, value, self.module.entries[held.entry], as_primal)
             return value
         wrapper = self._wrapper_transform(head_value) if head_value.function else None
         if wrapper is not None:

@@ -106,6 +106,9 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
             facts.traced.add(Staged(entry.target))
     for outside in external:
         _enter_from_outside(facts, outside)
+    static_of: dict[str, frozenset[str]] = {}
+    for entry in module.entries:
+        static_of[entry.target] = static_of.get(entry.target, frozenset()) | entry.static
     changed = True
     while changed:
         changed = False
@@ -117,9 +120,12 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
                 if call.target is None or call.target not in module.functions:
                     continue
                 callee = module.functions[call.target]
+                static = static_of.get(callee.id, frozenset())
                 new: set[Source] = set()
                 for name, value in bind_arguments(callee, call).items():
-                    if facts.kind(value) is Kind.TRACED:
+                    # A jitted callee's static parameters hold what jax hashed, never a tracer
+                    # (a tracer given there raises: JF106 reports that at the call).
+                    if name not in static and facts.kind(value) is Kind.TRACED:
                         new.add(Param(callee.id, name))
                 if Staged(fid) in facts.traced:
                     new.add(Staged(callee.id))
@@ -150,9 +156,8 @@ def _applied(facts: Facts, summary: Summary) -> bool:
             if node is None or function.function is None:
                 continue
             _, positional = params_of(node)
-            new: set[Source] = {
-                Param(function.function, p) for p in positional[function.bound_positions :]
-            }
+            skipped = function.bound_positions + (function.qualified == "<bound>")  # self
+            new: set[Source] = {Param(function.function, p) for p in positional[skipped:]}
             if staged:
                 new.add(Staged(function.function))
             changed |= facts.note(function.function, Reason(Via.APPLIED))
