@@ -43,7 +43,11 @@ _JIT = TransformSpec(
 )
 _GRAD = TransformSpec(staged=False, argnums_keyword="argnums", default_argnums=(0,))
 _EAGER = TransformSpec(staged=False)
-_CUSTOM = TransformSpec(staged=False, static_argnums_keywords=("nondiff_argnums",))
+_CUSTOM = TransformSpec(
+    staged=False,
+    static_argnums_keywords=("nondiff_argnums",),
+    static_argnames_keywords=("nondiff_argnames",),
+)
 
 _EQX_JIT = TransformSpec(filtered=True)
 _EQX_GRAD = TransformSpec(staged=False, default_argnums=(0,), filtered=True)

@@ -13,7 +13,7 @@ import pytest
 
 from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.reasons import Reason, Via
-from jaxfix.analysis.tracing import External, trace
+from jaxfix.analysis.tracing import External, Facts, trace
 
 SINK = frozenset({"pickle.dumps"})
 HEADER = """\
@@ -370,3 +370,23 @@ attend.defvjp(attend_fwd, attend_bwd)
 def test_lookalikes_from_real_code_stay_silent(program: str) -> None:
     source = HEADER + textwrap.dedent(program)
     assert reported_lines(source) == marked_lines(source, "traced")
+
+
+def test_another_modules_call_leaves_a_jitted_functions_static_parameters_static() -> None:
+    """flash_attention's `mha_reference` (jitted, `causal` static) called from traced code of
+    another module with a traced value there: `causal` is still no tracer inside."""
+    source = HEADER + textwrap.dedent(
+        """
+        @functools.partial(jax.jit, static_argnames=["causal"])
+        def reference(q, causal=False):
+            pickle.dumps(causal)
+            return q
+        """
+    )
+    module = analyse(ast.parse(source))
+    outside = External("reference", positions=(0, 1), reason="called from traced `g`")
+    assert reported_lines_of(trace(module, [outside])) == set()
+
+
+def reported_lines_of(facts: Facts) -> set[int]:
+    return {call.node.lineno for call in facts.calls_to(SINK)}

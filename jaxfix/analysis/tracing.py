@@ -104,11 +104,11 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
         facts.traced |= {Param(entry.target, p) for p in entry.traced}
         if entry.staged:
             facts.traced.add(Staged(entry.target))
-    for outside in external:
-        _enter_from_outside(facts, outside)
     static_of: dict[str, frozenset[str]] = {}
     for entry in module.entries:
         static_of[entry.target] = static_of.get(entry.target, frozenset()) | entry.static
+    for outside in external:
+        _enter_from_outside(facts, outside, static_of)
     changed = True
     while changed:
         changed = False
@@ -196,7 +196,9 @@ def _nested(facts: Facts, summary: Summary) -> bool:
     return changed
 
 
-def _enter_from_outside(facts: Facts, call: External) -> None:
+def _enter_from_outside(facts: Facts, call: External, static_of: dict[str, frozenset[str]]) -> None:
+    """Another module's traced code calls a top-level function of this one; its static
+    parameters (if it is jitted here) stay static."""
     for fid, node in facts.module.nodes.items():
         summary = facts.module.functions.get(fid)
         if summary is None or summary.parent != "<module>":
@@ -214,7 +216,7 @@ def _enter_from_outside(facts: Facts, call: External) -> None:
             | (set(call.keywords) & set(params))
         )
         facts.note(fid, Reason(Via.OTHER_MODULE, call.reason))
-        facts.traced |= {Param(fid, p) for p in traced}
+        facts.traced |= {Param(fid, p) for p in traced - static_of.get(fid, frozenset())}
         if call.staged:
             facts.traced.add(Staged(fid))
 
