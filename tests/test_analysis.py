@@ -361,6 +361,21 @@ def attend_bwd(sizes, res, g):
 
 attend.defvjp(attend_fwd, attend_bwd)
 """,
+    "isinstance of a Python type and type(x) in ... narrow to a Python value (jax dtypes.py)": """
+SCALARS = (int, float)
+
+@jax.jit
+def f(x, y, z):
+    if isinstance(x, type):
+        pickle.dumps(x)  # silent
+    else:
+        pickle.dumps(x)  # traced
+    if type(y) in SCALARS:
+        pickle.dumps(y)  # silent
+    pickle.dumps(y)  # traced
+    z = jax.core.concrete_or_error(None, z, "must be static")
+    pickle.dumps(z)  # silent
+""",
 }
 
 

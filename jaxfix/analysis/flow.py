@@ -80,6 +80,12 @@ _ARRAY_BUILTINS = frozenset(
         "next",
     ]
 )
+_PYTHON_TYPE_NAMES = frozenset(
+    {"type", "int", "float", "bool", "complex", "str", "bytes", "slice", "range", "dtype"}
+    | {"generic", "Number", "Integral", "Real", "DType", "Enum", "NoneType"}
+)
+# Functions that give the concrete value of their argument or raise (`core.concrete_or_error`).
+_CONCRETE_OR_RAISE = frozenset({"concrete_or_error", "concrete_dim_or_error"})
 _ITERATORS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.range"})
 _DICT_VIEWS = frozenset({"items", "values"})
 # Callables that run the functions they are given on the host, or bind them (no data flows).
@@ -717,11 +723,15 @@ class _Interpreter:
         name, tracer_when_true = guard
         concrete = dict(env)
         concrete[name] = STATIC
-        self.guarded += 1
+        # A test of a Python type (`isinstance(x, type)`) says nothing when it fails.
+        guards = int(tracer_when_true is not None)
+        if tracer_when_true is None:
+            tracer_when_true = False
+        self.guarded += guards
         try:
             tracer_side = self.branch(node.body if tracer_when_true else node.orelse, env)
         finally:
-            self.guarded -= 1
+            self.guarded -= guards
         concrete_side = self.branch(node.orelse if tracer_when_true else node.body, concrete)
         original = env.get(name)
         if (
@@ -747,12 +757,27 @@ class _Interpreter:
             for name in other.keys() - first.keys():
                 env[name] = UNKNOWN
 
-    def _tracer_guard(self, test: ast.expr) -> tuple[str, bool] | None:
+    def _tracer_guard(self, test: ast.expr) -> tuple[str, bool | None] | None:
         """`(name, True)` for a test that holds when `name` is a tracer, `(name, False)` for
-        one that holds when it is concrete; None for any other test."""
+        one that holds when it is concrete, `(name, None)` for one that holds only when it is
+        a Python value (`isinstance(x, int)`, `type(x) in SCALARS`) but says nothing when it
+        fails; None for any other test."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             inner = self._tracer_guard(test.operand)
-            return (inner[0], not inner[1]) if inner else None
+            if inner is None or inner[1] is None:
+                return None
+            return inner[0], not inner[1]
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In)
+            and isinstance(test.left, ast.Call)
+            and isinstance(test.left.func, ast.Name)
+            and test.left.func.id == "type"
+            and len(test.left.args) == 1
+            and isinstance(test.left.args[0], ast.Name)
+        ):
+            return test.left.args[0].id, None  # `type(x) in python_scalar_types`
         if not isinstance(test, ast.Call) or not test.args:
             return None
         subject = test.args[0]
@@ -762,6 +787,8 @@ class _Interpreter:
         if callee.endswith("isinstance") and len(test.args) == 2:
             if _TRACER_TEST.search(ast.unparse(test.args[1])):
                 return subject.id, True
+            if _python_types(test.args[1]):
+                return subject.id, None
             return None
         if _TRACER_TEST.search(callee):
             concrete = "concrete" in callee.lower() or callee.lower().split(".")[-1].startswith(
@@ -1124,6 +1151,8 @@ class _Interpreter:
         if callee is not None:
             if callee in STATIC_QUERIES or callee in _PYTHON_VALUED:
                 return STATIC
+            if callee.rsplit(".", 1)[-1] in _CONCRETE_OR_RAISE:
+                return STATIC
             if callee in self.transforms:
                 return self._transform(call)
             if callee == PARTIAL and call.args and call.args[0].function:
@@ -1390,6 +1419,14 @@ def _unresolved(operands: list[Value]) -> Value:
     return (
         v.traced(found) if any(o.kind is Kind.TRACED or o.elements for o in operands) else UNKNOWN
     )
+
+
+def _python_types(node: ast.expr) -> bool:
+    """Whether `node` names only types whose instances are never tracers (`int`, `type`,
+    `(float, np.dtype)`)."""
+    elements = node.elts if isinstance(node, ast.Tuple) else [node]
+    names = [dotted(e) for e in elements]
+    return all(parts is not None and parts[-1] in _PYTHON_TYPE_NAMES for parts in names)
 
 
 def _instance_class(value: Value) -> str | None:
