@@ -108,7 +108,6 @@ class Call:
     bound: int = 0  # leading parameters bound before the call (`self`, `partial`)
     # Functions handed to an unknown callable: it may apply them to the data it is given.
     applied: tuple[Value, ...] = ()
-    compile_time: bool = False  # inside `with jax.ensure_compile_time_eval():`
 
     def values(self) -> Iterator[Value]:
         yield from self.args
@@ -1091,8 +1090,10 @@ class _Interpreter:
     e_SetComp = e_Set
 
     def e_Dict(self, node: ast.Dict, env: Env) -> Value:
-        keys = [self.expr(k, env) for k in node.keys if k is not None]
-        del keys
+        """A dict of tracers holds tracers in its values; its keys are hashable."""
+        for key in node.keys:
+            if key is not None:
+                self.expr(key, env)
         return v.combine([self.expr(x, env) for x in node.values])
 
     # -- calls -----------------------------------------------------------------------------
@@ -1138,7 +1139,6 @@ class _Interpreter:
             bool(self.guarded),
             bound,
             applied,
-            bool(self.compile_time),
         )
         self.summary.calls.append(call)
         return self._result(call, func, env)
