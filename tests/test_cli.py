@@ -244,10 +244,24 @@ def test_select_help_says_what_the_default_is(command: str) -> None:
     ) in text
 
 
-@pytest.mark.parametrize("command", ["check", "apply"])
-def test_requires_a_path(command: str) -> None:
-    result = CliRunner().invoke(main, [command])
+def test_apply_requires_a_path() -> None:
+    result = CliRunner().invoke(main, ["apply"])
     assert result.exit_code == 2
+    assert "Missing argument 'PATHS...'" in result.stderr
+
+
+def test_check_without_a_path_exits_2_on_an_error_in_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(In a small folder of its own: run in the checkout, this took five seconds.)"""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "cached.py").write_text(CACHED)
+    (tmp_path / "broken.py").write_text("  x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check"])
+    assert result.exit_code == 2, result.output
+    assert result.stdout.startswith(f"{Path('pkg', 'cached.py')}:6:1: JF102 "), result.stdout
+    assert "broken.py:1:" in result.stderr and "Checked 2 files" in result.stderr
 
 
 def test_bundled_example_project_findings() -> None:

@@ -21,6 +21,7 @@ from jaxfix.registry import all_rules
 from jaxfix.rule import Rule
 from jaxfix.runner import run
 from jaxfix.sourcefile import read_source
+from tests.memo import checked
 
 RULES = all_rules()
 
@@ -353,13 +354,13 @@ def test_names_bound_to_an_import_are_followed_and_the_slice_keeps_them() -> Non
 @pytest.mark.parametrize("case", load_cases(), ids=lambda case: case.id)
 def test_edits_from_the_slice_are_those_of_the_whole_file(case: Case) -> None:
     text = case.before.read_text(encoding="utf-8")
-    assert check_text(text, RULES, edits=True) == check_text(text, RULES, edits=True, slicing=False)
+    assert checked(text, RULES, edits=True) == check_text(text, RULES, edits=True, slicing=False)
 
 
 @pytest.mark.parametrize("case", load_cases(), ids=lambda case: case.id)
 def test_edits_asked_for_one_line_are_those_of_that_finding(case: Case) -> None:
     text = case.before.read_text(encoding="utf-8")
-    every = check_text(text, RULES, edits=True)
+    every = checked(text, RULES, edits=True)
     for line in {d.line for d in every if d.edits}:
         some = check_text(text, RULES, edits=frozenset({line}))
         assert some == [d if d.line == line else replace(d, edits=()) for d in every]

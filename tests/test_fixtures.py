@@ -13,16 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix.engine import check_text, fix_text
+from jaxfix.engine import fix_text
 from jaxfix.proofs import Case, Run, load_cases, problems, run_cases, run_programs
 from jaxfix.registry import all_rules
+from tests.memo import checked
 
 CASES = load_cases()
 RULES = all_rules()
 
 
 def codes(text: str) -> list[str]:
-    return [d.code for d in check_text(text, RULES)]
+    return [d.code for d in checked(text, RULES)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

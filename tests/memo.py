@@ -1,0 +1,26 @@
+"""`check_text` is pure: the tests that ask it the same question of the same fixture (several
+tests, several files) share one answer per worker instead of analysing the text again."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from jaxfix.diagnostic import Diagnostic
+from jaxfix.edits import EditsWanted
+from jaxfix.engine import check_text
+from jaxfix.rule import Rule
+
+
+def checked(
+    text: str, rules: Sequence[type[Rule]], *, edits: EditsWanted = False, slicing: bool = True
+) -> list[Diagnostic]:
+    """`check_text(text, rules, edits=edits, slicing=slicing)`, computed once per worker."""
+    return list(_checked(text, tuple(rules), edits, slicing))
+
+
+@functools.cache
+def _checked(
+    text: str, rules: tuple[type[Rule], ...], edits: EditsWanted, slicing: bool
+) -> tuple[Diagnostic, ...]:
+    return tuple(check_text(text, rules, edits=edits, slicing=slicing))
