@@ -6,7 +6,8 @@ reads the shared traced-context analysis (`self.traced`) and calls `self.report(
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -90,6 +91,12 @@ class Rule(cst.BatchableCSTVisitor):
         self.settings: RuleSettings = settings or {}
         self.diagnostics: list[Diagnostic] = []
 
+    def get_visitors(self) -> Mapping[str, Callable[[cst.CSTNode], None]]:
+        """LibCST's `visit_*` / `leave_*` methods of this rule. LibCST finds them with
+        `inspect.getmembers` on every traversal (a quarter of a check's time); the names are
+        the class's, so they are found once per class."""
+        return {name: getattr(self, name) for name in visitor_names(type(self))}
+
     @classmethod
     def anchors_with(cls, settings: RuleSettings) -> frozenset[str]:
         """The rule's anchors once a project's options (e.g. extra serializers) are added."""
@@ -126,3 +133,15 @@ class Rule(cst.BatchableCSTVisitor):
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """Names `node` resolves to through imports (never local look-alikes)."""
         return self.traced.imported_names(node)
+
+
+@functools.cache
+def visitor_names(cls: type[Rule]) -> tuple[str, ...]:
+    """The visitor methods `cls` defines, less LibCST's empty stubs."""
+    return tuple(
+        name
+        for name in dir(cls)
+        if name.startswith(("visit_", "leave_"))
+        and callable(getattr(cls, name))
+        and not getattr(getattr(cls, name), "_is_no_op", False)
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from jaxfix.docs import readme_with_table, rules_markdown
 from jaxfix.proofs import fixtures_folder, load_cases
 from jaxfix.registry import all_rules
-from jaxfix.rule import Rule
+from jaxfix.rule import Rule, visitor_names
 
 ROOT = Path(__file__).parent.parent
 SECTIONS = [
@@ -95,3 +96,15 @@ def test_every_rule_module_exposes_its_libcst_command(rule: type[Rule]) -> None:
     assert (command.__module__, command.__qualname__) == (rule.__module__, name)
     assert pickle.loads(pickle.dumps(command)) is command, "libcst.tool's workers need it"
     assert command.DESCRIPTION.startswith(f"{rule.code} {rule.name}: {rule.summary}. ")
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
+def test_visitor_methods_are_those_libcst_would_find(rule: type[Rule]) -> None:
+    """`Rule.get_visitors` answers from the class (LibCST asks `inspect.getmembers` of every
+    instance on every traversal): the same methods, without LibCST's empty stubs."""
+    found = {
+        name
+        for name, member in inspect.getmembers(rule, inspect.isfunction)
+        if name.startswith(("visit_", "leave_")) and not getattr(member, "_is_no_op", False)
+    }
+    assert set(visitor_names(rule)) == found
