@@ -845,8 +845,9 @@ class _Interpreter:
         after_body = self.branch(node.orelse, body) if body is not None else None
         handlers = []
         for handler in node.handlers:
-            start = dict(env)
-            self._join_into(start, env, body) if body is not None else None
+            start = dict(env)  # the handler may start anywhere in the body
+            if body is not None:
+                self._join_into(start, env, body)
             if handler.name:
                 start[handler.name] = UNKNOWN
             handlers.append(self.branch(handler.body, start))
