@@ -10,7 +10,6 @@ scopes, qualified names and bindings, which the fixes need.
 from __future__ import annotations
 
 import ast
-import re
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,8 +36,6 @@ from jaxfix.transforms import PYTHON_TYPES, TRANSFORMS, TransformSpec
 FunctionNode = cst.FunctionDef | cst.Lambda
 # How many `a = b` aliases a name is followed through (a cycle `a = b; b = a` ends there).
 MAX_ALIASES = 8
-# A test that asks whether a value is a tracer (`not_jax_tracer(x)`, `core.is_concrete(x)`).
-TRACER_CHECK = re.compile("tracer|concrete", re.IGNORECASE)
 
 
 @dataclass
@@ -292,23 +289,7 @@ class TracedAnalysis:
         Not in a branch of a tracer check (`if not_jax_tracer(x):`, `if isinstance(x,
         core.Tracer)`, `if core.is_concrete(x)`): such code knows what it holds."""
         context = self.context_of(expr)
-        return (
-            context is not None
-            and self._traced(expr, context.staged)
-            and not self._under_tracer_check(expr)
-        )
-
-    def _under_tracer_check(self, node: cst.CSTNode) -> bool:
-        child, parent = node, self._parents.get(node)
-        while parent is not None and not isinstance(parent, cst.FunctionDef | cst.Lambda):
-            if (
-                isinstance(parent, cst.If | cst.IfExp)
-                and child is not parent.test
-                and any(TRACER_CHECK.search(n.value) for n in _names_in(parent.test))
-            ):
-                return True
-            child, parent = parent, self._parents.get(parent)
-        return False
+        return context is not None and self._traced(expr, context.staged)
 
     def traced_names(self, node: cst.CSTNode) -> list[str]:
         """Names read in `node` whose values are traced, in first-appearance order."""
@@ -492,7 +473,11 @@ class TracedAnalysis:
         """Whether the analysis finds `expr` certainly traced where it stands."""
         node = self._where.expression(self._span(expr))
         value = self.facts.module.value_of(node) if node is not None else None
-        return value is not None and self.facts.kind(value) is Kind.TRACED
+        return (
+            value is not None
+            and self.facts.kind(value) is Kind.TRACED
+            and node not in self.facts.module.guarded
+        )
 
 
 def _external(entry: Entry) -> External:
@@ -508,14 +493,6 @@ def _external(entry: Entry) -> External:
 
 
 # ----- syntax helpers -----------------------------------------------------------------------
-
-
-def _names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
-    """Every name in `expr`, also attribute names (`core.Tracer` gives `core` and `Tracer`)."""
-    if isinstance(expr, cst.Name):
-        yield expr
-    for child in expr.children:
-        yield from _names_in(child)
 
 
 def _params(function: FunctionNode) -> Iterator[cst.Param]:

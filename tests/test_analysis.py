@@ -167,6 +167,15 @@ def f(x, y):
         pickle.dumps(y)  # silent
     pickle.dumps(y)  # traced
 """,
+    "a tracer test inside a longer condition leaves both branches alone": """
+@jax.jit
+def f(x, y):
+    if not_jax_tracer(x) and not_jax_tracer(y):
+        pickle.dumps(x)  # silent
+    else:
+        pickle.dumps(y)  # silent
+    pickle.dumps(y)  # traced
+""",
     "a try that catches the concretization errors": """
 @jax.jit
 def f(x):

@@ -194,6 +194,9 @@ class Module:
     # (a caller needs its callee's summary first); a cycle leaves the inner one unknown.
     pending: dict[str, Callable[[], None]] = field(default_factory=dict)
     scopes: dict[str, Scope] = field(default_factory=dict)
+    # Expressions under a tracer guard or in a `try:` catching concretization errors: code
+    # that knows what it holds, which rules leave alone.
+    guarded: set[ast.AST] = field(default_factory=set)
     _values: dict[ast.AST, Value] = field(default_factory=dict)
 
     def scope(self, fid: str) -> Scope:
@@ -716,8 +719,18 @@ class _Interpreter:
         test = self.expr(node.test, env)
         guard = self._tracer_guard(node.test)
         if guard is None:
+            # A test that asks about tracers in a way not narrowed here (`not_jax_tracer(a)
+            # and not_jax_tracer(b)`): both branches know what they hold.
+            asks = any(
+                isinstance(n, ast.Call) and _TRACER_TEST.search(ast.unparse(n.func))
+                for n in ast.walk(node.test)
+            )
             self._bool(node.test, test)
-            self._join_into(env, self.branch(node.body, env), self.branch(node.orelse, env))
+            self.guarded += asks
+            try:
+                self._join_into(env, self.branch(node.body, env), self.branch(node.orelse, env))
+            finally:
+                self.guarded -= asks
             return
         name, tracer_when_true = guard
         concrete = dict(env)
@@ -951,6 +964,8 @@ class _Interpreter:
                 [self.expr(c, env) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
             )
         self.summary.values[node] = value
+        if self.guarded:
+            self.module.guarded.add(node)
         return value
 
     def name(self, name: str, env: Env) -> Value:
