@@ -52,24 +52,11 @@ class TracedFunction:
         return self.node.name.value if isinstance(self.node, cst.FunctionDef) else "<lambda>"
 
 
-@dataclass(frozen=True)
-class _Target:
-    """A function an expression denotes, with what `functools.partial` already bound."""
-
-    function: FunctionNode
-    bound_positions: int = 0
-    bound_keywords: frozenset[str] = frozenset()
-    receiver: cst.BaseExpression | None = None  # the instance a method is called on
-
-
 @dataclass
 class _Owned:
     """What the module collector found directly inside one function body."""
 
     calls: list[cst.Call] = field(default_factory=list)
-    bindings: list[tuple[cst.BaseExpression, cst.BaseExpression | None]] = field(
-        default_factory=list
-    )
     global_names: set[str] = field(default_factory=set)  # declared `global`
     nonlocal_names: set[str] = field(default_factory=set)  # declared `nonlocal`
 
@@ -78,9 +65,9 @@ _NOTHING = _Owned()
 
 
 class _Collector(cst.CSTVisitor):
-    """One pass over the module: calls, decorators and bindings, by the function that owns them;
-    and each node's parent (LibCST's `ParentNodeProvider` costs a traversal of its own, and
-    asks every node for its children)."""
+    """One pass over the module: calls and `global` / `nonlocal` names, by the function that
+    owns them; the names attributes are read on; and each node's parent (LibCST's
+    `ParentNodeProvider` costs a traversal of its own, and asks every node for its children)."""
 
     def __init__(self) -> None:
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
@@ -89,9 +76,6 @@ class _Collector(cst.CSTVisitor):
         self.stack: list[FunctionNode | None] = [None]
         self.owned: dict[FunctionNode | None, _Owned] = {None: _Owned()}
         self.functions: list[FunctionNode] = []
-        self.owner_of_function: dict[FunctionNode, FunctionNode | None] = {}
-        self.class_of: dict[cst.FunctionDef, cst.ClassDef] = {}
-        self.class_stack: list[cst.ClassDef] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self._ancestors:
@@ -105,19 +89,10 @@ class _Collector(cst.CSTVisitor):
 
     def _enter(self, node: FunctionNode) -> None:
         self.functions.append(node)
-        self.owner_of_function[node] = self.stack[-1]
         self.owned[node] = _Owned()
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.class_stack.append(node)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.class_stack.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._enter(node)
-        if self.class_stack and self.stack[-1] is None:
-            self.class_of[node] = self.class_stack[-1]
         # Decorators, defaults and annotations run in the enclosing function, the body inside.
         for decorator in node.decorators:
             decorator.visit(self)
@@ -135,9 +110,6 @@ class _Collector(cst.CSTVisitor):
         self.stack.pop()
         return False
 
-    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        self.owned[self.stack[-1]].bindings.append((target, value))
-
     def visit_Call(self, node: cst.Call) -> None:
         self.owned[self.stack[-1]].calls.append(node)
 
@@ -151,29 +123,6 @@ class _Collector(cst.CSTVisitor):
     def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
         self.owned[self.stack[-1]].nonlocal_names.update(item.name.value for item in node.names)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._bind(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target, node.iter)
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._bind(node.target, node.iter)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind(node.asname.name, node.item)
-
 
 class TracedAnalysis:
     """The traced functions of one module and the traced values inside them."""
@@ -186,7 +135,6 @@ class TracedAnalysis:
         project: ProjectContext = ProjectContext(),  # noqa: B008 - frozen, never mutated
     ) -> None:
         self.module = wrapper.module
-        self._transforms = transforms
         self.project = project
         # Resolved together first, in as few traversals as LibCST can (the rules need
         # positions too); `resolve` then answers from the wrapper's cache, typed.
