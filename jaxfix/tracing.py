@@ -25,13 +25,14 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from jaxfix.analysis import flow
 from jaxfix.analysis.bridge import Positions, Span
 from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.reasons import Reason
 from jaxfix.analysis.tracing import External, trace
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.project import Entry, Place, ProjectContext, TracedCall
-from jaxfix.transforms import PYTHON_TYPES, TRANSFORMS, TransformSpec
+from jaxfix.transforms import TRANSFORMS, TransformSpec
 
 FunctionNode = cst.FunctionDef | cst.Lambda
 # How many `a = b` aliases a name is followed through (a cycle `a = b; b = a` ends there).
@@ -171,17 +172,19 @@ class TracedAnalysis:
         return found
 
     def _function_ids(self) -> Iterator[tuple[str, FunctionNode]]:
-        module = self.facts.module
         for function in self._collected.functions:
-            node: ast.AST | None
-            if isinstance(function, cst.FunctionDef):
-                start = self._positions[function.name].start
-                node = self._where.function(start.line, start.column)
-            else:
-                node = self._where.expression(self._span(function))
-            fid = module.by_node.get(node) if node is not None else None
+            node = self._ast_function(function)
+            fid = self.facts.module.by_node.get(node) if node is not None else None
             if fid is not None:
                 yield fid, function
+
+    def _ast_function(self, function: FunctionNode) -> flow.FunctionNode | None:
+        """The CPython node of a LibCST `def` or lambda."""
+        if isinstance(function, cst.FunctionDef):
+            start = self._positions[function.name].start
+            return self._where.function(start.line, start.column)
+        node = self._where.expression(self._span(function))
+        return node if isinstance(node, ast.Lambda) else None
 
     def _span(self, node: cst.CSTNode) -> Span:
         code_range = self._positions[node]
@@ -265,7 +268,8 @@ class TracedAnalysis:
     def python_valued_params(self, function: FunctionNode) -> set[str]:
         """Parameters of `function` that look like Python values, not arrays (`n: int`,
         `axis=0`): what Equinox's `filter_*` treat as static."""
-        return _python_valued_params(function)
+        node = self._ast_function(function)
+        return flow.python_valued_params(node) if node is not None else set()
 
     def receivers_of(self, attribute: str) -> set[str]:
         """The names the module reads `attribute` on (`f` for `f.cache_clear()`)."""
@@ -452,42 +456,6 @@ def _params(function: FunctionNode) -> Iterator[cst.Param]:
     yield from p.kwonly_params
     if p.star_kwarg is not None:
         yield p.star_kwarg
-
-
-def _python_valued_params(function: FunctionNode) -> set[str]:
-    """Parameters that look like Python values, not arrays: annotated with a Python type
-    (`n: int`, `act: Callable[...]`, `k: int | None`) or defaulting to a literal (`n=3`)."""
-    return {
-        param.name.value
-        for param in _params(function)
-        if _python_annotated(param) or _literal_default(param)
-    }
-
-
-def _python_annotated(param: cst.Param) -> bool:
-    annotation = param.annotation
-    return annotation is not None and _annotation_names(annotation.annotation) <= PYTHON_TYPES
-
-
-def _literal_default(param: cst.Param) -> bool:
-    default = param.default
-    return isinstance(default, cst.BaseNumber | cst.BaseString) or (
-        isinstance(default, cst.Name) and default.value in {"True", "False", "None"}
-    )
-
-
-def _annotation_names(annotation: cst.BaseExpression) -> set[str]:
-    """The type names an annotation is made of (`Callable[[int], int] | None` -> Callable, int,
-    None); an unknown shape gives a name no Python type has."""
-    if isinstance(annotation, cst.Name):
-        return {annotation.value}
-    if isinstance(annotation, cst.Attribute):
-        return {annotation.attr.value}
-    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        return _annotation_names(annotation.left) | _annotation_names(annotation.right)
-    if isinstance(annotation, cst.Subscript):
-        return _annotation_names(annotation.value)
-    return {"<unknown>"}
 
 
 def names_read(node: cst.CSTNode) -> Iterator[cst.Name]:

@@ -33,6 +33,7 @@ from jaxfix.transforms import (
     CUSTOM_RULE_METHODS,
     HOST_CALLBACKS,
     PARTIAL,
+    PYTHON_TYPES,
     STAGED_ARRAY_NAMESPACES,
     STATIC_ATTRIBUTES,
     STATIC_QUERIES,
@@ -685,7 +686,7 @@ class _Interpreter:
         be jitted: its inputs other than `self` and Python values (`train: bool = False`) are
         traced; not staged (`init` may run un-jitted)."""
         params, positional = params_of(method)
-        traced = set(params) - set(positional[:1]) - _python_valued_params(method)
+        traced = set(params) - set(positional[:1]) - python_valued_params(method)
         traced -= {p.arg for p in (method.args.vararg, method.args.kwarg) if p is not None}
         fid = self.module.by_node[method]
         self.module.entries.append(
@@ -1385,7 +1386,7 @@ class _Interpreter:
         if target.function in self.module.owners and not _static_method(function):
             static.add(all_positional[0]) if all_positional else None
         if spec.filtered:
-            static |= _python_valued_params(function)
+            static |= python_valued_params(function)
         if spec.argnums_keyword is not None or spec.default_argnums:
             argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
             traced = {positional[i] for i in argnums if -len(positional) <= i < len(positional)}
@@ -1539,39 +1540,45 @@ def _unbatched(spec: TransformSpec, options: ast.Call | None, positional: list[s
     }
 
 
-def _python_valued_params(node: FunctionNode | ast.Module) -> set[str]:
-    """Parameters annotated with a Python type or defaulting to a literal (static under
-    Equinox's filters)."""
+def python_valued_params(node: FunctionNode | ast.Module) -> set[str]:
+    """Parameters that look like Python values, not arrays: annotated with a Python type
+    (`n: int`, `act: Callable[...]`, `k: int | None`) or defaulting to a literal (`n=3`), what
+    Equinox's filters treat as static."""
     if isinstance(node, ast.Module):
         return set()
     args = node.args
-    found = set()
     positional = [*args.posonlyargs, *args.args]
-    defaults = dict(
-        zip(
-            [p.arg for p in positional[len(positional) - len(args.defaults) :]],
-            args.defaults,
-            strict=True,
-        )
-    )
+    defaulted = positional[len(positional) - len(args.defaults) :]
+    defaults = dict(zip((p.arg for p in defaulted), args.defaults, strict=True))
     defaults |= {
         p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
     }
-    for param in [*positional, *args.kwonlyargs]:
-        annotation = param.annotation
-        if annotation is not None and ast.unparse(annotation).split("[")[0].rsplit(".", 1)[-1] in (
-            "int",
-            "float",
-            "bool",
-            "str",
-            "bytes",
-            "complex",
-            "type",
-            "Callable",
-            "None",
-        ):
-            found.add(param.arg)
-        default = defaults.get(param.arg)
-        if isinstance(default, ast.Constant):
-            found.add(param.arg)
-    return found
+    return {
+        param.arg
+        for param in [*positional, *args.kwonlyargs]
+        if (param.annotation is not None and _annotation_names(param.annotation) <= PYTHON_TYPES)
+        or _literal(defaults.get(param.arg))
+    }
+
+
+def _literal(node: ast.expr | None) -> bool:
+    """A number, string (f-strings too), `True`, `False` or `None`."""
+    if isinstance(node, ast.JoinedStr):
+        return True
+    return isinstance(node, ast.Constant) and node.value is not Ellipsis
+
+
+def _annotation_names(annotation: ast.expr) -> set[str]:
+    """The type names an annotation is made of (`Callable[[int], int] | None` -> Callable,
+    None); an unknown shape gives a name no Python type has."""
+    if isinstance(annotation, ast.Name):
+        return {annotation.id}
+    if isinstance(annotation, ast.Attribute):
+        return {annotation.attr}
+    if isinstance(annotation, ast.Constant) and annotation.value is None:
+        return {"None"}
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _annotation_names(annotation.left) | _annotation_names(annotation.right)
+    if isinstance(annotation, ast.Subscript):
+        return _annotation_names(annotation.value)
+    return {"<unknown>"}
