@@ -182,6 +182,7 @@ class ParallelInTraced(Rule):
     message = "`{call}` hands a traced value to {where} inside `{function}` ({reason}): {why}"
     fix_title = "Map with `jax.vmap`, or move the parallel work outside the trace"
     fix_safety = None
+    anchors_receive_traced = False  # the pool made in traced code, not its `map`, is anchored
     anchors = (
         frozenset(MAKERS)
         | frozenset(SPAWNERS)

@@ -1,21 +1,15 @@
 """Which top-level statements can hold a finding, judged on CPython's syntax tree.
 
-A name-level over-approximation of `jaxfix.tracing`, cheap enough to run on every file that
-passes the text prefilter, so that LibCST parses and resolves metadata only where a rule can
-fire. A function *may be traced* when
+One walk over the file finds the sites a rule can report at (calls of its anchors, decorators,
+stores, hashed keys) and what each top-level statement binds and reads; the file's analysis
+(`jaxfix.analysis.file`) says which of them are in traced code and given traced values, so
+that LibCST parses and resolves metadata only where a rule can fire.
 
-- a decorator on it refers to a transform (`@jax.jit`, `@partial(jax.jit, ...)`, `@f.defjvp`),
-  or it is named or written inside the arguments of a call to one (`jax.jit(f)`,
-  `lax.scan(lambda c, x: ..., ...)`, `jax.jit(jax.grad(loss))`, `f.defvjp(fwd, bwd)`);
-- or a name it goes by is read in the body of a function that may be traced (it may be called,
-  as `f(x)` or `self.f(x)`, or handed to a higher-order function from traced code), or it is a
-  lambda written there.
-
-Transforms and the callees a rule reports at are matched by their full name after import
-aliases, as the analysis matches them (`d` for `from pickle import dumps as d` is
-`pickle.dumps`); method anchors by name alone. Every test errs on the side of a candidate: a
-false one costs time, a missed one would change the results (a property the tests check on
-every fixture and in fuzzing).
+Callees the rules report at are matched by their full name after import aliases, as the
+analysis matches them (`d` for `from pickle import dumps as d` is `pickle.dumps`); method
+anchors by name alone. Every test errs on the side of a candidate: a false one costs time, a
+missed one would change the results (a property the tests check on every fixture and in
+fuzzing).
 """
 
 from __future__ import annotations
@@ -26,8 +20,9 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.firstpass import Bindings
-from jaxfix.transforms import CUSTOM_RULE_METHODS, TRACED_MODULE_BASES, TRANSFORMS
+from jaxfix.transforms import TRANSFORMS
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BUILTINS = frozenset(dir(builtins))
@@ -63,15 +58,11 @@ _DISPLAYS = (ast.Dict, ast.Set, ast.DictComp, ast.SetComp)
 
 @dataclass(eq=False)  # identity: two functions are never equal
 class _Function:
-    """A def or lambda: the top-level statement holding it, its names and what its body reads."""
+    """A def or lambda: the top-level statement holding it, and what its body binds."""
 
     statement: int
     names: set[str]
-    reads: set[str] = field(default_factory=set)  # names, own body only
-    attributes_read: set[str] = field(default_factory=set)  # `x.name`, own body only
-    is_method: bool = False  # defined directly in a class body
-    names_called: set[str] = field(default_factory=set)  # `f(...)`, own body only
-    lambdas: list[_Function] = field(default_factory=list)  # written in its own body
+    node: ast.AST | None = None  # the `def` or lambda
     decorators: list[ast.expr] = field(default_factory=list)
     # The root names of the attributes and items its body assigns (`self` for `self.a.b = 1`).
     store_roots: set[str] = field(default_factory=set)
@@ -110,13 +101,11 @@ class Candidates:
 
     functions: list[_Function] = field(default_factory=list)
     calls: list[_Call] = field(default_factory=list)
-    lambdas: dict[ast.Lambda, _Function] = field(default_factory=dict)
-    # Classes and the functions defined directly in their bodies (linen / Haiku methods).
-    classes: list[tuple[ast.ClassDef, list[_Function]]] = field(default_factory=list)
     bindings: list[Bindings] = field(default_factory=list)  # one per top-level statement
     imported: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     transforms: Collection[str] = field(default_factory=lambda: TRANSFORMS)
-    entered: Collection[str] = ()  # functions other modules' traced code calls
+    # The file's analysis: which functions are traced, which calls and stores get tracers.
+    analysed: FileAnalysis | None = None
     # Possible hashing sites (see `HASHED_KEYS`) with the function whose body holds them, and
     # what decides whether a site hashes: the values and annotations names are bound with, and
     # the names of functions jitted with static arguments.
@@ -124,15 +113,17 @@ class Candidates:
     keyed_bindings: list[tuple[str, ast.expr]] = field(default_factory=list)
     static_jitted: set[str] = field(default_factory=set)
     _traced: set[_Function] | None = None
-    _functions_by_name: dict[str, list[_Function]] | None = None
 
-    def statements(self, anchors: Collection[str], traced_only: bool) -> set[int]:
+    def statements(
+        self, anchors: Collection[str], traced_only: bool, given_traced: bool = True
+    ) -> set[int]:
         """Top-level statements calling (or decorating with) one of `anchors`, in the body of a
-        function that may be traced (anywhere, when not `traced_only`). A dotted anchor is a
-        full name, matched through the file's imports (`pickle.dumps`); a plain one is a method
-        name, matched on any receiver (`x.tobytes()`). `STORES` stands for the stores of
-        `_Function.stores`, and `OUTER + name` for a method on a receiver that is not a local
-        variable."""
+        traced function (anywhere, when not `traced_only`), a call that is given a certainly
+        traced value (any, when not `given_traced`). A dotted anchor is a full name, matched
+        through the file's imports (`pickle.dumps`); a plain one is a method name, matched on
+        any receiver (`x.tobytes()`). `STORES` stands for the stores of traced values into
+        state that outlives the call (of `_Function.stores` when not `traced_only`), and
+        `OUTER + name` for a method on a receiver that is not a local variable."""
         if not anchors:
             return set()
         qualified = frozenset(a for a in anchors if "." in a and not a.startswith(OUTER))
@@ -154,20 +145,36 @@ class Candidates:
             return root is not None and (call.owner is None or call.owner.is_outer(root))
 
         traced = self.traced()
+        given = self._analysis().traced_calls() if given_traced else None
+
+        def in_scope(call: _Call) -> bool:
+            if not traced_only:
+                return True
+            return call.owner in traced and (given is None or call.call in given)
+
         found = {
             call.statement
             for call in self.calls
-            if (not traced_only or call.owner in traced)
-            and (anchored(call.call.func) or (outer and on_outer(call)))
+            if in_scope(call) and (anchored(call.call.func) or (outer and on_outer(call)))
         }
-        stores = STORES in anchors
         for function in traced if traced_only else self.functions:
-            decorated = any(anchored(_decorated_by(d)) for d in function.decorators)
-            if decorated or (stores and function.stores):
+            if any(anchored(_decorated_by(d)) for d in function.decorators):
                 found.add(function.statement)
+        if STORES in anchors:
+            if traced_only:
+                index = statement_index(self._analysis().tree)
+                stores = self._analysis().store_nodes()
+                found.update(i for node in stores if (i := index(node)) is not None)
+            else:
+                found.update(function.statement for function in self.functions if function.stores)
         if HASHED_KEYS in anchors:
             found |= self._hashing_statements(traced if traced_only else None)
         return found
+
+    def _analysis(self) -> FileAnalysis:
+        if self.analysed is None:
+            raise ValueError("traced code is known only with the file's analysis")
+        return self.analysed
 
     def _hashing_statements(self, traced: set[_Function] | None) -> set[int]:
         """The statements of the sites that may hash a value in `traced` functions; without
@@ -178,39 +185,45 @@ class Candidates:
             statement
             for site, owner, statement in self.key_sites
             if (owner in traced if traced is not None else _reads_parameter(site, owner))
-            and self._hashes(site, owner, keyed)
+            and self._hashes(site, owner, keyed, traced is not None)
         }
 
-    def _hashes(self, site: ast.expr, owner: _Function | None, keyed: set[str]) -> bool:
-        """Whether `site` may hash a tracer (see `_variable`)."""
+    def _hashes(
+        self, site: ast.expr, owner: _Function | None, keyed: set[str], traced: bool
+    ) -> bool:
+        """Whether `site` may hash a tracer (see `_variable`); with `traced`, only one the
+        analysis finds traced there."""
         loops = self._loop_names(owner.loops) if owner is not None else set()
+
+        def variable(key: ast.expr, loops: set[str]) -> bool:
+            return self._variable(key, loops) and (not traced or self._analysis().carries(key))
+
         if isinstance(site, ast.Dict):
-            return any(k is not None and self._variable(k, loops) for k in site.keys)
+            return any(k is not None and variable(k, loops) for k in site.keys)
         if isinstance(site, ast.Set):
-            return any(self._variable(e, loops) for e in site.elts)
+            return any(variable(e, loops) for e in site.elts)
         if isinstance(site, ast.DictComp | ast.SetComp):
             key = site.key if isinstance(site, ast.DictComp) else site.elt
-            return self._variable(key, loops | self._loop_names(site.generators))
+            return variable(key, loops | self._loop_names(site.generators))
         if isinstance(site, ast.Subscript):
             plain = not isinstance(site.slice, ast.Slice)
-            return plain and self._variable(site.slice, loops) and self._keyed(site.value, keyed)
+            return plain and variable(site.slice, loops) and self._keyed(site.value, keyed)
         if isinstance(site, ast.Compare):
             keyed_right = any(self._keyed(c, keyed) for c in site.comparators)
-            return keyed_right and self._variable(site.left, loops)
+            return keyed_right and variable(site.left, loops)
         if not isinstance(site, ast.Call):
             return False
         func, first = site.func, site.args[0] if site.args else None
         if isinstance(func, ast.Attribute) and func.attr in _KEY_METHODS:
-            variable = first is not None and self._variable(first, loops)
-            return variable and self._keyed(func.value, keyed)
+            return first is not None and variable(first, loops) and self._keyed(func.value, keyed)
         if isinstance(func, ast.Name) and func.id in self.static_jitted:
-            return True
+            return not traced or site in self._analysis().traced_calls()
         callees = self._last_names(func) & _HASHING_CALLEES
         if callees == {"hash"}:
-            return first is not None and self._variable(first, loops)
+            return first is not None and variable(first, loops)
         # `set(name)` may be a set of a dict's keys: the rule looks at displays and results.
         plain = not isinstance(first, ast.Name | ast.Attribute | ast.Constant)
-        return bool(callees) and first is not None and plain
+        return bool(callees) and first is not None and plain and variable(first, loops)
 
     def _variable(self, key: ast.expr, loops: set[str]) -> bool:
         """Whether a key may be a tracer: not a constant, not a name `loops` bind (nor their
@@ -322,123 +335,11 @@ class Candidates:
         }
 
     def traced(self) -> set[_Function]:
-        """Every function that may be traced."""
+        """Every function that the analysis finds traced."""
         if self._traced is None:
-            self._traced = self._closure(self._entry_points())
+            nodes = self._analysis().traced_function_nodes()
+            self._traced = {f for f in self.functions if f.node in nodes}
         return self._traced
-
-    def _entry_points(self) -> list[_Function]:
-        entries: list[_Function] = []
-        names: set[str] = set()
-        # Functions that apply a transform (to what they receive, maybe): decorators that trace.
-        wrappers = {
-            name
-            for site in self.calls
-            if site.owner is not None and self._is_transform(site.call.func)
-            for name in site.owner.names
-        }
-        for function in self.functions:
-            if any(self._refers_to_transform(d, wrappers) for d in function.decorators):
-                entries.append(function)
-        for site in self.calls:
-            if self._is_transform(site.call.func):
-                named, lambdas = self._arguments(site.call)
-                names |= named
-                entries += lambdas
-        names.update(self.entered)
-        if any(map(self._may_be_instance, names)):
-            names.add("__call__")  # `jax.vmap(model)` calls the instance
-        entries += (f for f in self.functions if not f.names.isdisjoint(names))
-        for cls, methods in self.classes:
-            if any(self._full_names(b) & TRACED_MODULE_BASES for b in cls.bases):
-                entries += methods
-        return entries
-
-    def tracing_context(self, functions: Iterable[_Function]) -> set[int]:
-        """The top-level statements that decide whether `functions` are traced, and with which
-        arguments: their own, those of the traced functions that call them (transitively), and
-        those applying a transform to any of these. What follows a traced call needs, without
-        the far larger set of everything that mentions the functions."""
-        by_name = self._by_name()
-        callers: dict[_Function, list[_Function]] = defaultdict(list)
-        for caller in self.traced():
-            for callee in _callees(caller, by_name):
-                callers[callee].append(caller)
-            if any(map(self._may_be_instance, caller.names_called)):
-                for callee in by_name.get("__call__", ()):
-                    callers[callee].append(caller)
-            for lambda_ in caller.lambdas:
-                callers[lambda_].append(caller)
-        reached: set[_Function] = set()
-        work = list(functions)
-        while work:
-            function = work.pop()
-            if function not in reached:
-                reached.add(function)
-                work.extend(callers[function])
-        statements = {function.statement for function in reached}
-        names = {name for function in reached for name in function.names}
-        for site in self.calls:
-            if self._is_transform(site.call.func):
-                named, lambdas = self._arguments(site.call)
-                if not named.isdisjoint(names) or not reached.isdisjoint(lambdas):
-                    statements.add(site.statement)
-        return statements
-
-    def _arguments(self, call: ast.Call) -> tuple[set[str], list[_Function]]:
-        """The names (and attribute names) written in a call's arguments, and its lambdas."""
-        names: set[str] = set()
-        lambdas: list[_Function] = []
-        for argument in (*call.args, *(k.value for k in call.keywords)):
-            for node in ast.walk(argument):
-                if isinstance(node, ast.Name):
-                    names.add(node.id)
-                elif isinstance(node, ast.Attribute):
-                    names.add(node.attr)
-                elif isinstance(node, ast.Lambda):
-                    lambdas.append(self.lambdas[node])
-        return names, lambdas
-
-    def _may_be_instance(self, name: str) -> bool:
-        """`name` may hold an instance of a class (its `__call__` runs when it is called): it
-        is no function of the file, no import and no builtin."""
-        if self._functions_by_name is None:
-            self._functions_by_name = self._by_name()
-        return not (name in self._functions_by_name or name in self.imported or name in _BUILTINS)
-
-    def _by_name(self) -> dict[str, list[_Function]]:
-        by_name: dict[str, list[_Function]] = defaultdict(list)
-        for function in self.functions:
-            for name in function.names:
-                by_name[name].append(function)
-        return by_name
-
-    def _closure(self, entries: Iterable[_Function]) -> set[_Function]:
-        by_name = self._by_name()
-        seen: set[_Function] = set()
-        work = list(entries)
-        while work:
-            function = work.pop()
-            if function in seen:
-                continue
-            seen.add(function)
-            work.extend(_callees(function, by_name))
-            if any(map(self._may_be_instance, function.names_called)):
-                work.extend(by_name.get("__call__", ()))
-            work.extend(function.lambdas)
-        return seen
-
-    def _refers_to_transform(self, decorator: ast.expr, wrappers: set[str]) -> bool:
-        return any(
-            isinstance(node, ast.expr)
-            and (self._is_transform(node) or (isinstance(node, ast.Name) and node.id in wrappers))
-            for node in ast.walk(decorator)
-        )
-
-    def _is_transform(self, func: ast.expr) -> bool:
-        if isinstance(func, ast.Attribute) and func.attr in CUSTOM_RULE_METHODS:
-            return True
-        return not self._full_names(func).isdisjoint(self.transforms)
 
     def _full_names(self, expr: ast.expr) -> set[str]:
         """What `expr` can name through the file's imports (`lax.scan` -> `jax.lax.scan`)."""
@@ -464,15 +365,14 @@ def _decorated_by(decorator: ast.expr) -> ast.expr:
 
 
 def collect(
-    tree: ast.Module, transforms: Collection[str] = TRANSFORMS, entered: Collection[str] = ()
+    tree: ast.Module, analysed: FileAnalysis | None, transforms: Collection[str] = TRANSFORMS
 ) -> Candidates:
     """One iterative walk over the file (deep expressions cannot overflow the stack);
     `transforms` are the full names of the functions that trace what they receive, `entered`
     the names of those other modules trace. The walk also finds each top-level statement's
     `Bindings`, which the slice needs."""
-    found = Candidates(transforms=transforms, entered=entered)
+    found = Candidates(transforms=transforms, analysed=analysed)
     lambda_names: dict[ast.Lambda, set[str]] = {}
-    methods_of: dict[ast.stmt, list[_Function]] = {}  # a class's statement -> its methods
     framework_classes: dict[ast.stmt, str | None] = {}  # their methods -> `self`
     for statement, top in enumerate(tree.body):
         names = Bindings()
@@ -488,21 +388,15 @@ def collect(
                     names.mentions.add(node.id)
                 elif module_level:
                     names.defines.add(node.id)
-                if owner is not None:
-                    owner.reads.add(node.id)
                 continue
             if isinstance(node, ast.Attribute | ast.Subscript):
-                if owner is not None:
-                    if isinstance(node, ast.Attribute):
-                        owner.attributes_read.add(node.attr)
-                    if isinstance(node.ctx, ast.Store) and (root := _root_name(node)):
-                        owner.store_roots.add(root)
+                root = _root_name(node) if isinstance(node.ctx, ast.Store) else None
+                if owner is not None and root is not None:
+                    owner.store_roots.add(root)
                 if isinstance(node, ast.Subscript):
                     found.key_sites.append((node, owner, statement))
             elif isinstance(node, ast.Call):
                 found.calls.append(_Call(node, owner, statement))
-                if owner is not None and isinstance(node.func, ast.Name):
-                    owner.names_called.add(node.func.id)
                 found.key_sites.append((node, owner, statement))
             elif isinstance(node, _DISPLAYS):
                 found.key_sites.append((node, owner, statement))
@@ -512,14 +406,13 @@ def collect(
             elif isinstance(node, _FUNCTIONS):
                 if module_level:
                     names.defines.add(node.name)
-                function = _Function(statement, {node.name}, decorators=list(node.decorator_list))
+                function = _Function(
+                    statement, {node.name}, node, decorators=list(node.decorator_list)
+                )
                 function.binds.update(_plain_parameters(node.args))
                 function.params = _parameters(node.args)
                 _note_keyed(node, found)
                 found.functions.append(function)
-                if node in methods_of:
-                    methods_of.pop(node).append(function)
-                    function.is_method = True
                 function.framework_self = framework_classes.pop(node, None)
                 outer = [
                     *node.decorator_list,
@@ -531,21 +424,15 @@ def collect(
                 stack.extend((child, function, False) for child in node.body)
                 continue
             elif isinstance(node, ast.Lambda):
-                function = _Function(statement, lambda_names.pop(node, set()))
+                function = _Function(statement, lambda_names.pop(node, set()), node)
                 function.params = _parameters(node.args)
                 found.functions.append(function)
-                found.lambdas[node] = function
-                if owner is not None:
-                    owner.lambdas.append(function)
                 stack.append((node.args, owner, False))
                 stack.append((node.body, function, False))
                 continue
             elif isinstance(node, ast.ClassDef):
                 if module_level:
                     names.defines.add(node.name)
-                methods: list[_Function] = []
-                found.classes.append((node, methods))
-                methods_of.update((child, methods) for child in node.body)
                 if not _may_be_plain(node, found):
                     framework_classes.update(
                         (child, _first_parameter(child.args))
@@ -695,16 +582,6 @@ def _may_be_plain(cls: ast.ClassDef, found: Candidates) -> bool:
 def _first_parameter(args: ast.arguments) -> str | None:
     positional = [*args.posonlyargs, *args.args]
     return positional[0].arg if positional else None
-
-
-def _callees(function: _Function, by_name: dict[str, list[_Function]]) -> Iterator[_Function]:
-    """The functions of the file that `function`'s body may call or hand on: by a name it
-    reads, a function that is no method; by an attribute it reads (`self.step`, `m.apply`),
-    a method (what the analysis resolves them to)."""
-    for name in function.reads:
-        yield from (other for other in by_name.get(name, ()) if not other.is_method)
-    for name in function.attributes_read:
-        yield from (other for other in by_name.get(name, ()) if other.is_method)
 
 
 def _bound_by_import(node: ast.Import | ast.ImportFrom) -> Iterator[str]:

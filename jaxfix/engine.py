@@ -13,20 +13,21 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from jaxfix import candidates, firstpass, suppression
+from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
 from jaxfix.options import DEFAULT, Options
-from jaxfix.project import ModuleFacts, Place, ProjectContext
+from jaxfix.project import ModuleFacts, Place, ProjectContext, traced_calls
 from jaxfix.registry import all_rules, matches
 from jaxfix.rule import Fix, Replacement, Rule
-from jaxfix.tracing import TracedAnalysis
+from jaxfix.tracing import TracedAnalysis, external_call
 from jaxfix.transforms import TransformSpec, with_user_transforms
 
 MAX_FIX_PASSES = 10
@@ -56,9 +57,9 @@ class _Selection:
     `seeds` is None), with what they bind and read."""
 
     tree: ast.Module
+    analysed: FileAnalysis
     seeds: set[int] | None = None
     bindings: Sequence[firstpass.Bindings] = ()
-    context: set[int] = field(default_factory=set)  # see `firstpass.relevant_slice`
 
     def around(self, lines: Collection[int]) -> _Selection:
         """Only the seeds that span one of `lines`."""
@@ -66,12 +67,12 @@ class _Selection:
             return self
         spans = {i: firstpass.lines_of(self.tree.body[i]) for i in self.seeds}
         seeds = {i for i, (first, last) in spans.items() if any(first <= n <= last for n in lines)}
-        return dataclasses.replace(self, seeds=seeds, context=set())
+        return dataclasses.replace(self, seeds=seeds)
 
     def slice(self, text: str, for_fixes: Collection[str] | None = None) -> firstpass.Slice | None:
         """The part of `text` the rules depend on (see `firstpass.relevant_slice`)."""
         return firstpass.relevant_slice(
-            text, self.tree, self.seeds, self.bindings, context=self.context, for_fixes=for_fixes
+            text, self.tree, self.seeds, self.bindings, for_fixes=for_fixes
         )
 
 
@@ -216,7 +217,8 @@ def _with_edits(
     dropped = {name for d in wanted if d.fix for name in _names_in(d.fix.removed_nodes)}
     piece = selection.slice(text, for_fixes=dropped)
     assert piece is not None, "a finding implies a statement to slice"
-    found, wrapper, _ = _run(cst.parse_module(piece.text), rules, options)
+    module = cst.parse_module(piece.text)
+    found, wrapper, _ = _run(module, rules, options, None, selection.analysed, piece.file_line)
     fixes = {_place(_in_file(d, piece)): d.fix for d in found if d.fix is not None}
     result: list[Diagnostic] = []
     for diagnostic in diagnostics:
@@ -354,44 +356,38 @@ def _check(
     """Findings in the slice of `text` the rules depend on, in the file's line numbers (none,
     without LibCST, when the first pass rules them out). Their fixes refer to the slice's syntax
     tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all.
-    With `follow`, the slice also holds the calls traced code makes into the run's packages,
-    which are added to `follow.calls_out`."""
+    With `follow`, the calls traced code makes into the run's packages are added to
+    `follow.calls_out` (from the analysis, without LibCST)."""
     tree = firstpass.parse(text, filename)
-    selection = _Selection(tree)
+    external = [external_call(entry) for entry in options.entries]
+    analysed = analyse_file(tree, text, _transforms(options), external)
+    selection = _Selection(tree, analysed)
     # Call sites of other files' functions can be anywhere: the whole file is analysed.
     sliced = slicing and all(rule.anchors for rule in rules) and not options.serialized_imports
     if sliced or follow is not None:
-        entered = {entry.function for entry in options.entries}
-        found = candidates.collect(tree, _transforms(options), entered)
+        found = candidates.collect(tree, analysed, _transforms(options))
     if follow is not None:
         _note_facts(tree, found, options.packages, follow)
-    following = follow is not None and options.follow
+        if options.follow:
+            follow.facts.calls_out.extend(traced_calls(analysed, follow.place, options.packages))
     if sliced:
         by_rule = {
-            rule: found.statements(_anchors(rule, options), rule.traced_only) for rule in rules
+            rule: found.statements(
+                _anchors(rule, options), rule.traced_only, rule.anchors_receive_traced
+            )
+            for rule in rules
         }
         rules = [rule for rule in rules if by_rule[rule]]
         seeds = set().union(*by_rule.values())
-        context = set()
-        if following:
-            assert follow is not None
-            targets, traced = set(options.follow_targets), found.traced()
-            context = found.tracing_context(
-                call.owner
-                for call, name in found.project_calls(options.packages)
-                if call.owner in traced and follow.place.absolute(name) in targets
-            )
-        selection = _Selection(tree, seeds, found.bindings, context)
-    elif not rules and not following:
+        selection = _Selection(tree, analysed, seeds, found.bindings)
+    if not rules:
         return [], selection
     piece = selection.slice(text)
     if piece is None:
         return [], selection
     facts = follow.facts if follow is not None else None
-    diagnostics, _, analysis = _run(cst.parse_module(piece.text), rules, options, facts)
-    if following:
-        assert follow is not None
-        follow.facts.calls_out.extend(analysis.calls_out(follow.place, options.packages))
+    module = cst.parse_module(piece.text)
+    diagnostics, _, _ = _run(module, rules, options, facts, analysed, piece.file_line)
     return [_in_file(d, piece) for d in diagnostics], selection
 
 
@@ -428,13 +424,19 @@ def _run(
     rules: Sequence[type[Rule]],
     options: Options,
     facts: ModuleFacts | None = None,
+    analysed: FileAnalysis | None = None,
+    line_of: Callable[[int], int] | None = None,
 ) -> tuple[list[Diagnostic], MetadataWrapper, TracedAnalysis]:
-    """Run `rules` over `module`; what they note for the rest of the run goes to `facts`."""
+    """Run `rules` over `module`; what they note for the rest of the run goes to `facts`.
+    `analysed` is the analysis of the file `module` is (a slice of, its lines mapped to the
+    file's by `line_of`); without it, `module` is analysed."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     project = ProjectContext(
         bool(options.packages), options.serialized_imports, options.foreign_calls, facts
     )
-    analysis = TracedAnalysis(wrapper, _transforms(options), options.entries, project)
+    analysis = TracedAnalysis(
+        wrapper, _transforms(options), options.entries, project, analysed, line_of
+    )
     instances = [rule(analysis, options.for_rule(rule.code, rule.name)) for rule in rules]
     wrapper.visit_batched(instances)
     diagnostics = [d for rule in instances for d in rule.diagnostics]

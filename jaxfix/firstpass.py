@@ -6,10 +6,12 @@ that would overflow LibCST's native parser never reaches it), and it cuts out th
 statements a rule can depend on, so that LibCST parses and resolves metadata only for those:
 
 - the *seeds*, statements that can hold a finding (chosen by `jaxfix.candidates`);
-- their *dependents*, statements that mention a name a seed or dependent defines (a caller,
-  `jax.jit(f)`, `f.cache_clear()`), since they decide whether that code is traced;
+- their *dependents*, statements that mention a name a seed defines (a caller,
+  `f.cache_clear()`, a reader of a global it sets), which rules and fixes look at;
 - the *dependencies* of all of those, statements that define a name they mention (imports,
   aliases, module-level state), transitively.
+
+Which code is traced is not decided on the slice: the analysis of the whole file says it.
 
 The slice keeps every statement's text, so columns are unchanged and lines map back by offset.
 """
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 # parse) and recurses once per level: deeper code is reported instead of analysed.
 MAX_DEPTH = 1000
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
@@ -89,6 +92,12 @@ class _Chunk:
     mentions: set[str]
 
     @property
+    def is_definition(self) -> bool:
+        """Only `def`s and classes: what their bodies mention is not needed to analyse the
+        code that uses them."""
+        return all(isinstance(node, _DEFINITIONS) for node in self.nodes)
+
+    @property
     def star_import(self) -> bool:
         """`from m import *` can define any name: always kept."""
         return "*" in self.defines
@@ -100,16 +109,12 @@ def relevant_slice(
     seeds: Collection[int] | None,
     bindings: Sequence[Bindings] = (),
     *,
-    context: Collection[int] = (),
     for_fixes: Collection[str] | None = None,
 ) -> Slice | None:
     """The part of `text` that the top-level statements `seeds` (indices into `tree.body`,
     whose `bindings` are given in the same order) depend on; None when there are no seeds,
     the whole file when `seeds` is None. Raises `InvalidSource` when a kept statement is nested
     deeper than `MAX_DEPTH`.
-
-    `context` (indices too) are statements kept with their dependencies but not their
-    dependents: for a caller that already says everything about how they are reached.
 
     `for_fixes` (names) makes the slice one that fixes can be applied to as to the whole file:
     it also keeps every import (new imports go where they would in the file) and every
@@ -118,7 +123,7 @@ def relevant_slice(
     if seeds is None:
         check_depth(tree.body)
         return Slice(text, whole=True)
-    if not seeds and not context:
+    if not seeds:
         return None
     lines = _LINE.findall(text)
     chunks = _chunks(tree.body, bindings)
@@ -133,7 +138,7 @@ def relevant_slice(
     )
     dropped = for_fixes or ()
     seed_chunks.update(i for i, c in enumerate(chunks) if not c.defines.isdisjoint(dropped))
-    kept = _closure(chunks, seed_chunks, {chunk_of[statement] for statement in context})
+    kept = _closure(chunks, seed_chunks)
     if for_fixes is not None:
         kept.update(i for i, chunk in enumerate(chunks) if all(map(_is_import, chunk.nodes)))
     check_depth(node for index in kept for node in chunks[index].nodes)
@@ -186,11 +191,12 @@ def _chunks(body: Sequence[ast.stmt], bindings: Sequence[Bindings]) -> list[_Chu
     return chunks
 
 
-def _closure(
-    chunks: Sequence[_Chunk], seeds: Iterable[int], context: Iterable[int] = ()
-) -> set[int]:
-    """Seeds, their dependents (transitively) and the dependencies of everything kept,
-    `context` among it."""
+def _closure(chunks: Sequence[_Chunk], seeds: Iterable[int]) -> set[int]:
+    """Seeds, the statements that mention a name a seed defines (its callers, `f.cache_clear()`,
+    the readers of a global it sets: what a rule and its fix look at), and the dependencies of
+    those, transitively through the statements that are not definitions (imports, aliases,
+    module-level state): the `def`s and classes they name are kept without what their bodies
+    mention. Whether code is traced comes from the analysis of the whole file, not the slice."""
     definers: dict[str, list[int]] = defaultdict(list)
     mentioners: dict[str, list[int]] = defaultdict(list)
     for index, chunk in enumerate(chunks):
@@ -198,19 +204,16 @@ def _closure(
             definers[name].append(index)
         for name in chunk.mentions:
             mentioners[name].append(index)
-    kept: set[int] = set()
-    spreading: set[int] = set()  # kept as seed or dependent: their names pull in dependents
-    work = [(index, True) for index in seeds] + [(index, False) for index in context]
+    used = list(seeds)
+    used += [o for index in seeds for name in chunks[index].defines for o in mentioners[name]]
+    kept = set(used)
+    work = [other for index in used for name in chunks[index].mentions for other in definers[name]]
     while work:
-        index, spreads = work.pop()
-        if index in kept and (index in spreading or not spreads):
-            continue
-        kept.add(index)
-        chunk = chunks[index]
-        work.extend((other, False) for name in chunk.mentions for other in definers[name])
-        if spreads:
-            spreading.add(index)
-            work.extend((other, True) for name in chunk.defines for other in mentioners[name])
+        index = work.pop()
+        if index not in kept:
+            kept.add(index)
+            if not chunks[index].is_definition:
+                work.extend(other for name in chunks[index].mentions for other in definers[name])
     return kept
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 import ast
 import functools
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from jaxfix.analysis.file import FileAnalysis
 
 MAX_REEXPORTS = 5  # `from .a import f` hops followed to the definition
 
@@ -286,3 +288,21 @@ def _top_level(path: Path) -> tuple[frozenset[str], Mapping[str, str]]:
                 joiner = "" if module.endswith(".") or not module else "."
                 imported[alias.asname or alias.name] = f"{module}{joiner}{alias.name}"
     return defined, imported
+
+
+def traced_calls(
+    analysed: FileAnalysis, place: Place, packages: Collection[str]
+) -> list[TracedCall]:
+    """The calls the file's traced code makes to functions imported from `packages` (the
+    run's), with which of their parameters receive traced values: the other modules' entries."""
+    found: list[TracedCall] = []
+    for name, call, label, staged in analysed.calls_out():
+        target = place.absolute(name)
+        if target.split(".")[0] not in packages:
+            continue
+        positions, keywords, every = analysed.traced_arguments(call)
+        caller = f"{place.module}.{label}" if place.module else label
+        reason = f"called from traced `{caller}`"
+        entry = Entry("", tuple(positions), tuple(keywords), every, staged, reason)
+        found.append(TracedCall(target, entry))
+    return found

@@ -67,8 +67,12 @@ class Rule(cst.BatchableCSTVisitor):
     # counts the stores to attributes, items and `global` / `nonlocal` names.
     anchors: ClassVar[frozenset[str]]
     # The rule reports only in code that jax traces: anchors count only inside functions that
-    # may be traced (see `jaxfix.candidates`).
+    # are traced (see `jaxfix.candidates`).
     traced_only: ClassVar[bool] = True
+    # Every anchored call the rule reports at is given a certainly traced value (receiver or
+    # argument): anchored calls given none are no candidates. False when an anchor only marks
+    # the context of a finding (the pool whose `map` later receives the tracer).
+    anchors_receive_traced: ClassVar[bool] = True
     # False for an opt-in rule: it runs only when selected by its code or name.
     default_enabled: ClassVar[bool] = True
     # The rule also reports in files that other files' findings concern (JF107's call sites of

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -26,12 +26,12 @@ from libcst.metadata import (
 )
 
 from jaxfix.analysis import flow
-from jaxfix.analysis.bridge import Positions, Span
-from jaxfix.analysis.flow import analyse
+from jaxfix.analysis.bridge import Span
+from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.reasons import Reason
-from jaxfix.analysis.tracing import External, trace
+from jaxfix.analysis.tracing import External
 from jaxfix.analysis.values import Kind, Param, Staged
-from jaxfix.project import Entry, Place, ProjectContext, TracedCall
+from jaxfix.project import Entry, ProjectContext
 from jaxfix.transforms import TRANSFORMS, TransformSpec
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -134,7 +134,11 @@ class TracedAnalysis:
         transforms: Mapping[str, TransformSpec] = TRANSFORMS,
         entries: Sequence[Entry] = (),
         project: ProjectContext = ProjectContext(),  # noqa: B008 - frozen, never mutated
+        analysed: FileAnalysis | None = None,
+        line_of: Callable[[int], int] | None = None,
     ) -> None:
+        """`analysed`: the analysis of the file `wrapper`'s module is (a slice of), whose
+        lines map to the file's by `line_of`; analysed here when not given."""
         self.module = wrapper.module
         self.project = project
         # Resolved together first, in as few traversals as LibCST can (the rules need
@@ -150,10 +154,14 @@ class TracedAnalysis:
         self._collected = collector
         self._parents = collector.parents
         self._all_names: set[str] | None = None
-        code = self.module.code
-        tree = ast.parse(code)
-        self._where = Positions(tree, code)
-        self.facts = trace(analyse(tree, transforms=transforms), [_external(e) for e in entries])
+        if analysed is None:
+            code = self.module.code
+            external = [external_call(e) for e in entries]
+            analysed = analyse_file(ast.parse(code), code, transforms, external)
+        self._analysed = analysed
+        self._line_of = line_of or _same_line
+        self._where = analysed.positions
+        self.facts = analysed.facts
         self.functions: dict[FunctionNode, TracedFunction] = self._traced_functions()
 
     def _traced_functions(self) -> dict[FunctionNode, TracedFunction]:
@@ -182,14 +190,14 @@ class TracedAnalysis:
         """The CPython node of a LibCST `def` or lambda."""
         if isinstance(function, cst.FunctionDef):
             start = self._positions[function.name].start
-            return self._where.function(start.line, start.column)
+            return self._where.function(self._line_of(start.line), start.column)
         node = self._where.expression(self._span(function))
         return node if isinstance(node, ast.Lambda) else None
 
     def _span(self, node: cst.CSTNode) -> Span:
         code_range = self._positions[node]
         start, end = code_range.start, code_range.end
-        return (start.line, start.column, end.line, end.column)
+        return (self._line_of(start.line), start.column, self._line_of(end.line), end.column)
 
     def imported_names(self, node: cst.CSTNode, depth: int = 0) -> set[str]:
         """Fully qualified names `node` refers to through an import or a builtin, also through
@@ -292,7 +300,9 @@ class TracedAnalysis:
     def all_names(self) -> set[str]:
         """Every identifier the module mentions (to pick names that clash with none)."""
         if self._all_names is None:
-            self._all_names = {n.value for n in self._scopes if isinstance(n, cst.Name)}
+            # The file's, not only the slice's: LibCST may see a part of the file.
+            self._all_names = self._analysed.identifiers()
+            self._all_names.update(n.value for n in self._scopes if isinstance(n, cst.Name))
             for scope in set(self._scopes.values()):
                 if scope is not None:
                     self._all_names.update(a.name for a in scope.assignments)
@@ -361,45 +371,6 @@ class TracedAnalysis:
                     node = parent if climbs else None
         return found
 
-    def calls_out(self, place: Place, packages: Collection[str]) -> list[TracedCall]:
-        """The calls traced code makes to functions imported from `packages` (the run's), with
-        which of their parameters receive traced values: the other modules' entries."""
-        found: list[TracedCall] = []
-        for entry in self.functions.values():
-            label = f"{place.module}.{entry.label}" if place.module else entry.label
-            for call in self._collected.owned[entry.node].calls:
-                for name in sorted(self._project_names(call.func, place, packages)):
-                    found.append(TracedCall(name, self._entry_for(call, entry, label)))
-        return found
-
-    def _project_names(
-        self, func: cst.BaseExpression, place: Place, packages: Collection[str]
-    ) -> set[str]:
-        if not isinstance(func, cst.Name | cst.Attribute):
-            return set()  # `make(lr)(x)` calls what `make` returns, not `make`
-        names = {
-            place.absolute(q.name)
-            for q in self._qualified_names(func)
-            if q.source is QualifiedNameSource.IMPORT
-        }
-        return {name for name in names if name.split(".")[0] in packages}
-
-    def _entry_for(self, call: cst.Call, caller: TracedFunction, label: str) -> Entry:
-        positions: list[int] = []
-        keywords: list[str] = []
-        all_params = False
-        for index, arg in enumerate(call.args):
-            if not self._traced(arg.value):
-                continue
-            if arg.star:
-                all_params = True
-            elif arg.keyword is not None:
-                keywords.append(arg.keyword.value)
-            else:
-                positions.append(index)
-        reason = f"called from traced `{label}`"
-        return Entry("", tuple(positions), tuple(keywords), all_params, caller.staged, reason)
-
     def class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
         """The class of the module a name is bound to, when it is bound only to it."""
         if not isinstance(expr, cst.Name):
@@ -432,7 +403,11 @@ class TracedAnalysis:
         )
 
 
-def _external(entry: Entry) -> External:
+def _same_line(line: int) -> int:
+    return line
+
+
+def external_call(entry: Entry) -> External:
     """Another module's traced call of a function of this one, for the analysis."""
     return External(
         entry.function,

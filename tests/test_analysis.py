@@ -57,6 +57,21 @@ def f(x):
         total = total + 1
     pickle.dumps(total)  # traced
 """,
+    "a match statement that may match no case keeps what came before it": """
+match {"protocol": 5}:
+    case {"protocol": protocol}:
+        pass
+
+@jax.jit
+def f(x):
+    pickle.dumps(x, protocol)  # traced
+    match x:
+        case 1:
+            y = 0
+        case _:
+            y = x
+    pickle.dumps(y)  # silent
+""",
     "shapes, dtypes, len and literals are static": """
 @jax.jit
 def f(x):

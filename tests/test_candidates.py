@@ -12,17 +12,23 @@ import textwrap
 
 import pytest
 
-from jaxfix.candidates import HASHED_KEYS, STORES, collect
+from jaxfix.analysis.file import analyse_file
+from jaxfix.candidates import HASHED_KEYS, STORES, Candidates, collect
 from jaxfix.registry import all_rules
 
 ANCHORS = frozenset().union(*(rule.anchors for rule in all_rules()))
+
+
+def collected(text: str) -> Candidates:
+    tree = ast.parse(text)
+    return collect(tree, analyse_file(tree, text))
 
 
 def kept(source: str) -> list[str]:
     """The first line of every top-level statement that is a candidate."""
     text = textwrap.dedent(source)
     tree = ast.parse(text)
-    statements = collect(tree).statements(ANCHORS, traced_only=True)
+    statements = collect(tree, analyse_file(tree, text)).statements(ANCHORS, traced_only=True)
     lines = text.splitlines()
     return [lines[tree.body[index].lineno - 1] for index in sorted(statements)]
 
@@ -84,11 +90,17 @@ KEPT = {
         def f(x):
             return x
         """,
-    "a serializing method on any receiver": """\
+    "a serializing method on a traced receiver": """\
         import jax
         @jax.jit
         def f(x):
-            return make().tobytes()
+            return (x + 1).tobytes()
+        """,
+    "a host conversion inside a formatted log line": """\
+        import jax, logging
+        @jax.jit
+        def f(x):
+            logging.info(f"{float(x):.2f}")
         """,
     "an imported serializer under another name": """\
         import jax
@@ -159,6 +171,12 @@ KEPT = {
 }
 
 DROPPED = {
+    "a serializing method on what is not known to be a tracer": """\
+        import jax
+        @jax.jit
+        def f(x):
+            return make().tobytes()
+        """,
     "pickling on the host": """\
         import jax, pickle
         def save(x):
@@ -249,22 +267,22 @@ def test_only_the_statements_with_a_candidate_are_seeds() -> None:
 
 
 def test_rules_that_report_outside_traced_code_see_every_anchor() -> None:
-    tree = ast.parse("import pickle\ndef save(x):\n    pickle.dumps(x)\n")
-    assert collect(tree).statements(ANCHORS, traced_only=False) == {1}
+    found = collected("import pickle\ndef save(x):\n    pickle.dumps(x)\n")
+    assert found.statements(ANCHORS, traced_only=False) == {1}
 
 
 def test_stores_count_only_for_the_stores_anchor() -> None:
-    tree = ast.parse("import jax\n@jax.jit\ndef f(x):\n    s.a = x\n    d[0] = x\n")
-    assert collect(tree).statements(frozenset({"tobytes"}), traced_only=True) == set()
-    assert collect(tree).statements(frozenset({STORES}), traced_only=True) == {1}
-    host = ast.parse("import jax\ndef f(x):\n    s.a = x\n")
-    assert collect(host).statements(frozenset({STORES}), traced_only=True) == set()
+    found = collected("import jax\n@jax.jit\ndef f(x):\n    s.a = x\n    d[0] = x\n")
+    assert found.statements(frozenset({"tobytes"}), traced_only=True) == set()
+    assert found.statements(frozenset({STORES}), traced_only=True) == {1}
+    host = collected("import jax\ndef f(x):\n    s.a = x\n")
+    assert host.statements(frozenset({STORES}), traced_only=True) == set()
 
 
 def test_hashing_sites_reached_from_other_modules_read_a_parameter() -> None:
     """Another module's traced call makes parameters traced: `lookup(k)` can hash a tracer,
     `fixed()` cannot."""
-    tree = ast.parse(
+    found = collected(
         "TABLE = {}\ndef lookup(k):\n    return TABLE[k]\ndef fixed():\n    return TABLE[K]\n"
     )
-    assert collect(tree).statements(frozenset({HASHED_KEYS}), traced_only=False) == {1}
+    assert found.statements(frozenset({HASHED_KEYS}), traced_only=False) == {1}

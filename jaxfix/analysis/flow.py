@@ -757,7 +757,8 @@ class _Interpreter:
         self._join_into(env, tracer_side, concrete_side)
 
     def _join_into(self, env: Env, *sides: Env | None) -> None:
-        reached = [side for side in sides if side is not None]
+        # A side may be `env` itself (a `match` that no case may match): read it before clearing.
+        reached = [dict(side) if side is env else side for side in sides if side is not None]
         if not reached:
             raise _Exit
         env.clear()

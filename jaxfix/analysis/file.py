@@ -1,0 +1,161 @@
+"""One file's analysis, done once on CPython's tree of the whole file.
+
+The engine analyses the file before it decides whether LibCST is needed at all; the rules then
+see the same facts through `jaxfix.tracing`, also when LibCST parses only a slice of the file
+(its lines map back to the file's). What other modules need of the file (the calls its traced
+code makes into them) is read here too, without LibCST.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from jaxfix.analysis.bridge import Positions
+from jaxfix.analysis.flow import Call, analyse
+from jaxfix.analysis.tracing import External, Facts, trace
+from jaxfix.analysis.values import Kind, Staged
+from jaxfix.transforms import TRANSFORMS, TransformSpec
+
+
+@dataclass
+class FileAnalysis:
+    """A file's syntax tree, text and traced-value facts."""
+
+    tree: ast.Module
+    text: str
+    facts: Facts
+    _positions: Positions | None = field(default=None, repr=False)
+    _traced_calls: set[ast.Call] | None = field(default=None, repr=False)
+
+    @property
+    def positions(self) -> Positions:
+        """Where each expression and `def` stands (built when LibCST needs it)."""
+        if self._positions is None:
+            self._positions = Positions(self.tree, self.text)
+        return self._positions
+
+    def identifiers(self) -> set[str]:
+        """Every name the file binds or reads (fresh names must clash with none of them)."""
+        found: set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name):
+                found.add(node.id)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                found.add(node.name)
+            elif isinstance(node, ast.arg):
+                found.add(node.arg)
+            elif isinstance(node, ast.alias):
+                found.add(node.asname or node.name.split(".")[0])
+        return found
+
+    def traced_calls(self) -> set[ast.Call]:
+        """The unguarded calls in traced code given a certainly traced value, also one that
+        is formatted or converted in the argument (`print(f"{x}")`, `log.info(float(x))`)."""
+        if self._traced_calls is None:
+            self._traced_calls = {
+                call.node
+                for summary in self.facts.traced_functions()
+                for call in summary.calls
+                if not call.guarded and self.carries(call.node)
+            }
+        return self._traced_calls
+
+    def carries(self, node: ast.expr) -> bool:
+        """Whether `node` is a tracer, or formats, converts or combines one."""
+        value = self.facts.module.value_of(node)
+        if value is not None and self.facts.kind(value) is Kind.TRACED:
+            return True
+        if isinstance(node, ast.Call):
+            receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+            given = [*node.args, *(k.value for k in node.keywords)]
+            return any(map(self.carries, given)) or (
+                receiver is not None and self.carries(receiver)
+            )
+        if isinstance(node, ast.JoinedStr):
+            formatted = (v.value for v in node.values if isinstance(v, ast.FormattedValue))
+            return any(map(self.carries, formatted))
+        if isinstance(node, ast.BinOp):
+            return self.carries(node.left) or self.carries(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.carries(node.operand)
+        if isinstance(node, ast.GeneratorExp | ast.ListComp | ast.SetComp):
+            return self.carries(node.elt)
+        if isinstance(node, ast.Starred):
+            return self.carries(node.value)
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return any(map(self.carries, node.elts))
+        if isinstance(node, ast.Dict):
+            return any(map(self.carries, node.values))
+        return False
+
+    def traced_function_nodes(self) -> set[ast.AST]:
+        """The `def`s and lambdas that run under a trace."""
+        return {s.node for s in self.facts.traced_functions()}
+
+    def store_nodes(self) -> set[ast.stmt]:
+        """Statements that store a traced value into state that outlives the call."""
+        return {store.node for store in self.facts.stores()}
+
+    def calls_out(self) -> Iterator[tuple[str, Call, str, bool]]:
+        """Each call traced code makes to an imported name: (the name as imported, the call,
+        the caller's label, whether the caller is staged)."""
+        for summary in self.facts.traced_functions():
+            staged = Staged(summary.id) in self.facts.traced
+            label = "<lambda>" if isinstance(summary.node, ast.Lambda) else summary.name
+            for call in summary.calls:
+                if call.callee is not None and isinstance(call.node.func, ast.Name | ast.Attribute):
+                    yield call.callee, call, label, staged
+
+    def traced_arguments(self, call: Call) -> tuple[list[int], list[str], bool]:
+        """Which arguments of `call` are certainly traced: positions, keywords, and whether a
+        traced `*args` / `**kwargs` reaches every parameter."""
+        positions: list[int] = []
+        keywords: list[str] = []
+        every = False
+        guarded = self.facts.module.guarded
+        for index, (node, value) in enumerate(zip(call.node.args, call.args, strict=True)):
+            if self.facts.kind(value) is Kind.TRACED and node not in guarded:
+                if isinstance(node, ast.Starred):
+                    every = True
+                else:
+                    positions.append(index)
+        for keyword in call.node.keywords:
+            given = call.keywords.get(keyword.arg or "**")
+            if given is None or self.facts.kind(given) is not Kind.TRACED:
+                continue
+            if keyword.value in guarded:
+                continue
+            if keyword.arg is None:
+                every = True
+            else:
+                keywords.append(keyword.arg)
+        return positions, keywords, every
+
+
+def analyse_file(
+    tree: ast.Module,
+    text: str,
+    transforms: Mapping[str, TransformSpec] = TRANSFORMS,
+    external: Sequence[External] = (),
+) -> FileAnalysis:
+    """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it."""
+    return FileAnalysis(tree, text, trace(analyse(tree, transforms=transforms), external))
+
+
+def statement_index(tree: ast.Module) -> Callable[[ast.AST], int | None]:
+    """A function giving the index of the top-level statement that holds a node."""
+    firsts = [
+        min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", []))]) for s in tree.body
+    ]
+
+    def index(node: ast.AST) -> int | None:
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return None
+        found = bisect.bisect_right(firsts, line) - 1
+        return found if found >= 0 else None
+
+    return index
