@@ -21,7 +21,8 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
-from jaxfix.firstpass import Bindings
+from jaxfix.analysis.flow import Bindings
+from jaxfix.analysis.walk import children
 from jaxfix.transforms import TRANSFORMS
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -365,29 +366,28 @@ def _decorated_by(decorator: ast.expr) -> ast.expr:
 
 
 def collect(
-    tree: ast.Module, analysed: FileAnalysis | None, transforms: Collection[str] = TRANSFORMS
+    tree: ast.Module,
+    analysed: FileAnalysis,
+    transforms: Collection[str] = TRANSFORMS,
+    everything: bool = True,
 ) -> Candidates:
     """One iterative walk over the file (deep expressions cannot overflow the stack);
-    `transforms` are the full names of the functions that trace what they receive, `entered`
-    the names of those other modules trace. The walk also finds each top-level statement's
-    `Bindings`, which the slice needs."""
+    `transforms` are the full names of the functions that trace what they receive. Without
+    `everything`, the bodies of functions the analysis does not find traced (nor holding one)
+    are skipped: enough for rules that report in traced code only. Each top-level statement's
+    `Bindings`, which the slice needs, come from the analysis."""
     found = Candidates(transforms=transforms, analysed=analysed)
+    found.bindings = analysed.facts.module.statement_names
+    needed = None if everything else analysed.traced_function_nodes(with_enclosing=True)
     lambda_names: dict[ast.Lambda, set[str]] = {}
     framework_classes: dict[ast.stmt, str | None] = {}  # their methods -> `self`
     for statement, top in enumerate(tree.body):
-        names = Bindings()
-        found.bindings.append(names)
-        # (node, the function whose body holds it, whether its names bind at module level)
-        stack: list[tuple[ast.AST, _Function | None, bool]] = [(top, None, True)]
+        stack: list[tuple[ast.AST, _Function | None]] = [(top, None)]  # node, its function
         while stack:
-            node, owner, module_level = stack.pop()
+            node, owner = stack.pop()
             if owner is not None and isinstance(node, _BINDERS):
                 owner.binds.update(_bound_names(node))
             if isinstance(node, ast.Name):
-                if isinstance(node.ctx, ast.Load):
-                    names.mentions.add(node.id)
-                elif module_level:
-                    names.defines.add(node.id)
                 continue
             if isinstance(node, ast.Attribute | ast.Subscript):
                 root = _root_name(node) if isinstance(node.ctx, ast.Store) else None
@@ -404,8 +404,6 @@ def collect(
                 if any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
                     found.key_sites.append((node, owner, statement))
             elif isinstance(node, _FUNCTIONS):
-                if module_level:
-                    names.defines.add(node.name)
                 function = _Function(
                     statement, {node.name}, node, decorators=list(node.decorator_list)
                 )
@@ -420,26 +418,25 @@ def collect(
                     node.args,
                     *([node.returns] if node.returns else []),
                 ]
-                stack.extend((child, owner, False) for child in outer)
-                stack.extend((child, function, False) for child in node.body)
+                stack.extend((child, owner) for child in outer)
+                if needed is None or node in needed:
+                    stack.extend((child, function) for child in node.body)
                 continue
             elif isinstance(node, ast.Lambda):
                 function = _Function(statement, lambda_names.pop(node, set()), node)
                 function.params = _parameters(node.args)
                 found.functions.append(function)
-                stack.append((node.args, owner, False))
-                stack.append((node.body, function, False))
+                stack.append((node.args, owner))
+                stack.append((node.body, function))
                 continue
             elif isinstance(node, ast.ClassDef):
-                if module_level:
-                    names.defines.add(node.name)
                 if not _may_be_plain(node, found):
                     framework_classes.update(
                         (child, _first_parameter(child.args))
                         for child in node.body
                         if isinstance(child, _FUNCTIONS)
                     )
-                stack.extend((child, owner, False) for child in _children(node))
+                stack.extend((child, owner) for child in children(node))
                 continue
             elif isinstance(node, ast.Assign):
                 targets = {t.id for t in node.targets if isinstance(t, ast.Name)}
@@ -454,8 +451,6 @@ def collect(
                         found.imported[name] |= aliased
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 _record_imports(node, found.imported)
-                if module_level:
-                    names.defines.update(_bound_by_import(node))
                 continue
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 found.keyed_bindings.append((node.target.id, node.annotation))
@@ -463,14 +458,9 @@ def collect(
                     found.keyed_bindings.append((node.target.id, node.value))
             elif isinstance(node, ast.For | ast.AsyncFor) and owner is not None:
                 owner.loops.append(node)
-            elif isinstance(node, ast.Global | ast.Nonlocal):
-                if isinstance(node, ast.Global):
-                    names.defines.update(node.names)
-                if owner is not None:
-                    owner.declared = (owner.declared or set()) | set(node.names)
-            elif module_level and (bound := _bound_name(node)) is not None:
-                names.defines.add(bound)
-            stack.extend((child, owner, module_level) for child in _children(node))
+            elif isinstance(node, ast.Global | ast.Nonlocal) and owner is not None:
+                owner.declared = (owner.declared or set()) | set(node.names)
+            stack.extend((child, owner) for child in children(node))
     return found
 
 
@@ -582,35 +572,6 @@ def _may_be_plain(cls: ast.ClassDef, found: Candidates) -> bool:
 def _first_parameter(args: ast.arguments) -> str | None:
     positional = [*args.posonlyargs, *args.args]
     return positional[0].arg if positional else None
-
-
-def _bound_by_import(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
-    for alias in node.names:
-        yield (alias.asname or alias.name).split(".")[0]
-
-
-def _bound_name(node: ast.AST) -> str | None:
-    """The name an `except ... as name` or a match pattern's capture binds."""
-    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
-        return node.name
-    if isinstance(node, ast.MatchMapping):
-        return node.rest
-    return None
-
-
-def _children(node: ast.AST) -> Iterator[ast.AST]:
-    """Like `ast.iter_child_nodes`, without the leaves nothing here looks at: expression
-    contexts (`Load`, `Store`) and constants, about a third of all nodes."""
-    for name in node._fields:
-        if name == "ctx":
-            continue
-        value = getattr(node, name, None)
-        if type(value) is list:
-            for item in value:
-                if isinstance(item, ast.AST) and type(item) is not ast.Constant:
-                    yield item
-        elif isinstance(value, ast.AST) and type(value) is not ast.Constant:
-            yield value
 
 
 def _record_imports(node: ast.Import | ast.ImportFrom, imported: dict[str, set[str]]) -> None:

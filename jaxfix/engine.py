@@ -21,6 +21,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from jaxfix import candidates, firstpass, suppression
 from jaxfix.analysis.file import FileAnalysis, analyse_file
+from jaxfix.analysis.flow import Bindings
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
 from jaxfix.options import DEFAULT, Options
@@ -59,7 +60,7 @@ class _Selection:
     tree: ast.Module
     analysed: FileAnalysis
     seeds: set[int] | None = None
-    bindings: Sequence[firstpass.Bindings] = ()
+    bindings: Sequence[Bindings] = ()
 
     def around(self, lines: Collection[int]) -> _Selection:
         """Only the seeds that span one of `lines`."""
@@ -360,12 +361,17 @@ def _check(
     `follow.calls_out` (from the analysis, without LibCST)."""
     tree = firstpass.parse(text, filename)
     external = [external_call(entry) for entry in options.entries]
-    analysed = analyse_file(tree, text, _transforms(options), external)
+    try:
+        analysed = analyse_file(tree, text, _transforms(options), external)
+    except RecursionError:
+        firstpass.check_depth(tree.body)  # says where the code is too deep to analyse
+        raise
     selection = _Selection(tree, analysed)
     # Call sites of other files' functions can be anywhere: the whole file is analysed.
     sliced = slicing and all(rule.anchors for rule in rules) and not options.serialized_imports
     if sliced or follow is not None:
-        found = candidates.collect(tree, analysed, _transforms(options))
+        everything = follow is not None or not all(rule.traced_only for rule in rules)
+        found = candidates.collect(tree, analysed, _transforms(options), everything)
     if follow is not None:
         _note_facts(tree, found, options.packages, follow)
         if options.follow:

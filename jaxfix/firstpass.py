@@ -23,7 +23,9 @@ import bisect
 import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from jaxfix.analysis.flow import Bindings
 
 # LibCST's parser is quadratic in the depth of an expression (a 4,000-term sum takes seconds to
 # parse) and recurses once per level: deeper code is reported instead of analysed.
@@ -69,16 +71,6 @@ class Slice:
             return line
         index = bisect.bisect_right(self._starts, line) - 1
         return line + self._offsets[max(index, 0)]
-
-
-@dataclass
-class Bindings:
-    """The module-level names one top-level statement binds, and every name it reads (in
-    nested code too): what decides which statements a slice keeps. `jaxfix.candidates` finds
-    them in its walk over the file, so that the file is walked once."""
-
-    defines: set[str] = field(default_factory=set)
-    mentions: set[str] = field(default_factory=set)
 
 
 @dataclass

@@ -333,6 +333,11 @@ LONG_SUM_TRACED = GOOD.replace(
     "    BLOBS.append", "    x = " + " + ".join(["x"] * 5000) + "\n    BLOBS.append"
 )
 
+# Deeper than the analysis itself can follow: said where, as for LibCST.
+HUGE_SUM_TRACED = GOOD.replace(
+    "    BLOBS.append", "    y = " + " + ".join(["x"] * 50_000) + "\n    BLOBS.append"
+)
+
 
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize(
@@ -341,8 +346,14 @@ LONG_SUM_TRACED = GOOD.replace(
         (DEEP_PARENS_MODULE, "deep.py:3:205: syntax error: too many nested parentheses"),
         (DEEP_PARENS_TRACED, "deep.py:6:209: syntax error: too many nested parentheses"),
         (LONG_SUM_TRACED, "deep.py:6:5: nested more than 1000 levels deep: not analysed"),
+        (HUGE_SUM_TRACED, "deep.py:6:5: nested more than 1000 levels deep: not analysed"),
     ],
-    ids=["parens-module-level", "parens-in-jitted-function", "5000-term-sum-in-jitted-function"],
+    ids=[
+        "parens-module-level",
+        "parens-in-jitted-function",
+        "5000-term-sum-in-jitted-function",
+        "50000-term-sum-in-jitted-function",
+    ],
 )
 def test_deeply_nested_expression_is_one_error(
     tmp_path: Path, text: str, message: str, command: str

@@ -15,6 +15,7 @@ import pytest
 
 from jaxfix import candidates
 from jaxfix.analysis.file import analyse_file
+from jaxfix.deepstack import call_with_deep_stack
 from jaxfix.engine import check_text
 from jaxfix.firstpass import MAX_DEPTH, InvalidSource, Slice, parse, relevant_slice
 from jaxfix.proofs import load_cases
@@ -27,9 +28,14 @@ ANCHORS = frozenset().union(*(rule.anchors for rule in RULES))
 
 
 def sliced(text: str) -> Slice | None:
-    tree = ast.parse(text)
-    found = candidates.collect(tree, analyse_file(tree, text))
-    return relevant_slice(text, tree, found.statements(ANCHORS, True), found.bindings)
+    """The slice as the engine makes it, on a stack as deep as the engine's."""
+
+    def make() -> Slice | None:
+        tree = ast.parse(text)
+        found = candidates.collect(tree, analyse_file(tree, text))
+        return relevant_slice(text, tree, found.statements(ANCHORS, True), found.bindings)
+
+    return call_with_deep_stack(make)
 
 
 def kept_text(source: str) -> str:

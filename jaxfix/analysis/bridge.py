@@ -9,6 +9,7 @@ function is the `def` whose name sits at the same place.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
 Span = tuple[int, int, int, int]  # first line, first column, last line, end column (code points)
@@ -16,13 +17,31 @@ _DEF = re.compile(r"(?:async\s+)?def\s+")
 
 
 class Positions:
-    """The expressions and functions of one tree, keyed by where they stand in `text`."""
+    """The expressions and functions of one tree, keyed by where they stand in `text`.
+
+    A top-level statement's nodes are indexed when a position inside it is first asked for:
+    LibCST usually looks at a few statements of a large file."""
 
     def __init__(self, tree: ast.Module, text: str) -> None:
         self.lines = text.splitlines(keepends=True)
         self.expressions: dict[Span, ast.expr] = {}
         self.functions: dict[tuple[int, int], ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        for node in ast.walk(tree):  # parents before children: the outermost node wins a span
+        self._statements = tree.body
+        self._firsts = [_first_line(statement) for statement in tree.body]
+        self._indexed: set[int] = set()
+
+    def _index(self, line: int) -> None:
+        """Index the top-level statement that holds `line` (and those sharing its lines)."""
+        found = bisect.bisect_right(self._firsts, line) - 1
+        while found >= 0 and found not in self._indexed:
+            self._indexed.add(found)
+            self._index_statement(self._statements[found])
+            previous = self._statements[found - 1] if found else None
+            shares = previous is not None and (previous.end_lineno or 0) >= self._firsts[found]
+            found = found - 1 if shares else -1  # statements sharing a line (`a = 1; b = 2`)
+
+    def _index_statement(self, statement: ast.stmt) -> None:
+        for node in ast.walk(statement):  # parents first: the outermost node wins a span
             if isinstance(node, ast.expr) and node.end_lineno is not None:
                 self.expressions.setdefault(self._span(node), node)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -50,6 +69,7 @@ class Positions:
     def expression(self, span: Span) -> ast.expr | None:
         """The expression at `span`, also when one of the two spans holds parentheses the
         other does not."""
+        self._index(span[0])
         found = self.expressions.get(span) or self._widened(span)
         if found is not None:
             return found
@@ -88,4 +108,10 @@ class Positions:
 
     def function(self, line: int, column: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The `def` whose name starts at (`line`, `column`)."""
+        self._index(line)
         return self.functions.get((line, column))
+
+
+def _first_line(statement: ast.stmt) -> int:
+    decorators: list[ast.expr] = getattr(statement, "decorator_list", [])
+    return min([statement.lineno, *(decorator.lineno for decorator in decorators)])

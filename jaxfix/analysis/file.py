@@ -39,16 +39,12 @@ class FileAnalysis:
 
     def identifiers(self) -> set[str]:
         """Every name the file binds or reads (fresh names must clash with none of them)."""
-        found: set[str] = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Name):
-                found.add(node.id)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                found.add(node.name)
-            elif isinstance(node, ast.arg):
-                found.add(node.arg)
-            elif isinstance(node, ast.alias):
-                found.add(node.asname or node.name.split(".")[0])
+        module = self.facts.module
+        found = set(module.names_read)
+        for scope in module.scopes.values():
+            found |= scope.assigned
+        for node in module.nodes.values():
+            found.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
         return found
 
     def traced_calls(self) -> set[ast.Call]:
@@ -91,9 +87,16 @@ class FileAnalysis:
             return any(map(self.carries, node.values))
         return False
 
-    def traced_function_nodes(self) -> set[ast.AST]:
-        """The `def`s and lambdas that run under a trace."""
-        return {s.node for s in self.facts.traced_functions()}
+    def traced_function_nodes(self, with_enclosing: bool = False) -> set[ast.AST]:
+        """The `def`s and lambdas that run under a trace (and the functions whose bodies
+        define them, `with_enclosing`)."""
+        module = self.facts.module
+        fids = {s.id for s in self.facts.traced_functions()}
+        if with_enclosing:
+            for fid in list(fids):
+                while (fid := module.declared_in.get(fid, "<module>")) != "<module>":
+                    fids.add(fid)
+        return {module.nodes[fid] for fid in fids if fid in module.nodes}
 
     def store_nodes(self) -> set[ast.stmt]:
         """Statements that store a traced value into state that outlives the call."""

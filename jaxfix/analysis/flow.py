@@ -22,11 +22,13 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from jaxfix.analysis import values as v
 from jaxfix.analysis.names import dotted, import_bindings
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.values import HOST, STATIC, UNKNOWN, Kind, Param, Source, Staged, Value
+from jaxfix.analysis.walk import children
 from jaxfix.transforms import (
     CALL_WRAPPERS,
     CUSTOM_DERIVATIVES,
@@ -162,6 +164,15 @@ class Summary:
 
 
 @dataclass
+class Bindings:
+    """The module-level names one top-level statement binds, and every name it reads (in
+    nested code too): what decides which statements a slice of the file keeps."""
+
+    defines: set[str] = field(default_factory=set)
+    mentions: set[str] = field(default_factory=set)
+
+
+@dataclass
 class Scope:
     """What one function's own body does (not its nested functions'): the names it binds, the
     names it declares `global` / `nonlocal`, its assignments and calls."""
@@ -195,10 +206,18 @@ class Module:
     # (a caller needs its callee's summary first); a cycle leaves the inner one unknown.
     pending: dict[str, Callable[[], None]] = field(default_factory=dict)
     scopes: dict[str, Scope] = field(default_factory=dict)
+    names_read: set[str] = field(default_factory=set)  # every name read anywhere
+    statement_names: list[Bindings] = field(default_factory=list)  # one per top-level statement
+    # The function whose body defines each function (`<module>` at top level, the enclosing
+    # function of a class body), and the functions whose body (or a nested one) may apply a
+    # transform: those are interpreted even when nothing traces them.
+    declared_in: dict[str, str] = field(default_factory=dict)
+    applying: set[str] = field(default_factory=set)
     # Expressions under a tracer guard or in a `try:` catching concretization errors: code
     # that knows what it holds, which rules leave alone.
     guarded: set[ast.AST] = field(default_factory=set)
     _values: dict[ast.AST, Value] = field(default_factory=dict)
+    _values_of: int = 0  # how many summaries `_values` holds the values of
 
     def scope(self, fid: str) -> Scope:
         """What the body of `fid` binds, declares, assigns and calls."""
@@ -206,7 +225,8 @@ class Module:
 
     def value_of(self, node: ast.AST) -> Value | None:
         """The value of an expression where it stands (None when no function evaluated it)."""
-        if not self._values:
+        if self._values_of != len(self.functions):
+            self._values_of = len(self.functions)
             for summary in self.functions.values():
                 self._values.update(summary.values)
         return self._values.get(node)
@@ -226,15 +246,21 @@ def analyse(
     is_package: bool = False,
     transforms: Mapping[str, TransformSpec] = TRANSFORMS,
 ) -> Module:
-    """The summaries of every function of `tree` (the module body too, as `<module>`)."""
+    """The module's analysis: the summaries of the module body (as `<module>`) and of the
+    functions that may apply a transform; the others' on demand (`Module.summary_of`)."""
     result = Module(module, tree, {})
-    _Declarations(result, is_package).visit(tree)
+    result.static_fields = _static_fields(result)
+    result.instance_params = _passed_instances(result)
+    declarations = _Declarations(result, is_package)
+    declarations.visit(tree)
+    result.applying = declarations.applying(transforms)
     result.static_fields = _static_fields(result)
     result.instance_params = _passed_instances(result)
     top = _Interpreter(result, transforms, "<module>", tree, None, None, {})
     result.final_env = top.run()
-    while result.pending:
-        result.summary_of(next(iter(result.pending)))
+    # The others are interpreted when the tracing finds them traced, or a caller needs them.
+    for fid in [fid for fid in result.pending if fid in result.applying]:
+        result.summary_of(fid)
     return result
 
 
@@ -253,16 +279,54 @@ class _Declarations(ast.NodeVisitor):
         self.stack: list[str] = []
         self.classes: list[int] = []  # the depths of `stack` that are classes
         self.scopes: list[Scope] = [module.scope("<module>")]
+        self.fids: list[str] = ["<module>"]  # the functions whose bodies hold the node
+        # Calls that may apply a transform, with the functions that must run for them to.
+        self.calls: list[tuple[ast.Call, tuple[str, ...]]] = []
+        self.marked: set[str] = set()  # functions defining decorated functions or classes
+        self.function_names: set[str] = set()  # defs, and names bound to lambdas
+        self.names = Bindings()  # of the top-level statement being walked
+        self._methods: dict[type, Callable[[Any], None]] = {}
+
+    def visit_Module(self, node: ast.Module) -> None:
+        for statement in node.body:
+            self.names = Bindings()
+            self.module.statement_names.append(self.names)
+            self.visit(statement)
+
+    def _define(self, *names: str | None) -> None:
+        """Names bound at module level (not in a function or class body)."""
+        if len(self.scopes) == 1:
+            self.names.defines.update(name for name in names if name)
+
+    def visit(self, node: ast.AST) -> None:
+        """`ast.NodeVisitor.visit` with the method looked up once per node class (the walk is
+        a third of the analysis of a file)."""
+        method = self._methods.get(type(node))
+        if method is None:
+            found = getattr(self, "visit_" + type(node).__name__, None)
+            method = self._methods[type(node)] = found or self.generic_visit
+        method(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """Visit the children, skipping expression contexts and constants (leaves). They are
+        listed first: a generator's frame would deepen the recursion."""
+        for child in list(children(node)):
+            self.visit(child)
 
     def _function(self, node: FunctionNode, name: str) -> None:
         qualname = ".".join([*self.stack, name])
         fid = function_id(node, qualname)
         self.module.by_node[node] = fid
         self.module.nodes[fid] = node
+        self.module.declared_in[fid] = self.fids[-1]
         if self.classes and self.classes[-1] == len(self.stack) - 1:
             self.module.owners[fid] = self.stack[-1]
         if not isinstance(node, ast.Lambda):
+            self._define(node.name)
             self.scopes[-1].assigned.add(node.name)
+            self.function_names.add(node.name)
+            if node.decorator_list:
+                self.marked.update(self.fids[1:])
             for decorator in node.decorator_list:
                 self.visit(decorator)
             if node.returns is not None:
@@ -270,8 +334,10 @@ class _Declarations(ast.NodeVisitor):
         self.visit(node.args)  # defaults and annotations run in the enclosing scope
         self.stack.append(name)
         self.scopes.append(self.module.scope(fid))
+        self.fids.append(fid)
         for statement in node.body if not isinstance(node, ast.Lambda) else [node.body]:
             self.visit(statement)
+        self.fids.pop()
         self.scopes.pop()
         self.stack.pop()
 
@@ -286,6 +352,8 @@ class _Declarations(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.module.classes.setdefault(node.name, node)
+        self.marked.update(self.fids[1:])
+        self._define(node.name)
         self.scopes[-1].assigned.add(node.name)
         for expr in [*node.decorator_list, *node.bases, *node.keywords]:
             self.visit(expr)
@@ -299,28 +367,82 @@ class _Declarations(ast.NodeVisitor):
         self.classes.pop()
 
     def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, ast.Store):
+        if isinstance(node.ctx, ast.Load):
+            self.module.names_read.add(node.id)
+            self.names.mentions.add(node.id)
+        else:
             self.scopes[-1].assigned.add(node.id)
+            self._define(node.id)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self._define(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs | ast.MatchStar) -> None:
+        self._define(node.name)
+        self.generic_visit(node)
+
+    visit_MatchStar = visit_MatchAs
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self._define(node.rest)
+        self.generic_visit(node)
 
     def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
         # Imports anywhere count for the module's names: resolved flow-insensitively.
         self.module.imports.update(import_bindings(node, self.module.name, self.is_package))
-        self.scopes[-1].assigned |= {(a.asname or a.name).split(".", 1)[0] for a in node.names}
+        bound = {(a.asname or a.name).split(".", 1)[0] for a in node.names}
+        self.scopes[-1].assigned |= bound
+        self._define(*bound)
 
     visit_ImportFrom = visit_Import
 
     def visit_Global(self, node: ast.Global | ast.Nonlocal) -> None:
         self.scopes[-1].declared.update(node.names)
+        if isinstance(node, ast.Global):
+            self.names.defines.update(node.names)
 
     visit_Nonlocal = visit_Global
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.scopes[-1].assigns.append(node)
+        if isinstance(node.value, ast.Lambda):
+            self.function_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         self.scopes[-1].calls.append(node)
+        if len(self.fids) > 1:
+            self.calls.append((node, tuple(self.fids[1:])))
         self.generic_visit(node)
+
+    def applying(self, transforms: Mapping[str, TransformSpec]) -> set[str]:
+        """The functions that must be interpreted for the module's transforms to be seen: those
+        whose body (or a nested function's) calls a transform, hands a function on (it may be
+        a wrapper that applies one), or defines a decorated function or a class."""
+        found = set(self.marked)
+        for call, fids in self.calls:
+            if not found.issuperset(fids) and self._may_apply(call, transforms):
+                found.update(fids)
+        return found
+
+    def _may_apply(self, call: ast.Call, transforms: Mapping[str, TransformSpec]) -> bool:
+        for expr in [call.func, *call.args, *(k.value for k in call.keywords)]:
+            if isinstance(expr, ast.Starred):
+                expr = expr.value
+            if isinstance(expr, ast.Lambda):
+                return True
+            if isinstance(expr, ast.Attribute) and expr.attr in CUSTOM_RULE_METHODS:
+                return True
+            parts = dotted(expr)
+            if parts is None:
+                continue
+            if expr is not call.func and parts[-1] in self.function_names:
+                return True
+            base = self.module.imports.get(parts[0])
+            if base is not None and ".".join([base, *parts[1:]]) in transforms:
+                return True
+        return False
 
 
 def _static_fields(module: Module) -> set[str]:

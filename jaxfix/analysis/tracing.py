@@ -26,6 +26,15 @@ class Facts:
     traced: set[Source] = field(default_factory=set)
     # Traced function id -> every way it came to be traced, the first found first.
     reasons: dict[str, list[Reason]] = field(default_factory=dict)
+    _children: dict[str, list[str]] | None = field(default=None, repr=False)
+
+    def children(self) -> dict[str, list[str]]:
+        """The functions defined directly in each function's body, by its id."""
+        if self._children is None:
+            self._children = {}
+            for fid, parent in self.module.declared_in.items():
+                self._children.setdefault(parent, []).append(fid)
+        return self._children
 
     def note(self, fid: str, reason: Reason) -> bool:
         """Record that `fid` is traced for `reason`; whether that is news."""
@@ -113,13 +122,13 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
     while changed:
         changed = False
         for fid in list(facts.reasons):
-            summary = module.functions.get(fid)
+            summary = module.summary_of(fid)
             if summary is None:  # never interpreted (unreachable code): nothing it does
                 continue
             for call in summary.calls:
-                if call.target is None or call.target not in module.functions:
+                callee = module.summary_of(call.target) if call.target is not None else None
+                if callee is None:
                     continue
-                callee = module.functions[call.target]
                 static = static_of.get(callee.id, frozenset())
                 new: set[Source] = set()
                 for name, value in bind_arguments(callee, call).items():
@@ -187,10 +196,11 @@ def _staged_entries(facts: Facts) -> bool:
 def _nested(facts: Facts, summary: Summary) -> bool:
     """Functions defined in traced code run under the same trace when they run at all: a
     closure's staged arrays are tracers too."""
+    if Staged(summary.id) not in facts.traced:
+        return False
     changed = False
-    for fid, other in facts.module.functions.items():
-        staged = Staged(summary.id) in facts.traced
-        if other.parent == summary.id and staged and Staged(fid) not in facts.traced:
+    for fid in facts.children().get(summary.id, ()):
+        if Staged(fid) not in facts.traced:
             facts.traced.add(Staged(fid))
             changed = True
     return changed
@@ -200,8 +210,7 @@ def _enter_from_outside(facts: Facts, call: External, static_of: dict[str, froze
     """Another module's traced code calls a top-level function of this one; its static
     parameters (if it is jitted here) stay static."""
     for fid, node in facts.module.nodes.items():
-        summary = facts.module.functions.get(fid)
-        if summary is None or summary.parent != "<module>":
+        if facts.module.declared_in.get(fid) != "<module>":
             continue
         if (
             not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
