@@ -148,16 +148,25 @@ class Candidates:
         traced = self.traced()
         given = self._analysis().traced_calls() if given_traced else None
 
-        def in_scope(call: _Call) -> bool:
+        def reported_at(call: _Call) -> bool:
             if not traced_only:
-                return True
-            return call.owner in traced and (given is None or call.call in given)
+                return anchored(call.call.func) or bool(outer and on_outer(call))
+            if call.owner not in traced:
+                return False
+            if given is None:
+                return anchored(call.call.func) or bool(outer and on_outer(call))
+            known = given.get(call.call)
+            if known is None:
+                return False
+            # What the analysis resolved: a module's function is no method (`jnp.log` is not
+            # a logger's `log`).
+            if known.method is not None:
+                return known.method in methods or (known.method in outer and on_outer(call))
+            if known.callee is not None:
+                return known.callee in qualified
+            return anchored(call.call.func)
 
-        found = {
-            call.statement
-            for call in self.calls
-            if in_scope(call) and (anchored(call.call.func) or (outer and on_outer(call)))
-        }
+        found = {call.statement for call in self.calls if reported_at(call)}
         for function in traced if traced_only else self.functions:
             if any(anchored(_decorated_by(d)) for d in function.decorators):
                 found.add(function.statement)
@@ -219,7 +228,11 @@ class Candidates:
             return first is not None and variable(first, loops) and self._keyed(func.value, keyed)
         if isinstance(func, ast.Name) and func.id in self.static_jitted:
             return not traced or site in self._analysis().traced_calls()
-        callees = self._last_names(func) & _HASHING_CALLEES
+        # By name or through an import: `x.at[i].set(v)` is no `set(...)`.
+        named = {func.id} if isinstance(func, ast.Name) else set()
+        callees = (
+            {n.rsplit(".", 1)[-1] for n in self._full_names(func)} | named
+        ) & _HASHING_CALLEES
         if callees == {"hash"}:
             return first is not None and variable(first, loops)
         # `set(name)` may be a set of a dict's keys: the rule looks at displays and results.

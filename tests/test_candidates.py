@@ -286,3 +286,17 @@ def test_hashing_sites_reached_from_other_modules_read_a_parameter() -> None:
         "TABLE = {}\ndef lookup(k):\n    return TABLE[k]\ndef fixed():\n    return TABLE[K]\n"
     )
     assert found.statements(frozenset({HASHED_KEYS}), traced_only=False) == {1}
+
+
+def test_an_array_update_is_no_set_and_a_jnp_function_is_no_logger() -> None:
+    """Method names that rules look for, on what the analysis knows is something else."""
+    assert (
+        kept("""\
+        import jax, jax.numpy as jnp
+        @jax.jit
+        def f(x, i):
+            y = x.at[i].set(x[0])
+            return jnp.log(y)
+        """)
+        == []
+    )

@@ -28,7 +28,7 @@ class FileAnalysis:
     text: str
     facts: Facts
     _positions: Positions | None = field(default=None, repr=False)
-    _traced_calls: set[ast.Call] | None = field(default=None, repr=False)
+    _traced_calls: dict[ast.Call, Call] | None = field(default=None, repr=False)
 
     @property
     def positions(self) -> Positions:
@@ -47,12 +47,12 @@ class FileAnalysis:
             found.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
         return found
 
-    def traced_calls(self) -> set[ast.Call]:
+    def traced_calls(self) -> dict[ast.Call, Call]:
         """The unguarded calls in traced code given a certainly traced value, also one that
         is formatted or converted in the argument (`print(f"{x}")`, `log.info(float(x))`)."""
         if self._traced_calls is None:
             self._traced_calls = {
-                call.node
+                call.node: call
                 for summary in self.facts.traced_functions()
                 for call in summary.calls
                 if not call.guarded and self.carries(call.node)

@@ -125,7 +125,9 @@ class Store:
     caller: str
     root: str
     value: Value
-    outlives: bool  # the root is not a local variable of the function (a parameter counts)
+    # The root is no local variable of the function: a global, a closure's name, `self`, a
+    # parameter with a default (not another parameter: its object is the caller's).
+    outlives: bool
     guarded: bool
 
 
@@ -1069,8 +1071,23 @@ class _Interpreter:
             while isinstance(root, ast.Attribute | ast.Subscript):
                 root = root.value
             if isinstance(root, ast.Name):
-                outlives = root.id not in self.locals or root.id in self.summary.params
+                outlives = root.id not in self.locals or root.id in self._outliving_params()
                 self._store(statement, root.id, value, outlives)
+
+    def _outliving_params(self) -> set[str]:
+        """The parameters whose objects outlive a call: a method's `self`, and those with a
+        default (a mutable default is shared by every call). Any other parameter's object is
+        the caller's, whose own code decides whether it outlives the trace."""
+        node = self.summary.node
+        if isinstance(node, ast.Module):
+            return set()
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        found = {a.arg for a in positional[len(positional) - len(args.defaults) :]}
+        found |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
+        if self.summary.class_name is not None and positional and not self._is_static_method():
+            found.add(positional[0].arg)
+        return found
 
     def _store(self, node: ast.stmt, root: str, value: Value, outlives: bool) -> None:
         self.summary.stores.append(
