@@ -11,6 +11,7 @@ Plain values only (no LibCST): they travel between processes and into the cache.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
@@ -33,6 +34,9 @@ class Entry:
     all_params: bool = False  # a traced `*args` / `**kwargs` reaches every parameter
     staged: bool = False
     reason: str = ""
+    # Parameters given Python values (a literal, a dtype): not certainly tracers.
+    static_positions: tuple[int, ...] = ()
+    static_keywords: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,8 @@ def _entry(data: dict[str, Any]) -> Entry:
         bool(data["all_params"]),
         bool(data["staged"]),
         data["reason"],
+        tuple(data.get("static_positions", ())),
+        tuple(data.get("static_keywords", ())),
     )
 
 
@@ -258,7 +264,7 @@ class ProjectIndex:
 
 def _merge(old: Entry | None, new: Entry, name: str) -> Entry:
     if old is None:
-        return Entry(name, new.positions, new.keywords, new.all_params, new.staged, new.reason)
+        return dataclasses.replace(new, function=name)
     return Entry(
         name,
         tuple(sorted({*old.positions, *new.positions})),
@@ -266,6 +272,8 @@ def _merge(old: Entry | None, new: Entry, name: str) -> Entry:
         old.all_params or new.all_params,
         old.staged or new.staged,
         min(old.reason, new.reason),  # the same one, whatever the order of the files
+        tuple(sorted({*old.static_positions, *new.static_positions})),
+        tuple(sorted({*old.static_keywords, *new.static_keywords})),
     )
 
 
@@ -301,8 +309,18 @@ def traced_calls(
         if target.split(".")[0] not in packages:
             continue
         positions, keywords, every = analysed.traced_arguments(call)
+        static_positions, static_keywords = analysed.static_arguments(call)
         caller = f"{place.module}.{label}" if place.module else label
         reason = f"called from traced `{caller}`"
-        entry = Entry("", tuple(positions), tuple(keywords), every, staged, reason)
+        entry = Entry(
+            "",
+            tuple(positions),
+            tuple(keywords),
+            every,
+            staged,
+            reason,
+            tuple(static_positions),
+            tuple(static_keywords),
+        )
         found.append(TracedCall(target, entry))
     return found

@@ -416,6 +416,8 @@ def external_call(entry: Entry) -> External:
         entry.all_params,
         entry.staged,
         entry.reason,
+        entry.static_positions,
+        entry.static_keywords,
     )
 
 

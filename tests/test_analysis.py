@@ -103,6 +103,22 @@ def other():
         return method_target(x)
     return jax.vmap(inner)
 """,
+    "a parameter traced code also gives Python values is not certainly traced": """
+def canonicalize(dtype):
+    pickle.dumps(dtype)  # silent
+    return dtype
+
+def helper(y):
+    pickle.dumps(y)  # traced
+
+@jax.jit
+def f(x):
+    canonicalize(x)
+    canonicalize(np.float32)
+    helper(x)
+    helper(x + 1)
+    return x
+""",
     "shapes, dtypes, len and literals are static": """
 @jax.jit
 def f(x):
@@ -468,3 +484,30 @@ def test_another_modules_call_leaves_a_jitted_functions_static_parameters_static
 
 def reported_lines_of(facts: Facts) -> set[int]:
     return {call.node.lineno for call in facts.calls_to(SINK)}
+
+
+def test_a_parameter_other_modules_also_give_python_values_is_not_certainly_traced() -> None:
+    """jax's `dtypes.canonicalize_dtype(dtype)` is called with a traced value by one module
+    and with `np.float32` by another: neither it nor what it hands `dtype` to is reported."""
+    source = HEADER + textwrap.dedent(
+        """
+        def canonicalize(dtype, x):
+            pickle.dumps(dtype)  # polymorphic
+            helper(dtype)
+            pickle.dumps(x)  # traced
+
+        def helper(d):
+            pickle.dumps(d)  # polymorphic through the call
+        """
+    )
+    module = analyse(ast.parse(source))
+    traced_only = External("canonicalize", positions=(0, 1), reason="called from traced `g`")
+    assert reported_lines_of(trace(module, [traced_only])) == marked_lines(
+        source, "traced"
+    ) | marked_lines(source, "polymorphic") | marked_lines(source, "polymorphic through the call")
+    both = External(
+        "canonicalize", positions=(0, 1), static_positions=(0,), reason="called from traced `g`"
+    )
+    assert reported_lines_of(trace(analyse(ast.parse(source)), [both])) == marked_lines(
+        source, "traced"
+    )

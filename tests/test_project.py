@@ -109,6 +109,24 @@ def test_only_the_parameters_given_tracers_are_traced(tmp_path: Path) -> None:
     assert found(invoke("check", "--no-cache", str(root)), root) == []
 
 
+def test_a_parameter_also_given_python_values_elsewhere_is_not_traced(tmp_path: Path) -> None:
+    """`save_blob(LOG, y)` in one module, `save_blob(LOG, "config")` in traced code of another:
+    `value` is polymorphic, so only the rest of the helper counts as traced."""
+    other = trainer("from pkg.io import save_blob", 'save_blob(LOG, "config")')
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/io.py": SAVER,
+            "pkg/train.py": trainer("from pkg.io import save_blob", "save_blob(LOG, y)"),
+            "pkg/setup.py": other,
+        },
+    )
+    assert found(invoke("check", "--no-cache", str(root)), root) == []
+    (root / "pkg/setup.py").unlink()  # the traced caller alone: reported, as above
+    assert found(invoke("check", "--no-cache", str(root)), root) == ["pkg/io.py:5 JF101"]
+
+
 def test_a_chain_through_three_modules_is_followed(tmp_path: Path) -> None:
     root = tree(
         tmp_path,

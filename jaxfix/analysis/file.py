@@ -137,6 +137,21 @@ class FileAnalysis:
                 keywords.append(keyword.arg)
         return positions, keywords, every
 
+    def static_arguments(self, call: Call) -> tuple[list[int], list[str]]:
+        """Which arguments of `call` are Python values (a literal, a dtype): positions and
+        keywords."""
+        positions = [
+            index
+            for index, (node, value) in enumerate(zip(call.node.args, call.args, strict=True))
+            if not isinstance(node, ast.Starred) and self.facts.kind(value) is Kind.STATIC
+        ]
+        keywords = [
+            k.arg
+            for k in call.node.keywords
+            if k.arg is not None and self.facts.kind(call.keywords[k.arg]) is Kind.STATIC
+        ]
+        return positions, keywords
+
 
 def analyse_file(
     tree: ast.Module,

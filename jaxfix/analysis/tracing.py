@@ -103,10 +103,63 @@ class External:
     all_params: bool = False
     staged: bool = False
     reason: str = ""
+    static_positions: tuple[int, ...] = ()  # parameters also given Python values
+    static_keywords: tuple[str, ...] = ()
 
 
 def trace(module: Module, external: Sequence[External] = ()) -> Facts:
-    """Run the fixed point for one module."""
+    """Run the fixed point for one module. A parameter that traced code also passes Python
+    values to (`canonicalize(dtype)` here, `canonicalize(np.float32)` there) is polymorphic:
+    it is not certainly a tracer, so it is traced only by a transform, never through calls."""
+    given_values = _given_python_values(module, external)
+    facts = _fixed_point(module, external, given_values)
+    polymorphic = _polymorphic(facts) | given_values
+    return _fixed_point(module, external, polymorphic) if polymorphic - given_values else facts
+
+
+def _given_python_values(module: Module, external: Sequence[External]) -> frozenset[Source]:
+    """The parameters other modules' traced code gives Python values."""
+    found: set[Source] = set()
+    for call in external:
+        for fid, node in _top_level_functions(module, call.function):
+            _, positional = params_of(node)
+            found.update(
+                Param(fid, positional[i]) for i in call.static_positions if i < len(positional)
+            )
+            found.update(Param(fid, name) for name in call.static_keywords)
+    return frozenset(found)
+
+
+def _top_level_functions(
+    module: Module, name: str
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The module-level functions called `name` (a `def` in each branch of an `if` may be)."""
+    for fid, node in module.nodes.items():
+        if (
+            module.declared_in.get(fid) == "<module>"
+            and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name == name
+        ):
+            yield fid, node
+
+
+def _polymorphic(facts: Facts) -> frozenset[Source]:
+    """The parameters some call in traced code gives a Python value (a literal, a dtype)."""
+    found: set[Source] = set()
+    for summary in facts.traced_functions():
+        for call in summary.calls:
+            callee = facts.module.summary_of(call.target) if call.target is not None else None
+            if callee is None:
+                continue
+            for name, value in bind_arguments(callee, call).items():
+                if facts.kind(value) is Kind.STATIC:
+                    found.add(Param(callee.id, name))
+    return frozenset(found)
+
+
+def _fixed_point(
+    module: Module, external: Sequence[External], polymorphic: frozenset[Source]
+) -> Facts:
     facts = Facts(module)
     for entry in module.entries:
         facts.note(entry.target, entry.reason)
@@ -117,7 +170,7 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
     for entry in module.entries:
         static_of[entry.target] = static_of.get(entry.target, frozenset()) | entry.static
     for outside in external:
-        _enter_from_outside(facts, outside, static_of)
+        _enter_from_outside(facts, outside, static_of, polymorphic)
     changed = True
     while changed:
         changed = False
@@ -134,8 +187,11 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
                 for name, value in bind_arguments(callee, call).items():
                     # A jitted callee's static parameters hold what jax hashed, never a tracer
                     # (a tracer given there raises: JF106 reports that at the call).
-                    if name not in static and facts.kind(value) is Kind.TRACED:
-                        new.add(Param(callee.id, name))
+                    param = Param(callee.id, name)
+                    if name in static or param in polymorphic:
+                        continue
+                    if facts.kind(value) is Kind.TRACED:
+                        new.add(param)
                 if Staged(fid) in facts.traced:
                     new.add(Staged(callee.id))
                 changed |= facts.note(callee.id, Reason(Via.CALLED, _label(summary)))
@@ -206,17 +262,15 @@ def _nested(facts: Facts, summary: Summary) -> bool:
     return changed
 
 
-def _enter_from_outside(facts: Facts, call: External, static_of: dict[str, frozenset[str]]) -> None:
+def _enter_from_outside(
+    facts: Facts,
+    call: External,
+    static_of: dict[str, frozenset[str]],
+    polymorphic: frozenset[Source],
+) -> None:
     """Another module's traced code calls a top-level function of this one; its static
-    parameters (if it is jitted here) stay static."""
-    for fid, node in facts.module.nodes.items():
-        if facts.module.declared_in.get(fid) != "<module>":
-            continue
-        if (
-            not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            or node.name != call.function
-        ):
-            continue
+    parameters (if it is jitted here) stay static, and so do those also given Python values."""
+    for fid, node in _top_level_functions(facts.module, call.function):
         params, positional = params_of(node)
         traced = (
             set(params)
@@ -225,7 +279,8 @@ def _enter_from_outside(facts: Facts, call: External, static_of: dict[str, froze
             | (set(call.keywords) & set(params))
         )
         facts.note(fid, Reason(Via.OTHER_MODULE, call.reason))
-        facts.traced |= {Param(fid, p) for p in traced - static_of.get(fid, frozenset())}
+        traced -= static_of.get(fid, frozenset())
+        facts.traced |= {Param(fid, p) for p in traced} - polymorphic
         if call.staged:
             facts.traced.add(Staged(fid))
 
