@@ -119,6 +119,16 @@ def f(x):
     helper(x + 1)
     return x
 """,
+    "a polymorphic parameter stays so when an unknown function applies its function": """
+def scale(v):
+    pickle.dumps(v)  # silent
+    return v
+
+@jax.jit
+def f(x):
+    scale(2.0)
+    return some_library.tree_map(scale, x)
+""",
     "shapes, dtypes, len and literals are static": """
 @jax.jit
 def f(x):

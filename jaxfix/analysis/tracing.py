@@ -198,16 +198,17 @@ def _fixed_point(
                 if not new <= facts.traced:
                     facts.traced |= new
                     changed = True
-            changed |= _applied(facts, summary)
+            changed |= _applied(facts, summary, polymorphic)
             changed |= _nested(facts, summary)
         changed |= _staged_entries(facts)
     return facts
 
 
-def _applied(facts: Facts, summary: Summary) -> bool:
+def _applied(facts: Facts, summary: Summary, polymorphic: frozenset[Source]) -> bool:
     """An unknown callable in traced code given functions and traced data (`tree_map(fn,
     x)`, `associative_scan(combine, xs)`) applies one to the other: every positional parameter
-    of those functions is traced. Not a thread's `target=` (not in `applied`)."""
+    of those functions is traced, unless it is polymorphic. Not a thread's `target=` (not in
+    `applied`)."""
     changed = False
     staged = Staged(summary.id) in facts.traced
     for call in summary.calls:
@@ -223,6 +224,7 @@ def _applied(facts: Facts, summary: Summary) -> bool:
             _, positional = params_of(node)
             skipped = function.bound_positions + (function.qualified == "<bound>")  # self
             new: set[Source] = {Param(function.function, p) for p in positional[skipped:]}
+            new -= polymorphic
             if staged:
                 new.add(Staged(function.function))
             changed |= facts.note(function.function, Reason(Via.APPLIED))
