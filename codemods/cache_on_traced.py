@@ -83,6 +83,7 @@ class CacheOnTraced(Rule):
     message = "`{cache}` caches `{function}`, which jax traces ({reason}): tracers are unhashable"
     fix_title = "Remove the cache decorator (`jax.jit` already caches compiled code)"
     fix_safety = FixSafety.SAFE
+    reads_users = True  # `f.cache_clear()` elsewhere rules the fix out
     anchors = CACHE_DECORATORS | set(CACHE_METHODS)
     options: ClassVar[Mapping[str, str]] = {
         "extra-cache-decorators": "The project's own memoizing decorators (`my_lib.memoize`)."

@@ -141,6 +141,7 @@ class LeakInTraced(Rule):
     log_message = "`{what}` logs a traced value inside `{function}` ({reason})"
     fix_title = "Move the statement to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
+    reads_users = True  # whether traced code reads the state back
     anchors = frozenset(
         {STORES, *LOGGER_METHODS, *METRICS_METHODS}
         | {OUTER + method for method in MUTATORS}

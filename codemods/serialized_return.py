@@ -87,6 +87,7 @@ class SerializedReturn(Rule):
     fix_safety = FixSafety.UNSAFE
     anchors = frozenset(DUMPS)
     project_aware = True
+    reads_users = True  # the callers in the module are rewritten too
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.traced.context_of(node)

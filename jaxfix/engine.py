@@ -61,6 +61,7 @@ class _Selection:
     analysed: FileAnalysis
     seeds: set[int] | None = None
     bindings: Sequence[Bindings] = ()
+    users_of: set[int] = field(default_factory=set)  # seeds whose users the rules read
 
     def around(self, lines: Collection[int]) -> _Selection:
         """Only the seeds that span one of `lines`."""
@@ -68,12 +69,12 @@ class _Selection:
             return self
         spans = {i: firstpass.lines_of(self.tree.body[i]) for i in self.seeds}
         seeds = {i for i, (first, last) in spans.items() if any(first <= n <= last for n in lines)}
-        return dataclasses.replace(self, seeds=seeds)
+        return dataclasses.replace(self, seeds=seeds, users_of=self.users_of & seeds)
 
     def slice(self, text: str, for_fixes: Collection[str] | None = None) -> firstpass.Slice | None:
         """The part of `text` the rules depend on (see `firstpass.relevant_slice`)."""
         return firstpass.relevant_slice(
-            text, self.tree, self.seeds, self.bindings, for_fixes=for_fixes
+            text, self.tree, self.seeds, self.bindings, users_of=self.users_of, for_fixes=for_fixes
         )
 
 
@@ -385,7 +386,8 @@ def _check(
         }
         rules = [rule for rule in rules if by_rule[rule]]
         seeds = set().union(*by_rule.values())
-        selection = _Selection(tree, analysed, seeds, found.bindings)
+        users_of = set().union(*(by_rule[rule] for rule in rules if rule.reads_users))
+        selection = _Selection(tree, analysed, seeds, found.bindings, users_of)
     if not rules:
         return [], selection
     piece = selection.slice(text)

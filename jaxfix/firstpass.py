@@ -101,12 +101,14 @@ def relevant_slice(
     seeds: Collection[int] | None,
     bindings: Sequence[Bindings] = (),
     *,
+    users_of: Collection[int] | None = None,
     for_fixes: Collection[str] | None = None,
 ) -> Slice | None:
     """The part of `text` that the top-level statements `seeds` (indices into `tree.body`,
     whose `bindings` are given in the same order) depend on; None when there are no seeds,
     the whole file when `seeds` is None. Raises `InvalidSource` when a kept statement is nested
-    deeper than `MAX_DEPTH`.
+    deeper than `MAX_DEPTH`. The statements that use what a seed defines are kept for the
+    seeds in `users_of` (every seed when None).
 
     `for_fixes` (names) makes the slice one that fixes can be applied to as to the whole file:
     it also keeps every import (new imports go where they would in the file) and every
@@ -128,9 +130,12 @@ def relevant_slice(
         for index, chunk in enumerate(chunks)
         if "__all__" in chunk.defines or "__name__" in chunk.mentions
     )
+    with_users = (
+        set(seed_chunks) if users_of is None else {chunk_of[statement] for statement in users_of}
+    )
     dropped = for_fixes or ()
-    seed_chunks.update(i for i, c in enumerate(chunks) if not c.defines.isdisjoint(dropped))
-    kept = _closure(chunks, seed_chunks)
+    definers = {i for i, c in enumerate(chunks) if not c.defines.isdisjoint(dropped)}
+    kept = _closure(chunks, seed_chunks | definers, with_users | definers)
     if for_fixes is not None:
         kept.update(i for i, chunk in enumerate(chunks) if all(map(_is_import, chunk.nodes)))
     check_depth(node for index in kept for node in chunks[index].nodes)
@@ -183,9 +188,12 @@ def _chunks(body: Sequence[ast.stmt], bindings: Sequence[Bindings]) -> list[_Chu
     return chunks
 
 
-def _closure(chunks: Sequence[_Chunk], seeds: Iterable[int]) -> set[int]:
-    """Seeds, the statements that mention a name a seed defines (its callers, `f.cache_clear()`,
-    the readers of a global it sets: what a rule and its fix look at), and the dependencies of
+def _closure(
+    chunks: Sequence[_Chunk], seeds: Iterable[int], with_users: Collection[int]
+) -> set[int]:
+    """Seeds, the statements that mention a name one of the seeds `with_users` defines (its
+    callers, `f.cache_clear()`, the readers of a global it sets: what some rules and fixes
+    look at), and the dependencies of
     those, transitively through the statements that are not definitions (imports, aliases,
     module-level state): the `def`s and classes they name are kept without what their bodies
     mention. Whether code is traced comes from the analysis of the whole file, not the slice."""
@@ -197,7 +205,7 @@ def _closure(chunks: Sequence[_Chunk], seeds: Iterable[int]) -> set[int]:
         for name in chunk.mentions:
             mentioners[name].append(index)
     used = list(seeds)
-    used += [o for index in seeds for name in chunks[index].defines for o in mentioners[name]]
+    used += [o for index in with_users for name in chunks[index].defines for o in mentioners[name]]
     kept = set(used)
     work = [other for index in used for name in chunks[index].mentions for other in definers[name]]
     while work:

@@ -73,6 +73,10 @@ class Rule(cst.BatchableCSTVisitor):
     # argument): anchored calls given none are no candidates. False when an anchor only marks
     # the context of a finding (the pool whose `map` later receives the tracer).
     anchors_receive_traced: ClassVar[bool] = True
+    # The rule (or its fix) looks at the statements that use what a finding's statement
+    # defines: the callers of its function, `f.cache_clear()`, the readers of a global it
+    # sets. LibCST then sees those too.
+    reads_users: ClassVar[bool] = False
     # False for an opt-in rule: it runs only when selected by its code or name.
     default_enabled: ClassVar[bool] = True
     # The rule also reports in files that other files' findings concern (JF107's call sites of

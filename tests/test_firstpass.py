@@ -115,6 +115,29 @@ def test_callers_of_a_kept_function_are_kept_not_their_callers() -> None:
     assert "unrelated" not in kept
 
 
+def test_callers_are_kept_only_for_the_seeds_whose_rules_read_them() -> None:
+    text = textwrap.dedent("""\
+        import pickle
+        import jax
+
+        @jax.jit
+        def save(x):
+            return pickle.dumps(x)
+
+        def caller(x):
+            return save(x)
+        """)
+    tree = ast.parse(text)
+    analysed = analyse_file(tree, text)
+    found = candidates.collect(tree, analysed)
+    seeds = found.statements(ANCHORS, True)
+    alone = relevant_slice(text, tree, seeds, found.bindings, users_of=set())
+    with_users = relevant_slice(text, tree, seeds, found.bindings, users_of=seeds)
+    assert alone is not None and with_users is not None
+    assert "def caller" not in alone.text
+    assert "def caller" in with_users.text
+
+
 def test_a_dependency_does_not_pull_in_the_other_users_of_its_names() -> None:
     kept = kept_text("""\
         import pickle
