@@ -44,7 +44,9 @@ class FileAnalysis:
         for scope in module.scopes.values():
             found |= scope.assigned
         for node in module.nodes.values():
-            found.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
+            args = node.args
+            every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+            found.update(a.arg for a in every if a is not None)
         return found
 
     def traced_calls(self) -> dict[ast.Call, Call]:

@@ -254,7 +254,7 @@ def analyse(
     result.static_fields = _static_fields(result)
     result.instance_params = _passed_instances(result)
     declarations = _Declarations(result, is_package)
-    declarations.visit(tree)
+    declarations.walk(tree)
     result.applying = declarations.applying(transforms)
     result.static_fields = _static_fields(result)
     result.instance_params = _passed_instances(result)
@@ -270,10 +270,15 @@ def function_id(node: ast.AST, qualname: str) -> str:
     return f"{qualname}@{getattr(node, 'lineno', 0)}"
 
 
-class _Declarations(ast.NodeVisitor):
+Work = list[ast.AST | Callable[[], None]]  # nodes to visit, and scope exits to run
+
+
+class _Declarations:
     """One walk over the module: every function's id (its qualified name and line), the
     classes, and per function what its own body binds, declares `global` / `nonlocal`, calls
-    and assigns (nested functions and classes hold their own)."""
+    and assigns (nested functions and classes hold their own). The walk keeps its own stack
+    (deep code cannot overflow Python's) and skips contexts and constants; it is a third of
+    the analysis of a file."""
 
     def __init__(self, module: Module, is_package: bool) -> None:
         self.module = module
@@ -287,35 +292,33 @@ class _Declarations(ast.NodeVisitor):
         self.marked: set[str] = set()  # functions defining decorated functions or classes
         self.function_names: set[str] = set()  # defs, and names bound to lambdas
         self.names = Bindings()  # of the top-level statement being walked
-        self._methods: dict[type, Callable[[Any], None]] = {}
+        self._handlers: dict[type, Callable[[Any, Work], None] | None] = {}
 
-    def visit_Module(self, node: ast.Module) -> None:
-        for statement in node.body:
+    def walk(self, tree: ast.Module) -> None:
+        for statement in tree.body:
             self.names = Bindings()
             self.module.statement_names.append(self.names)
-            self.visit(statement)
+            work: Work = [statement]
+            while work:
+                item = work.pop()
+                if not isinstance(item, ast.AST):
+                    item()  # leave a scope
+                    continue
+                kind = type(item)
+                if kind not in self._handlers:
+                    self._handlers[kind] = getattr(self, "visit_" + kind.__name__, None)
+                handler = self._handlers[kind]
+                if handler is None:
+                    work.extend(reversed(list(children(item))))
+                else:
+                    handler(item, work)
 
     def _define(self, *names: str | None) -> None:
         """Names bound at module level (not in a function or class body)."""
         if len(self.scopes) == 1:
             self.names.defines.update(name for name in names if name)
 
-    def visit(self, node: ast.AST) -> None:
-        """`ast.NodeVisitor.visit` with the method looked up once per node class (the walk is
-        a third of the analysis of a file)."""
-        method = self._methods.get(type(node))
-        if method is None:
-            found = getattr(self, "visit_" + type(node).__name__, None)
-            method = self._methods[type(node)] = found or self.generic_visit
-        method(node)
-
-    def generic_visit(self, node: ast.AST) -> None:
-        """Visit the children, skipping expression contexts and constants (leaves). They are
-        listed first: a generator's frame would deepen the recursion."""
-        for child in list(children(node)):
-            self.visit(child)
-
-    def _function(self, node: FunctionNode, name: str) -> None:
+    def _function(self, node: FunctionNode, name: str, work: Work) -> None:
         qualname = ".".join([*self.stack, name])
         fid = function_id(node, qualname)
         self.module.by_node[node] = fid
@@ -323,52 +326,64 @@ class _Declarations(ast.NodeVisitor):
         self.module.declared_in[fid] = self.fids[-1]
         if self.classes and self.classes[-1] == len(self.stack) - 1:
             self.module.owners[fid] = self.stack[-1]
+        outer: list[ast.AST] = []  # evaluated in the enclosing scope
         if not isinstance(node, ast.Lambda):
             self._define(node.name)
             self.scopes[-1].assigned.add(node.name)
             self.function_names.add(node.name)
             if node.decorator_list:
                 self.marked.update(self.fids[1:])
-            for decorator in node.decorator_list:
-                self.visit(decorator)
-            if node.returns is not None:
-                self.visit(node.returns)
-        self.visit(node.args)  # defaults and annotations run in the enclosing scope
-        self.stack.append(name)
-        self.scopes.append(self.module.scope(fid))
-        self.fids.append(fid)
-        for statement in node.body if not isinstance(node, ast.Lambda) else [node.body]:
-            self.visit(statement)
-        self.fids.pop()
-        self.scopes.pop()
-        self.stack.pop()
+            outer += node.decorator_list
+            outer += [node.returns] if node.returns is not None else []
+        outer.append(node.args)  # defaults and annotations
+        body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._function(node, node.name)
+        def enter() -> None:
+            self.stack.append(name)
+            self.scopes.append(self.module.scope(fid))
+            self.fids.append(fid)
 
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        self._function(node, node.name)
+        def leave() -> None:
+            self.fids.pop()
+            self.scopes.pop()
+            self.stack.pop()
 
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        self._function(node, f"<lambda:{node.lineno}:{node.col_offset}>")
+        work.append(leave)
+        work.extend(reversed(body))
+        work.append(enter)
+        work.extend(reversed(outer))
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef, work: Work) -> None:
+        self._function(node, node.name, work)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef, work: Work) -> None:
+        self._function(node, node.name, work)
+
+    def visit_Lambda(self, node: ast.Lambda, work: Work) -> None:
+        self._function(node, f"<lambda:{node.lineno}:{node.col_offset}>", work)
+
+    def visit_ClassDef(self, node: ast.ClassDef, work: Work) -> None:
         self.module.classes.setdefault(node.name, node)
         self.marked.update(self.fids[1:])
         self._define(node.name)
         self.scopes[-1].assigned.add(node.name)
-        for expr in [*node.decorator_list, *node.bases, *node.keywords]:
-            self.visit(expr)
-        self.classes.append(len(self.stack))
-        self.stack.append(node.name)
-        self.scopes.append(Scope())  # a class body binds no local of the enclosing function
-        for statement in node.body:
-            self.visit(statement)
-        self.scopes.pop()
-        self.stack.pop()
-        self.classes.pop()
 
-    def visit_Name(self, node: ast.Name) -> None:
+        def enter() -> None:
+            self.classes.append(len(self.stack))
+            self.stack.append(node.name)
+            self.scopes.append(Scope())  # a class body binds no local of the enclosing function
+
+        def leave() -> None:
+            self.scopes.pop()
+            self.stack.pop()
+            self.classes.pop()
+
+        work.append(leave)
+        work.extend(reversed(node.body))
+        work.append(enter)
+        work.extend(reversed([*node.decorator_list, *node.bases, *node.keywords]))
+
+    def visit_Name(self, node: ast.Name, work: Work) -> None:
         if isinstance(node.ctx, ast.Load):
             self.module.names_read.add(node.id)
             self.names.mentions.add(node.id)
@@ -376,21 +391,21 @@ class _Declarations(ast.NodeVisitor):
             self.scopes[-1].assigned.add(node.id)
             self._define(node.id)
 
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+    def visit_ExceptHandler(self, node: ast.ExceptHandler, work: Work) -> None:
         self._define(node.name)
-        self.generic_visit(node)
+        work.extend(reversed(list(children(node))))
 
-    def visit_MatchAs(self, node: ast.MatchAs | ast.MatchStar) -> None:
+    def visit_MatchAs(self, node: ast.MatchAs | ast.MatchStar, work: Work) -> None:
         self._define(node.name)
-        self.generic_visit(node)
+        work.extend(reversed(list(children(node))))
 
     visit_MatchStar = visit_MatchAs
 
-    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+    def visit_MatchMapping(self, node: ast.MatchMapping, work: Work) -> None:
         self._define(node.rest)
-        self.generic_visit(node)
+        work.extend(reversed(list(children(node))))
 
-    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+    def visit_Import(self, node: ast.Import | ast.ImportFrom, work: Work) -> None:
         # Imports anywhere count for the module's names: resolved flow-insensitively.
         self.module.imports.update(import_bindings(node, self.module.name, self.is_package))
         bound = {(a.asname or a.name).split(".", 1)[0] for a in node.names}
@@ -399,24 +414,24 @@ class _Declarations(ast.NodeVisitor):
 
     visit_ImportFrom = visit_Import
 
-    def visit_Global(self, node: ast.Global | ast.Nonlocal) -> None:
+    def visit_Global(self, node: ast.Global | ast.Nonlocal, work: Work) -> None:
         self.scopes[-1].declared.update(node.names)
         if isinstance(node, ast.Global):
             self.names.defines.update(node.names)
 
     visit_Nonlocal = visit_Global
 
-    def visit_Assign(self, node: ast.Assign) -> None:
+    def visit_Assign(self, node: ast.Assign, work: Work) -> None:
         self.scopes[-1].assigns.append(node)
         if isinstance(node.value, ast.Lambda):
             self.function_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        self.generic_visit(node)
+        work.extend(reversed(list(children(node))))
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def visit_Call(self, node: ast.Call, work: Work) -> None:
         self.scopes[-1].calls.append(node)
         if len(self.fids) > 1:
             self.calls.append((node, tuple(self.fids[1:])))
-        self.generic_visit(node)
+        work.extend(reversed(list(children(node))))
 
     def applying(self, transforms: Mapping[str, TransformSpec]) -> set[str]:
         """The functions that must be interpreted for the module's transforms to be seen: those
