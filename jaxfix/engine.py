@@ -376,7 +376,8 @@ def _check(
     if follow is not None:
         _note_facts(tree, found, options.packages, follow)
         if options.follow:
-            follow.facts.calls_out.extend(traced_calls(analysed, follow.place, options.packages))
+            calls = traced_calls(analysed, follow.place, options.packages, options.follow_targets)
+            follow.facts.calls_out.extend(calls)
     if sliced:
         by_rule = {
             rule: found.statements(

@@ -299,14 +299,15 @@ def _top_level(path: Path) -> tuple[frozenset[str], Mapping[str, str]]:
 
 
 def traced_calls(
-    analysed: FileAnalysis, place: Place, packages: Collection[str]
+    analysed: FileAnalysis, place: Place, packages: Collection[str], targets: Collection[str]
 ) -> list[TracedCall]:
-    """The calls the file's traced code makes to functions imported from `packages` (the
-    run's), with which of their parameters receive traced values: the other modules' entries."""
+    """The calls the file's traced code makes to `targets` (absolute names of functions of the
+    run's `packages`), with which of their parameters receive traced values and which Python
+    values: the other modules' entries."""
     found: list[TracedCall] = []
     for name, call, label, staged in analysed.calls_out():
         target = place.absolute(name)
-        if target.split(".")[0] not in packages:
+        if target.split(".")[0] not in packages or target not in targets:
             continue
         positions, keywords, every = analysed.traced_arguments(call)
         static_positions, static_keywords = analysed.static_arguments(call)
