@@ -148,13 +148,14 @@ class Candidates:
         traced = self.traced()
         given = self._analysis().traced_calls() if given_traced else None
 
+        def anchored_call(call: _Call) -> bool:
+            return anchored(call.call.func) or bool(outer and on_outer(call))
+
         def reported_at(call: _Call) -> bool:
-            if not traced_only:
-                return anchored(call.call.func) or bool(outer and on_outer(call))
-            if call.owner not in traced:
+            if not traced_only or (call.owner in traced and given is None):
+                return anchored_call(call)
+            if call.owner not in traced or given is None:
                 return False
-            if given is None:
-                return anchored(call.call.func) or bool(outer and on_outer(call))
             known = given.get(call.call)
             if known is None:
                 return False

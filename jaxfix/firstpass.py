@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from jaxfix.analysis.bridge import first_line
 from jaxfix.analysis.flow import Bindings
 
 # LibCST's parser is quadratic in the depth of an expression (a 4,000-term sum takes seconds to
@@ -162,9 +163,7 @@ def relevant_slice(
 
 def lines_of(statement: ast.stmt) -> tuple[int, int]:
     """The first and last line of `statement`, its decorators included."""
-    decorators: list[ast.expr] = getattr(statement, "decorator_list", [])
-    first = min([statement.lineno, *(decorator.lineno for decorator in decorators)])
-    return first, statement.end_lineno or statement.lineno
+    return first_line(statement), statement.end_lineno or statement.lineno
 
 
 def _is_import(node: ast.stmt) -> bool:

@@ -7,7 +7,10 @@
   point, tracer guards, early exits) that yields the function's summary: the values of its
   calls, stores and returns in terms of its parameters;
 - `tracing`: which functions run under a transform and which of their parameters are tracers,
-  a fixed point over the summaries' call edges; and the facts rules read.
+  a fixed point over the summaries' call edges; and the facts rules read;
+- `file`: one file's analysis as the engine runs it, before LibCST: which calls, stores and
+  keys get tracers, and the calls into other modules;
+- `bridge`, `walk`: positions shared with LibCST's tree, and a fast walk over CPython's.
 
 Nothing here imports LibCST or jax.
 """

@@ -27,7 +27,7 @@ class Positions:
         self.expressions: dict[Span, ast.expr] = {}
         self.functions: dict[tuple[int, int], ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self._statements = tree.body
-        self._firsts = [_first_line(statement) for statement in tree.body]
+        self._firsts = [first_line(statement) for statement in tree.body]
         self._indexed: set[int] = set()
 
     def _index(self, line: int) -> None:
@@ -112,6 +112,7 @@ class Positions:
         return self.functions.get((line, column))
 
 
-def _first_line(statement: ast.stmt) -> int:
+def first_line(statement: ast.stmt) -> int:
+    """The first line of `statement`, its decorators included."""
     decorators: list[ast.expr] = getattr(statement, "decorator_list", [])
     return min([statement.lineno, *(decorator.lineno for decorator in decorators)])

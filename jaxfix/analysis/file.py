@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from jaxfix.analysis.bridge import Positions
+from jaxfix.analysis.bridge import Positions, first_line
 from jaxfix.analysis.flow import Call, analyse
 from jaxfix.analysis.tracing import External, Facts, trace
 from jaxfix.analysis.values import Kind, Staged
@@ -167,9 +167,7 @@ def analyse_file(
 
 def statement_index(tree: ast.Module) -> Callable[[ast.AST], int | None]:
     """A function giving the index of the top-level statement that holds a node."""
-    firsts = [
-        min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", []))]) for s in tree.body
-    ]
+    firsts = [first_line(statement) for statement in tree.body]
 
     def index(node: ast.AST) -> int | None:
         line = getattr(node, "lineno", None)
