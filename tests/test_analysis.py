@@ -129,6 +129,18 @@ def f(x):
     scale(2.0)
     return some_library.tree_map(scale, x)
 """,
+    "what a function named like a dtype query returns is static, from any module": """
+from jax._src import dtypes
+
+_dtype = dtypes.dtype
+
+@jax.jit
+def f(x):
+    d = _dtype(x)
+    pickle.dumps(d)  # silent
+    pickle.dumps(dtypes.canonicalize_dtype(d))  # silent
+    pickle.dumps(dtypes.promote(x))  # traced
+""",
     "shapes, dtypes, len and literals are static": """
 @jax.jit
 def f(x):

@@ -89,6 +89,12 @@ _PYTHON_TYPE_NAMES = frozenset(
 )
 # Functions that give the concrete value of their argument or raise (`core.concrete_or_error`).
 _CONCRETE_OR_RAISE = frozenset({"concrete_or_error", "concrete_dim_or_error"})
+# Functions, of any module, whose names say they answer with a dtype (`dtypes.dtype(x)`,
+# `jax.dtypes.canonicalize_dtype`, `np.result_type`): what jax's and NumPy's are called.
+DTYPE_QUERIES = frozenset(
+    {"dtype", "result_type", "canonicalize_dtype", "promote_types", "finfo", "iinfo"}
+    | {"issubdtype", "isdtype", "can_cast"}
+)
 _ITERATORS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.range"})
 _DICT_VIEWS = frozenset({"items", "values"})
 # Callables that run the functions they are given on the host, or bind them (no data flows).
@@ -1323,7 +1329,7 @@ class _Interpreter:
         if callee is not None:
             if callee in STATIC_QUERIES or callee in _PYTHON_VALUED:
                 return STATIC
-            if callee.rsplit(".", 1)[-1] in _CONCRETE_OR_RAISE:
+            if callee.rsplit(".", 1)[-1] in _CONCRETE_OR_RAISE | DTYPE_QUERIES:
                 return STATIC
             if callee in self.transforms:
                 return self._transform(call)
