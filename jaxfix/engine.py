@@ -188,8 +188,9 @@ def fix_text(
     fixed: list[Diagnostic] = []
     codes: list[str] = []
     module = cst.parse_module(text)
+    analysed: FileAnalysis | None = selection.analysed  # of `text`; each fixed text anew
     for _ in range(MAX_FIX_PASSES):
-        found, wrapper, _ = _run(module, active, options)
+        found, wrapper, _ = _run(module, active, options, None, analysed)
         diagnostics = _fixable(_unsuppressed(module.code, found, rules), options)
         fixes = [d.fix for d in diagnostics if d.fix is not None and _allowed(d.fix, unsafe_fixes)]
         if not fixes:
@@ -198,6 +199,7 @@ def fix_text(
         new_code = _apply(wrapper, chosen)
         codes = sorted({d.code for d in diagnostics if d.fix in chosen})
         module = _reparse(new_code, filename, codes)
+        analysed = None
         fixed.extend(d for d in diagnostics if d.fix is not None and _contains(chosen, d.fix))
     raise FixError(f"fixes for {', '.join(codes)} did not converge after {MAX_FIX_PASSES} passes")
 

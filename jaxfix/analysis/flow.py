@@ -257,8 +257,6 @@ def analyse(
     """The module's analysis: the summaries of the module body (as `<module>`) and of the
     functions that may apply a transform; the others' on demand (`Module.summary_of`)."""
     result = Module(module, tree, {})
-    result.static_fields = _static_fields(result)
-    result.instance_params = _passed_instances(result)
     declarations = _Declarations(result, is_package)
     declarations.walk(tree)
     result.applying = declarations.applying(transforms)
@@ -706,8 +704,8 @@ class _Interpreter:
         if isinstance(node, ast.Module):
             return {}
         found: dict[str, str] = {}
-        if self.summary.class_name and self.summary.positional and not self._is_static_method():
-            found[self.summary.positional[0]] = self.summary.class_name
+        if (class_name := self._self_class()) is not None:
+            found[self.summary.positional[0]] = class_name
         found.update(self.module.instance_params.get(self.summary.id, {}))
         args = node.args
         for param in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
@@ -719,15 +717,6 @@ class _Interpreter:
             ):
                 found[param.arg] = annotation.id
         return found
-
-    def _is_static_method(self) -> bool:
-        node = self.summary.node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            return False
-        return any(
-            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
-            for d in node.decorator_list
-        )
 
     def block(self, body: list[ast.stmt], env: Env) -> None:
         """Interpret `body` in place on `env`; raises `_Exit` when every path leaves."""
@@ -1106,9 +1095,16 @@ class _Interpreter:
         positional = [*args.posonlyargs, *args.args]
         found = {a.arg for a in positional[len(positional) - len(args.defaults) :]}
         found |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
-        if self.summary.class_name is not None and positional and not self._is_static_method():
-            found.add(positional[0].arg)
+        if self._self_class() is not None:
+            found.add(self.summary.positional[0])
         return found
+
+    def _self_class(self) -> str | None:
+        """The class whose instance the first parameter holds: None for a function, a static
+        or class method, or a method without parameters."""
+        if not self.summary.positional or _static_method(self.summary.node, "classmethod"):
+            return None
+        return self.summary.class_name
 
     def _store(self, node: ast.stmt, root: str, value: Value, outlives: bool) -> None:
         self.summary.stores.append(

@@ -51,18 +51,6 @@ class Facts:
             return Kind.TRACED if Kind.TRACED in kinds else value.kind
         return value.resolve(self.traced)
 
-    def is_traced(self, node: ast.AST) -> bool:
-        """Whether the expression `node` is certainly a tracer when its function runs."""
-        for fid in self.reasons:
-            value = (
-                self.module.functions[fid].values.get(node)
-                if fid in self.module.functions
-                else None
-            )
-            if value is not None:
-                return self.kind(value) is Kind.TRACED
-        return False
-
     def traced_functions(self) -> Iterator[Summary]:
         for fid in self.reasons:
             if fid in self.module.functions:
