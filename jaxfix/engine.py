@@ -53,6 +53,15 @@ class Result:
 
 
 @dataclass(frozen=True)
+class _Checked:
+    """One run of the rules over a slice: its fixes refer to `wrapper`'s nodes."""
+
+    piece: firstpass.Slice
+    wrapper: MetadataWrapper
+    found: list[Diagnostic]  # in the slice's line numbers
+
+
+@dataclass(frozen=True)
 class _Selection:
     """The file's syntax tree and the top-level statements a finding can be in (all when
     `seeds` is None), with what they bind and read."""
@@ -62,6 +71,7 @@ class _Selection:
     seeds: set[int] | None = None
     bindings: Sequence[Bindings] = ()
     users_of: set[int] = field(default_factory=set)  # seeds whose users the rules read
+    checked: _Checked | None = None  # the rules' run over the slice, when they ran
 
     def around(self, lines: Collection[int]) -> _Selection:
         """Only the seeds that span one of `lines`."""
@@ -151,7 +161,8 @@ def check_text(
     if not active and follow is None:
         firstpass.parse(text, filename)  # a syntax error is reported in every file
         return _unsuppressed(text, [], rules)
-    found, selection = _check(text, active, filename, options, slicing, follow)
+    # Cut out as fixes need it, the rules' run can give the edits too (see `_with_edits`).
+    found, selection = _check(text, active, filename, options, slicing, follow, bool(edits))
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
     lines = None if edits is True else edits or frozenset()
     if any(d.fix_safety is not None and (lines is None or d.line in lines) for d in diagnostics):
@@ -221,8 +232,12 @@ def _with_edits(
     dropped = {name for d in wanted if d.fix for name in _names_in(d.fix.removed_nodes)}
     piece = selection.slice(text, for_fixes=dropped)
     assert piece is not None, "a finding implies a statement to slice"
-    module = cst.parse_module(piece.text)
-    found, wrapper, _ = _run(module, rules, options, None, selection.analysed, piece.file_line)
+    checked = selection.checked
+    if checked is not None and checked.piece.text == piece.text:
+        found, wrapper = checked.found, checked.wrapper  # the check's run saw the same slice
+    else:
+        module = cst.parse_module(piece.text)
+        found, wrapper, _ = _run(module, rules, options, None, selection.analysed, piece.file_line)
     fixes = {_place(_in_file(d, piece)): d.fix for d in found if d.fix is not None}
     result: list[Diagnostic] = []
     for diagnostic in diagnostics:
@@ -245,9 +260,22 @@ def _names_in(nodes: Iterable[cst.CSTNode]) -> set[str]:
         def visit_Name(self, node: cst.Name) -> None:
             found.add(node.value)
 
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)  # `a.b`: only `a` is a name
+            return False
+
     for node in nodes:
         node.visit(_Names())
     return found
+
+
+def _names_read(code: str) -> set[str]:
+    """The names `code` reads anywhere (CPython's parse: a twentieth of LibCST's scopes)."""
+    return {
+        node.id
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
 
 
 def _in_file(d: Diagnostic, piece: firstpass.Slice) -> Diagnostic:
@@ -356,12 +384,14 @@ def _check(
     options: Options,
     slicing: bool = True,
     follow: _FollowCalls | None = None,
+    for_fixes: bool = False,
 ) -> tuple[list[Diagnostic], _Selection]:
     """Findings in the slice of `text` the rules depend on, in the file's line numbers (none,
     without LibCST, when the first pass rules them out). Their fixes refer to the slice's syntax
-    tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all.
-    With `follow`, the calls traced code makes into the run's packages are added to
-    `follow.calls_out` (from the analysis, without LibCST)."""
+    tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all;
+    `for_fixes` cuts the slice as fixes need it (`firstpass.relevant_slice`). With `follow`, the
+    calls traced code makes into the run's packages are added to `follow.calls_out` (from the
+    analysis, without LibCST)."""
     tree = firstpass.parse(text, filename)
     external = [external_call(entry) for entry in options.entries]
     try:
@@ -393,13 +423,16 @@ def _check(
         selection = _Selection(tree, analysed, seeds, found.bindings, users_of)
     if not rules:
         return [], selection
-    piece = selection.slice(text)
+    piece = selection.slice(text, for_fixes=() if for_fixes else None)
     if piece is None:
         return [], selection
     facts = follow.facts if follow is not None else None
     module = cst.parse_module(piece.text)
-    diagnostics, _, _ = _run(module, rules, options, facts, analysed, piece.file_line)
-    return [_in_file(d, piece) for d in diagnostics], selection
+    diagnostics, wrapper, _ = _run(module, rules, options, facts, analysed, piece.file_line)
+    checked = _Checked(piece, wrapper, diagnostics)
+    return [_in_file(d, piece) for d in diagnostics], dataclasses.replace(
+        selection, checked=checked
+    )
 
 
 def _note_facts(
@@ -516,13 +549,15 @@ def _apply(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> str:
         replacements.update(fix.replacements)
         for needed in fix.imports_needed:
             AddImportsVisitor.add_needed_import(context, needed.module, needed.obj)
-        for removed in fix.removed_nodes:
-            RemoveImportsVisitor.remove_unused_import_by_node(context, removed)
+        for node in fix.removed_nodes:
+            RemoveImportsVisitor.remove_unused_import_by_node(context, node)
     module = wrapper.module.visit(_ReplaceNodes(replacements))
-    # Each visitor re-resolves the metadata of the whole module: run it only when needed.
+    # Each visitor re-resolves the metadata of the whole module: run it only when needed (an
+    # import becomes unused only if a name the removed nodes read is read nowhere else).
     if any(fix.imports_needed for fix in fixes):
         module = AddImportsVisitor(context).transform_module(module)
-    if any(fix.removed_nodes for fix in fixes):
+    removed = [node for fix in fixes for node in fix.removed_nodes]
+    if removed and not _names_in(removed) <= _names_read(module.code):
         module = RemoveImportsVisitor(context).transform_module(module)
     return _tidy_top(wrapper.module, module).code
 
