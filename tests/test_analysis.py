@@ -477,6 +477,43 @@ def f(x, y, z):
     z = jax.core.concrete_or_error(None, z, "must be static")
     pickle.dumps(z)  # silent
 """,
+    "a value without an array's attributes is a Python value (jax2tf canonical_arg)": """
+@jax.jit
+def f(x, y, z):
+    a = x if getattr(x, "dtype", None) else pickle.dumps(x)  # silent
+    b = pickle.dumps(x) if getattr(x, "dtype", None) else x  # traced
+    if not hasattr(y, "shape"):
+        pickle.dumps(y)  # silent
+        return
+    pickle.dumps(y)  # traced
+    if not isinstance(z, int):
+        pickle.dumps(z)  # traced
+    else:
+        pickle.dumps(z)  # silent
+""",
+    "a bool bound to a type test narrows where it is tested (pallas mosaic_gpu pipeline)": """
+@jax.jit
+def f(n, m, limit):
+    dynamic = not isinstance(n, int)
+    if not dynamic and limit > 1:
+        pickle.dumps(n)  # silent
+    if dynamic or limit > 1:
+        pickle.dumps(n)  # traced
+    static_m = isinstance(m, int)
+    m = m + 1
+    if static_m:
+        pickle.dumps(m)  # traced
+""",
+    "a function given by keyword to an unknown call is not applied to its data (jax2tf)": """
+@jax.jit
+def f(x):
+    def kept(v):
+        pickle.dumps(v)  # silent
+    def mapped(v):
+        pickle.dumps(v)  # traced
+    primitive.bind(x, callable=kept)
+    return some_library.tree_map(mapped, x)
+""",
 }
 
 

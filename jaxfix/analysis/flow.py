@@ -27,7 +27,17 @@ from typing import Any
 from jaxfix.analysis import values as v
 from jaxfix.analysis.names import dotted, import_bindings
 from jaxfix.analysis.reasons import Reason, Via
-from jaxfix.analysis.values import HOST, STATIC, UNKNOWN, Kind, Param, Source, Staged, Value
+from jaxfix.analysis.values import (
+    HOST,
+    STATIC,
+    UNKNOWN,
+    Guard,
+    Kind,
+    Param,
+    Source,
+    Staged,
+    Value,
+)
 from jaxfix.analysis.walk import children
 from jaxfix.transforms import (
     CALL_WRAPPERS,
@@ -757,6 +767,9 @@ class _Interpreter:
 
     def s_Assign(self, node: ast.Assign, env: Env) -> None:
         value = self.expr(node.value, env)
+        guard = self._tracer_guard(node.value, env)
+        if guard is not None:
+            value = Value(Kind.STATIC, guard=guard)  # a bool; `if value:` narrows as the test
         for target in node.targets:
             self.bind(target, value, env, node)
 
@@ -852,14 +865,14 @@ class _Interpreter:
 
     def s_If(self, node: ast.If, env: Env) -> None:
         test = self.expr(node.test, env)
-        guard = self._tracer_guard(node.test)
-        if guard is None:
+        guard = self._tracer_guard(node.test, env)
+        asks = any(
+            isinstance(n, ast.Call) and _TRACER_TEST.search(ast.unparse(n.func))
+            for n in ast.walk(node.test)
+        )
+        if guard is None or (asks and isinstance(node.test, ast.BoolOp)):
             # A test that asks about tracers in a way not narrowed here (`not_jax_tracer(a)
             # and not_jax_tracer(b)`): both branches know what they hold.
-            asks = any(
-                isinstance(n, ast.Call) and _TRACER_TEST.search(ast.unparse(n.func))
-                for n in ast.walk(node.test)
-            )
             self._bool(node.test, test)
             self.guarded += asks
             try:
@@ -867,19 +880,17 @@ class _Interpreter:
             finally:
                 self.guarded -= asks
             return
-        name, tracer_when_true = guard
+        name = guard.name
         concrete = dict(env)
         concrete[name] = STATIC
-        # A test of a Python type (`isinstance(x, type)`) says nothing when it fails.
-        guards = int(tracer_when_true is not None)
-        if tracer_when_true is None:
-            tracer_when_true = False
+        concrete_body = guard.concrete_when
+        guards = int(guard.tracer_otherwise)
         self.guarded += guards
         try:
-            tracer_side = self.branch(node.body if tracer_when_true else node.orelse, env)
+            tracer_side = self.branch(node.orelse if concrete_body else node.body, env)
         finally:
             self.guarded -= guards
-        concrete_side = self.branch(node.orelse if tracer_when_true else node.body, concrete)
+        concrete_side = self.branch(node.body if concrete_body else node.orelse, concrete)
         original = env.get(name)
         if (
             tracer_side is not None
@@ -905,16 +916,34 @@ class _Interpreter:
             for name in other.keys() - first.keys():
                 env[name] = UNKNOWN
 
-    def _tracer_guard(self, test: ast.expr) -> tuple[str, bool | None] | None:
-        """`(name, True)` for a test that holds when `name` is a tracer, `(name, False)` for
-        one that holds when it is concrete, `(name, None)` for one that holds only when it is
-        a Python value (`isinstance(x, int)`, `type(x) in SCALARS`) but says nothing when it
-        fails; None for any other test."""
+    def _tracer_guard(self, test: ast.expr, env: Env) -> Guard | None:
+        """What `test` tells of whether a name holds a tracer (see `Guard`); None when it
+        tells nothing. Also through `and` / `or` and a name bound to such a test, as long as
+        the tested name is not rebound (Pyright's aliased conditions)."""
+        if isinstance(test, ast.Name):
+            guard = env.get(test.id, UNKNOWN).guard
+            # The same object: every rebinding of a traced name makes a new value.
+            fresh = guard is not None and env.get(guard.name) is guard.subject
+            return guard if fresh else None
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            inner = self._tracer_guard(test.operand)
-            if inner is None or inner[1] is None:
-                return None
-            return inner[0], not inner[1]
+            inner = self._tracer_guard(test.operand, env)
+            return None if inner is None else inner._replace(concrete_when=not inner.concrete_when)
+        if isinstance(test, ast.BoolOp):
+            # `a and b` holds only when both do; `a or b` fails only when both do.
+            holds = isinstance(test.op, ast.And)
+            for operand in test.values:
+                inner = self._tracer_guard(operand, env)
+                if inner is not None and inner.concrete_when is holds:
+                    return inner._replace(tracer_otherwise=False)
+            return None
+        subject, concrete_when, tracer_otherwise = self._tested(test)
+        if subject is None:
+            return None
+        return Guard(subject, concrete_when, tracer_otherwise, env.get(subject))
+
+    def _tested(self, test: ast.expr) -> tuple[str | None, bool, bool]:
+        """The name a single test asks about and what it tells (see `Guard`)."""
+        nothing = (None, False, False)
         if (
             isinstance(test, ast.Compare)
             and len(test.ops) == 1
@@ -925,25 +954,27 @@ class _Interpreter:
             and len(test.left.args) == 1
             and isinstance(test.left.args[0], ast.Name)
         ):
-            return test.left.args[0].id, None  # `type(x) in python_scalar_types`
+            return test.left.args[0].id, True, False  # `type(x) in python_scalar_types`
         if not isinstance(test, ast.Call) or not test.args:
-            return None
+            return nothing
         subject = test.args[0]
         if not isinstance(subject, ast.Name):
-            return None
+            return nothing
         callee = ast.unparse(test.func)
         if callee.endswith("isinstance") and len(test.args) == 2:
             if _TRACER_TEST.search(ast.unparse(test.args[1])):
-                return subject.id, True
+                return subject.id, False, True
             if _python_types(test.args[1]):
-                return subject.id, None
-            return None
+                return subject.id, True, False
+            return nothing
+        if callee in ("hasattr", "getattr") and _asks_array_attribute(test):
+            return subject.id, False, False  # every tracer has a `dtype`
         if _TRACER_TEST.search(callee):
             concrete = "concrete" in callee.lower() or callee.lower().split(".")[-1].startswith(
                 "not"
             )
-            return subject.id, not concrete
-        return None
+            return subject.id, concrete, True
+        return nothing
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While, env: Env) -> None:
         state = dict(env)
@@ -1218,7 +1249,12 @@ class _Interpreter:
 
     def e_IfExp(self, node: ast.IfExp, env: Env) -> Value:
         self._bool(node.test, self.expr(node.test, env))
-        return v.join(self.expr(node.body, env), self.expr(node.orelse, env))
+        guard = self._tracer_guard(node.test, env)
+        if guard is None:
+            return v.join(self.expr(node.body, env), self.expr(node.orelse, env))
+        concrete = {**env, guard.name: STATIC}
+        body, orelse = (concrete, env) if guard.concrete_when else (env, concrete)
+        return v.join(self.expr(node.body, body), self.expr(node.orelse, orelse))
 
     def e_Compare(self, node: ast.Compare, env: Env) -> Value:
         values = [self.expr(node.left, env), *(self.expr(c, env) for c in node.comparators)]
@@ -1292,14 +1328,13 @@ class _Interpreter:
         args = tuple(self.expr(a, env) for a in node.args)
         keywords = {k.arg or "**": self.expr(k.value, env) for k in node.keywords}
         callee = func.qualified if func.qualified and not func.qualified.startswith("<") else None
+        # Only a function given by position is mapped over the data (`tree_map(fn, x)`,
+        # `map(fn, xs)`); one given by keyword is a setting kept for later (a thread's
+        # `target=`, a primitive's `callable=`).
         applied = (
             ()
             if target or callee in self.transforms or callee in _NOT_APPLYING
-            else tuple(
-                value
-                for value in (*args, *(x for k, x in keywords.items() if k != "target"))
-                if value.function is not None
-            )
+            else tuple(value for value in args if value.function is not None)
         )
         call = Call(
             node,
@@ -1593,6 +1628,23 @@ def _unresolved(operands: list[Value]) -> Value:
     return (
         v.traced(found) if any(o.kind is Kind.TRACED or o.elements for o in operands) else UNKNOWN
     )
+
+
+# Attributes every tracer has: a value without one is a Python value.
+_ARRAY_ATTRIBUTES = frozenset({"dtype", "shape", "ndim", "aval"})
+
+
+def _asks_array_attribute(test: ast.Call) -> bool:
+    """`hasattr(x, "dtype")`, or `getattr(x, "dtype", None)` (falsy without the attribute)."""
+    args = test.args
+    if len(args) < 2 or not isinstance(args[1], ast.Constant):
+        return False
+    if args[1].value not in _ARRAY_ATTRIBUTES:
+        return False
+    if len(args) == 2:
+        return isinstance(test.func, ast.Name) and test.func.id == "hasattr"
+    default = args[2]
+    return len(args) == 3 and isinstance(default, ast.Constant) and not default.value
 
 
 def _python_types(node: ast.expr) -> bool:

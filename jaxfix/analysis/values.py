@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Kind(enum.Enum):
@@ -57,12 +58,27 @@ class Value:
     entry: int | None = None  # the index of the transform's entry, for a transformed function
     # What iterating it gives, when the iterable says (`enumerate(x)`: an int and a row).
     element: Value | None = None
+    # For a bool a test of a name gave (`dynamic = not isinstance(n, int)`): what it tells.
+    guard: Guard | None = None
 
     def resolve(self, traced: Collection[Source]) -> Kind:
         """The kind once it is known which sources are traced."""
         if self.kind is not Kind.TRACED:
             return self.kind
         return Kind.TRACED if any(s in traced for s in self.sources) else Kind.UNKNOWN
+
+
+class Guard(NamedTuple):
+    """A test that tells whether the name `name` holds a tracer: under the outcome
+    `concrete_when` it holds a Python value; under the other, a tracer when `tracer_otherwise`
+    (`isinstance(x, core.Tracer)`), else anything (`isinstance(x, int)`, `hasattr(x, "dtype")`).
+    `subject` is the name's value when tested: the test tells nothing once it is rebound (to
+    another value object)."""
+
+    name: str
+    concrete_when: bool
+    tracer_otherwise: bool
+    subject: Value | None
 
 
 STATIC = Value(Kind.STATIC)
