@@ -174,7 +174,7 @@ class LeakInTraced(Rule):
         else:
             return
         where = self._outliving(func.value)
-        if where is None or not any(map(self._leaks, payloads)):
+        if where is None or not any(map(self._leaks, payloads)) or self.traced.is_undone(node):
             return
         hint = "tracers are unhashable" if method == "add" else None
         self._found(node, func.value, self.message, where, "keep", hint)

@@ -143,7 +143,9 @@ class Candidates:
             if not isinstance(func, ast.Attribute) or func.attr not in outer:
                 return False
             root = _root_name(func.value)
-            return root is not None and (call.owner is None or call.owner.is_outer(root))
+            if root is None or (call.owner is not None and not call.owner.is_outer(root)):
+                return False
+            return self.analysed is None or call.call not in self.analysed.undone_calls()
 
         traced = self.traced()
         given = self._analysis().traced_calls() if given_traced else None

@@ -250,6 +250,11 @@ class TracedAnalysis:
         context = self.context_of(expr)
         return context is not None and self._traced(expr, context.staged)
 
+    def is_undone(self, call: cst.Call) -> bool:
+        """Whether every exit of its function undoes `call`'s push (see
+        `FileAnalysis.undone_calls`)."""
+        return self._where.expression(self._span(call)) in self._analysed.undone_calls()
+
     def traced_names(self, node: cst.CSTNode) -> list[str]:
         """Names read in `node` whose values are traced, in first-appearance order."""
         found: dict[str, None] = {}

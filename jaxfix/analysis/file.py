@@ -29,6 +29,7 @@ class FileAnalysis:
     facts: Facts
     _positions: Positions | None = field(default=None, repr=False)
     _traced_calls: dict[ast.Call, Call] | None = field(default=None, repr=False)
+    _undone: set[ast.Call] | None = field(default=None, repr=False)
 
     @property
     def positions(self) -> Positions:
@@ -104,6 +105,17 @@ class FileAnalysis:
         """Statements that store a traced value into state that outlives the call."""
         return {store.node for store in self.facts.stores()}
 
+    def undone_calls(self) -> set[ast.Call]:
+        """Pushes in traced code that every exit undoes: `stack.append(v)` before or at the
+        start of a `try:` whose `finally:` pops the same receiver (a context manager's scoped
+        state). What they push is gone when the function returns: it leaks nothing."""
+        if self._undone is None:
+            self._undone = set()
+            for function in self.traced_function_nodes():
+                for block in _blocks(function):
+                    self._undone |= _undone_in(block)
+        return self._undone
+
     def calls_out(self) -> Iterator[tuple[str, Call, str, bool]]:
         """Each call traced code makes to an imported name: (the name as imported, the call,
         the caller's label, whether the caller is staged)."""
@@ -163,6 +175,46 @@ def analyse_file(
 ) -> FileAnalysis:
     """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it."""
     return FileAnalysis(tree, text, trace(analyse(tree, transforms=transforms), external))
+
+
+# A push and the pop that undoes it.
+_UNDOING = {"append": "pop", "appendleft": "popleft"}
+
+
+def _blocks(function: ast.AST) -> Iterator[list[ast.stmt]]:
+    """Every statement list inside `function` (its body, branches, handlers, nested defs)."""
+    for node in ast.walk(function):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
+
+
+def _undone_in(block: list[ast.stmt]) -> set[ast.Call]:
+    """The pushes of `block` that a later `try: ... finally: r.pop()` of it undoes."""
+    found: set[ast.Call] = set()
+    for index, statement in enumerate(block):
+        if not isinstance(statement, ast.Try | ast.TryStar) or not statement.finalbody:
+            continue
+        popped = {
+            (method, ast.dump(func.value))
+            for call in _expression_calls(statement.finalbody)
+            if isinstance(func := call.func, ast.Attribute)
+            for method in [func.attr]
+        }
+        for call in _expression_calls([*block[:index], *statement.body]):
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in _UNDOING:
+                if (_UNDOING[func.attr], ast.dump(func.value)) in popped:
+                    found.add(call)
+    return found
+
+
+def _expression_calls(statements: Sequence[ast.stmt]) -> Iterator[ast.Call]:
+    """The calls that are whole expression statements (`r.pop()`)."""
+    for statement in statements:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            yield statement.value
 
 
 def statement_index(tree: ast.Module) -> Callable[[ast.AST], int | None]:
