@@ -31,7 +31,8 @@ class Entry:
     function: str
     positions: tuple[int, ...] = ()  # positional parameters given traced values
     keywords: tuple[str, ...] = ()  # keyword parameters given traced values
-    all_params: bool = False  # a traced `*args` / `**kwargs` reaches every parameter
+    # A traced `*args` / `**kwargs` reaches every parameter from this position on.
+    rest_from: int | None = None
     staged: bool = False
     reason: str = ""
     # Parameters given Python values (a literal, a dtype): not certainly tracers.
@@ -131,7 +132,7 @@ def _entry(data: dict[str, Any]) -> Entry:
         data["function"],
         tuple(data["positions"]),
         tuple(data["keywords"]),
-        bool(data["all_params"]),
+        data["rest_from"],
         bool(data["staged"]),
         data["reason"],
         tuple(data.get("static_positions", ())),
@@ -269,12 +270,16 @@ def _merge(old: Entry | None, new: Entry, name: str) -> Entry:
         name,
         tuple(sorted({*old.positions, *new.positions})),
         tuple(sorted({*old.keywords, *new.keywords})),
-        old.all_params or new.all_params,
+        _earliest(old.rest_from, new.rest_from),
         old.staged or new.staged,
         min(old.reason, new.reason),  # the same one, whatever the order of the files
         tuple(sorted({*old.static_positions, *new.static_positions})),
         tuple(sorted({*old.static_keywords, *new.static_keywords})),
     )
+
+
+def _earliest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -309,7 +314,7 @@ def traced_calls(
         target = place.absolute(name)
         if target.split(".")[0] not in packages or target not in targets:
             continue
-        positions, keywords, every = analysed.traced_arguments(call)
+        positions, keywords, rest_from = analysed.traced_arguments(call)
         static_positions, static_keywords = analysed.static_arguments(call)
         caller = f"{place.module}.{label}" if place.module else label
         reason = f"called from traced `{caller}`"
@@ -317,7 +322,7 @@ def traced_calls(
             "",
             tuple(positions),
             tuple(keywords),
-            every,
+            rest_from,
             staged,
             reason,
             tuple(static_positions),

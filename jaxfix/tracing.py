@@ -418,7 +418,7 @@ def external_call(entry: Entry) -> External:
         entry.function,
         entry.positions,
         entry.keywords,
-        entry.all_params,
+        entry.rest_from,
         entry.staged,
         entry.reason,
         entry.static_positions,

@@ -504,6 +504,20 @@ def f(n, m, limit):
     if static_m:
         pickle.dumps(m)  # traced
 """,
+    "an unknown map-like call zips its sequences into the function's parameters (jax core)": """
+NAMES = ["a", "b"]
+
+@jax.jit
+def f(xs):
+    def write(name, value):
+        pickle.dumps(name)  # silent
+        pickle.dumps(value)  # traced
+    def combine(a, b):
+        pickle.dumps(a)  # traced
+        pickle.dumps(b)  # traced
+    some_library.foreach(write, NAMES, xs)
+    return some_library.associative_scan(combine, xs)
+""",
     "a function given by keyword to an unknown call is not applied to its data (jax2tf)": """
 @jax.jit
 def f(x):

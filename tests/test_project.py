@@ -97,6 +97,40 @@ def test_a_helper_called_from_traced_code_in_another_module_is_traced(
     assert "called from traced `pkg.train.step`" in result.stdout
 
 
+RUNNER = """\
+import pickle
+
+
+def run(spec, *args, tag=None):
+    pickle.dumps(spec)
+    pickle.dumps(tag)
+    return args
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [("run(SPEC, *y)", []), ("run(y, *y)", ["pkg/runner.py:5 JF101"])],
+    ids=["lookalike", "twin"],
+)
+def test_a_traced_star_argument_fills_only_the_parameters_from_its_position(
+    tmp_path: Path, call: str, expected: list[str]
+) -> None:
+    """jax's `eval_jaxpr(jaxpr, consts, *args)` from traced code: `jaxpr` (here `SPEC`, what
+    an unknown function made) is not a tracer because `args` are, nor is a keyword-only
+    parameter."""
+    imports = "from pkg.runner import run\nfrom somewhere import load_spec\nSPEC = load_spec()"
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/runner.py": RUNNER,
+            "pkg/train.py": trainer(imports, call),
+        },
+    )
+    assert found(invoke("check", "--no-cache", str(root)), root) == expected
+
+
 def test_only_the_parameters_given_tracers_are_traced(tmp_path: Path) -> None:
     root = tree(
         tmp_path,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from jaxfix.analysis.bridge import Positions, first_line
 from jaxfix.analysis.flow import Call, analyse
-from jaxfix.analysis.tracing import External, Facts, trace
+from jaxfix.analysis.tracing import KEYWORDS, External, Facts, trace
 from jaxfix.analysis.values import Kind, Staged
 from jaxfix.transforms import TRANSFORMS, TransformSpec
 
@@ -126,30 +126,38 @@ class FileAnalysis:
                 if call.callee is not None and isinstance(call.node.func, ast.Name | ast.Attribute):
                     yield call.callee, call, label, staged
 
-    def traced_arguments(self, call: Call) -> tuple[list[int], list[str], bool]:
-        """Which arguments of `call` are certainly traced: positions, keywords, and whether a
-        traced `*args` / `**kwargs` reaches every parameter."""
+    def traced_arguments(self, call: Call) -> tuple[list[int], list[str], int | None]:
+        """Which arguments of `call` are certainly traced: positions, keywords (`KEYWORDS` for
+        a traced `**kwargs`), and the first parameter position a traced `*args` / `**kwargs`
+        (or a traced argument after a star, whose position is unknown) may fill, if any."""
         positions: list[int] = []
         keywords: list[str] = []
-        every = False
+        rest_from: int | None = None
+        star: int | None = None  # the index of the first `*args`
         guarded = self.facts.module.guarded
         for index, (node, value) in enumerate(zip(call.node.args, call.args, strict=True)):
-            if self.facts.kind(value) is Kind.TRACED and node not in guarded:
-                if isinstance(node, ast.Starred):
-                    every = True
-                else:
-                    positions.append(index)
+            if isinstance(node, ast.Starred) and star is None:
+                star = index
+            if self.facts.kind(value) is not Kind.TRACED or node in guarded:
+                continue
+            if star is None:
+                positions.append(index)
+            elif rest_from is None:
+                rest_from = star
         for keyword in call.node.keywords:
             given = call.keywords.get(keyword.arg or "**")
             if given is None or self.facts.kind(given) is not Kind.TRACED:
                 continue
             if keyword.value in guarded:
                 continue
-            if keyword.arg is None:
-                every = True
-            else:
+            if keyword.arg is not None:
                 keywords.append(keyword.arg)
-        return positions, keywords, every
+                continue
+            keywords.append(KEYWORDS)
+            if rest_from is None:
+                # What is given by position cannot be given by keyword too.
+                rest_from = star if star is not None else len(call.node.args)
+        return positions, keywords, rest_from
 
     def static_arguments(self, call: Call) -> tuple[list[int], list[str]]:
         """Which arguments of `call` are Python values (a literal, a dtype): positions and
@@ -204,9 +212,12 @@ def _undone_in(block: list[ast.stmt]) -> set[ast.Call]:
         }
         for call in _expression_calls([*block[:index], *statement.body]):
             func = call.func
-            if isinstance(func, ast.Attribute) and func.attr in _UNDOING:
-                if (_UNDOING[func.attr], ast.dump(func.value)) in popped:
-                    found.add(call)
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in _UNDOING
+                and (_UNDOING[func.attr], ast.dump(func.value)) in popped
+            ):
+                found.add(call)
     return found
 
 

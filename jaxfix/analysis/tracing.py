@@ -80,6 +80,10 @@ class Facts:
                     yield store
 
 
+# In `External.keywords`: a traced `**kwargs`.
+KEYWORDS = "**"
+
+
 @dataclass(frozen=True)
 class External:
     """Another module's traced code calls the module-level function `function` of this one,
@@ -88,7 +92,9 @@ class External:
     function: str
     positions: tuple[int, ...] = ()
     keywords: tuple[str, ...] = ()
-    all_params: bool = False
+    # A traced `*args` / `**kwargs` fills the positional parameters from here (a traced
+    # `**kwargs` is `KEYWORDS` in `keywords`).
+    rest_from: int | None = None
     staged: bool = False
     reason: str = ""
     static_positions: tuple[int, ...] = ()  # parameters also given Python values
@@ -211,7 +217,13 @@ def _applied(facts: Facts, summary: Summary, polymorphic: frozenset[Source]) -> 
                 continue
             _, positional = params_of(node)
             skipped = function.bound_positions + (function.qualified == "<bound>")  # self
-            new: set[Source] = {Param(function.function, p) for p in positional[skipped:]}
+            params = positional[skipped:]
+            zipped = _zipped(call, function, len(params))
+            new: set[Source] = {
+                Param(function.function, p)
+                for index, p in enumerate(params)
+                if zipped is None or facts.kind(zipped[index]) is Kind.TRACED
+            }
             new -= polymorphic
             if staged:
                 new.add(Staged(function.function))
@@ -220,6 +232,20 @@ def _applied(facts: Facts, summary: Summary, polymorphic: frozenset[Source]) -> 
                 facts.traced |= new
                 changed = True
     return changed
+
+
+def _zipped(call: Call, function: Value, params: int) -> Sequence[Value] | None:
+    """When `call` hands `function` one positional sequence per parameter after it
+    (`foreach(write, names, values)`, `map(f, xs, ys)`), what each parameter gets an element
+    of; None when the arguments do not line up (`associative_scan(fn, xs)` gives `fn` two
+    elements of one sequence): then any of them may reach any parameter."""
+    if any(isinstance(a, ast.Starred) for a in call.node.args):
+        return None
+    position = next((i for i, a in enumerate(call.args) if a is function), None)
+    if position is None:
+        return None
+    data = call.args[position + 1 :]
+    return data if len(data) == params else None
 
 
 def _staged_entries(facts: Facts) -> bool:
@@ -262,12 +288,15 @@ def _enter_from_outside(
     parameters (if it is jitted here) stay static, and so do those also given Python values."""
     for fid, node in _top_level_functions(facts.module, call.function):
         params, positional = params_of(node)
-        traced = (
-            set(params)
-            if call.all_params
-            else {positional[i] for i in call.positions if i < len(positional)}
-            | (set(call.keywords) & set(params))
-        )
+        traced = {positional[i] for i in call.positions if i < len(positional)}
+        traced |= set(call.keywords) & set(params)
+        args = node.args
+        if call.rest_from is not None:
+            traced |= set(positional[call.rest_from :])
+            traced |= {args.vararg.arg} if args.vararg else set()
+        if KEYWORDS in call.keywords:  # a traced `**kwargs`: also the keyword-only ones
+            traced |= {a.arg for a in args.kwonlyargs}
+            traced |= {args.kwarg.arg} if args.kwarg else set()
         facts.note(fid, Reason(Via.OTHER_MODULE, call.reason))
         traced -= static_of.get(fid, frozenset())
         facts.traced |= {Param(fid, p) for p in traced} - polymorphic
