@@ -34,6 +34,9 @@ SEQUENCE_METHODS = {
 # Methods of dicts and sets (None: every argument), counted only on a known dict or set.
 MAPPING_METHODS: dict[str, int | None] = {"add": 0, "update": None, "setdefault": 1}
 MUTATORS = frozenset(SEQUENCE_METHODS) | frozenset(MAPPING_METHODS)
+# The mutators whose value code uses; every other one returns None, so a call whose value is
+# used is another object's method of that name (`state = opt.update(grads, state)`).
+VALUED_MUTATORS = frozenset({"setdefault"})
 CONTAINER_MAKERS = frozenset(
     {
         "builtins.list",
@@ -144,7 +147,8 @@ class LeakInTraced(Rule):
     reads_users = True  # whether traced code reads the state back
     anchors = frozenset(
         {STORES, *LOGGER_METHODS, *METRICS_METHODS}
-        | {OUTER + method for method in MUTATORS}
+        | {OUTER + method for method in MUTATORS - VALUED_MUTATORS}
+        | VALUED_MUTATORS
         | LOGGING_FUNCTIONS
     )
 
@@ -165,6 +169,8 @@ class LeakInTraced(Rule):
         if not isinstance(func, cst.Attribute) or self.qualified_names(func):
             return
         method = func.attr.value
+        if method not in VALUED_MUTATORS and not isinstance(self.traced.parent(node), cst.Expr):
+            return  # its value is used: not a mutator, which returns None
         if method in SEQUENCE_METHODS:
             payloads = _arguments(node, SEQUENCE_METHODS[method])
         elif method in MAPPING_METHODS:

@@ -31,8 +31,11 @@ _BUILTINS = frozenset(dir(builtins))
 # them: assign to an attribute or an item of a name that is not a local variable (a parameter,
 # a global, a closure's name), or declare a name `global` / `nonlocal`.
 STORES = "<stores>"
-# A method anchor written `OUTER + "append"` counts only on a receiver whose root name is not a
-# local variable of the calling function (`self.history.append`, not `xs.append`).
+# A method anchor written `OUTER + "append"` stands for a method that keeps its arguments in its
+# receiver and returns None: it counts only on a name or attribute chain whose root is not a
+# local variable of the calling function (`self.history.append`, not `xs.append` nor
+# `x.at[i].add`), only where the call's value is dropped (`state = opt.update(g, state)` is a
+# functional method), and, in traced code, only when an argument carries a tracer.
 OUTER = "<outer>."
 
 # An anchor that stands for syntax, not a callee: a value hashed as a dict key or set element
@@ -111,6 +114,7 @@ class Candidates:
     # what decides whether a site hashes: the values and annotations names are bound with, and
     # the names of functions jitted with static arguments.
     key_sites: list[tuple[ast.expr, _Function | None, int]] = field(default_factory=list)
+    dropped: set[ast.Call] = field(default_factory=set)  # calls whose value is not used
     keyed_bindings: list[tuple[str, ast.expr]] = field(default_factory=list)
     static_jitted: set[str] = field(default_factory=set)
     _traced: set[_Function] | None = None
@@ -142,10 +146,17 @@ class Candidates:
             func = call.call.func
             if not isinstance(func, ast.Attribute) or func.attr not in outer:
                 return False
-            root = _root_name(func.value)
+            root = _attribute_root(func.value)
             if root is None or (call.owner is not None and not call.owner.is_outer(root)):
                 return False
+            if call.call not in self.dropped:
+                return False
             return self.analysed is None or call.call not in self.analysed.undone_calls()
+
+        def keeps_traced(call: _Call) -> bool:
+            node = call.call
+            given = [*node.args, *(k.value for k in node.keywords)]
+            return on_outer(call) and any(map(self._analysis().carries, given))
 
         traced = self.traced()
         given = self._analysis().traced_calls() if given_traced else None
@@ -164,7 +175,7 @@ class Candidates:
             # What the analysis resolved: a module's function is no method (`jnp.log` is not
             # a logger's `log`).
             if known.method is not None:
-                return known.method in methods or (known.method in outer and on_outer(call))
+                return known.method in methods or (known.method in outer and keeps_traced(call))
             if known.callee is not None:
                 return known.callee in qualified
             return anchored(call.call.func)
@@ -472,6 +483,8 @@ def collect(
                 found.keyed_bindings.append((node.target.id, node.annotation))
                 if node.value is not None:
                     found.keyed_bindings.append((node.target.id, node.value))
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                found.dropped.add(node.value)
             elif isinstance(node, ast.For | ast.AsyncFor) and owner is not None:
                 owner.loops.append(node)
             elif isinstance(node, ast.Global | ast.Nonlocal) and owner is not None:
@@ -523,6 +536,13 @@ def _plain_parameters(args: ast.arguments) -> Iterator[str]:
 def _root_name(expr: ast.expr) -> str | None:
     """`a` for `a`, `a.b.c` and `a[0].b`; None for any other base (a call, a literal)."""
     while isinstance(expr, ast.Attribute | ast.Subscript):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _attribute_root(expr: ast.expr) -> str | None:
+    """`a` for `a` and `a.b.c`; None for any other base (an item, a call)."""
+    while isinstance(expr, ast.Attribute):
         expr = expr.value
     return expr.id if isinstance(expr, ast.Name) else None
 

@@ -392,12 +392,28 @@ def test_stores_that_outlive_the_call() -> None:
             @jax.jit
             def g(self, x):
                 self.last = x
+
+        @jax.jit
+        def kernel_call(x):
+            acc = {}
+            def body(i, carry):
+                acc["sum"] = carry
+                return carry + x
+            return jax.lax.fori_loop(0, 3, body, x)
+
+        def host(x):
+            seen = {}
+            def body(i, carry):
+                seen["last"] = carry
+                return carry + x
+            return jax.lax.fori_loop(0, 3, body, x)
         """
     )
     facts = trace(analyse(ast.parse(source)))
     stores = sorted((s.root, s.node.lineno) for s in facts.stores())
-    # `out` is the caller's object: whether it outlives the trace is decided there.
-    assert stores == [("CACHE", 14), ("memo", 16), ("self", 22)]
+    # `out` is the caller's object: whether it outlives the trace is decided there; `acc` is
+    # made by the traced function that holds the loop, `seen` by host code.
+    assert stores == [("CACHE", 14), ("memo", 16), ("seen", 35), ("self", 22)]
 
 
 def test_lambdas_in_class_bodies_and_defaults_are_analysed() -> None:

@@ -73,11 +73,33 @@ class Facts:
         return [call for call, _ in self.calls() if call.callee in callees]
 
     def stores(self) -> Iterator[Store]:
-        """Unguarded stores of certainly traced values into state that outlives the call."""
+        """Unguarded stores of certainly traced values into state that outlives the trace:
+        not into an object of an enclosing function that runs under the trace too (a Pallas
+        kernel's captured refs), unless the name is declared `nonlocal`."""
         for summary in self.traced_functions():
             for store in summary.stores:
-                if store.outlives and not store.guarded and self.kind(store.value) is Kind.TRACED:
+                if (
+                    store.outlives
+                    and not store.guarded
+                    and self.kind(store.value) is Kind.TRACED
+                    and not self._in_traced_closure(store)
+                ):
                     yield store
+
+    def _in_traced_closure(self, store: Store) -> bool:
+        """Whether `store.root` is a local of an enclosing traced function, not declared
+        `global` / `nonlocal` where it is stored."""
+        module = self.module
+        if store.root in module.scope(store.caller).declared:
+            return False
+        fid = module.declared_in.get(store.caller, "<module>")
+        while fid != "<module>":
+            node = module.nodes.get(fid)
+            params = params_of(node)[0] if node is not None else []
+            if store.root in module.scope(fid).assigned or store.root in params:
+                return fid in self.reasons  # bound there: traced with it, or outliving it
+            fid = module.declared_in.get(fid, "<module>")
+        return False
 
 
 # In `External.keywords`: a traced `**kwargs`.
