@@ -241,7 +241,7 @@ class Candidates:
         if isinstance(func, ast.Attribute) and func.attr in _KEY_METHODS:
             return first is not None and variable(first, loops) and self._keyed(func.value, keyed)
         if isinstance(func, ast.Name) and func.id in self.static_jitted:
-            return not traced or site in self._analysis().traced_calls()
+            return not traced or site in self._analysis().static_given_traced()
         # By name or through an import: `x.at[i].set(v)` is no `set(...)`.
         named = {func.id} if isinstance(func, ast.Name) else set()
         callees = (

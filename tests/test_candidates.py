@@ -171,6 +171,40 @@ KEPT = {
 }
 
 DROPPED = {
+    "a call of a function jitted with static arguments, given tracers only where it traces": """\
+        import jax
+        from functools import partial
+        @partial(jax.jit, static_argnums=1)
+        def g(x, n):
+            return x * n
+        @jax.jit
+        def f(x):
+            return g(x, 3)
+        """,
+    "methods named like mutators whose value is used, on an item, or undone by a finally": """\
+        import jax
+        OPT = make()
+        STACK = []
+        @jax.jit
+        def f(x, i):
+            updates, state = OPT.update(x, i)
+            y = OPT.rows[0].append(x)
+            STACK.append(x)
+            try:
+                return x.at[i].add(x)
+            finally:
+                STACK.pop()
+        """,
+    "a store into what the enclosing traced function made": """\
+        import jax
+        @jax.jit
+        def f(x):
+            acc = {}
+            def body(i, carry):
+                acc["sum"] = carry
+                return carry + x
+            return jax.lax.fori_loop(0, 3, body, x)
+        """,
     "a serializing method on what is not known to be a tracer": """\
         import jax
         @jax.jit

@@ -30,6 +30,7 @@ class FileAnalysis:
     _positions: Positions | None = field(default=None, repr=False)
     _traced_calls: dict[ast.Call, Call] | None = field(default=None, repr=False)
     _undone: set[ast.Call] | None = field(default=None, repr=False)
+    _static_given_traced: set[ast.Call] | None = field(default=None, repr=False)
 
     @property
     def positions(self) -> Positions:
@@ -100,6 +101,13 @@ class FileAnalysis:
                 while (fid := module.declared_in.get(fid, "<module>")) != "<module>":
                     fids.add(fid)
         return {module.nodes[fid] for fid in fids if fid in module.nodes}
+
+    def static_given_traced(self) -> set[ast.Call]:
+        """Calls in traced code that give a tracer to a parameter the callee's jit declares
+        static (see `Facts.static_given_traced`)."""
+        if self._static_given_traced is None:
+            self._static_given_traced = {c.node for c in self.facts.static_given_traced()}
+        return self._static_given_traced
 
     def store_nodes(self) -> set[ast.stmt]:
         """Statements that store a traced value into state that outlives the call."""

@@ -72,6 +72,23 @@ class Facts:
         """The calls of `callees` (full names) in traced code that are given a tracer."""
         return [call for call, _ in self.calls() if call.callee in callees]
 
+    def static_given_traced(self) -> Iterator[Call]:
+        """Unguarded calls in traced code that give a certainly traced value to a parameter
+        the callee's jit declares static (`static_argnums` / `static_argnames`): jax hashes
+        it."""
+        static_of = _static_parameters(self.module)
+        for summary in self.traced_functions():
+            for call in summary.calls:
+                static = static_of.get(call.target or "", frozenset())
+                if call.guarded or call.target is None or not static:
+                    continue
+                callee = self.module.summary_of(call.target)
+                if callee is None:
+                    continue
+                given = bind_arguments(callee, call)
+                if any(self.kind(given[name]) is Kind.TRACED for name in static & given.keys()):
+                    yield call
+
     def stores(self) -> Iterator[Store]:
         """Unguarded stores of certainly traced values into state that outlives the trace:
         not into an object of an enclosing function that runs under the trace too (a Pallas
@@ -159,6 +176,14 @@ def _top_level_functions(
             yield fid, node
 
 
+def _static_parameters(module: Module) -> dict[str, frozenset[str]]:
+    """The parameters each function's jit declares static, by the function's id."""
+    static_of: dict[str, frozenset[str]] = {}
+    for entry in module.entries:
+        static_of[entry.target] = static_of.get(entry.target, frozenset()) | entry.static
+    return static_of
+
+
 def _polymorphic(facts: Facts) -> frozenset[Source]:
     """The parameters some call in traced code gives a Python value (a literal, a dtype)."""
     found: set[Source] = set()
@@ -182,9 +207,7 @@ def _fixed_point(
         facts.traced |= {Param(entry.target, p) for p in entry.traced}
         if entry.staged:
             facts.traced.add(Staged(entry.target))
-    static_of: dict[str, frozenset[str]] = {}
-    for entry in module.entries:
-        static_of[entry.target] = static_of.get(entry.target, frozenset()) | entry.static
+    static_of = _static_parameters(module)
     for outside in external:
         _enter_from_outside(facts, outside, static_of, polymorphic)
     changed = True
