@@ -579,10 +579,19 @@ def _note_keyed(node: ast.FunctionDef | ast.AsyncFunctionDef, found: Candidates)
 
 
 def _static_keywords(expr: ast.expr) -> bool:
-    return any(
-        isinstance(call, ast.Call) and any(k.arg in _STATIC_KEYWORDS for k in call.keywords)
-        for call in ast.walk(expr)
-    )
+    """A call with static arguments in `expr`'s calls and their callees and arguments
+    (`partial(jax.jit, static_argnums=1)(f)`, `checkify(jit(f, static_argnames="n"))`), without
+    walking the displays in between (a module's table of constants)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, ast.Call):
+            continue
+        if any(k.arg in _STATIC_KEYWORDS for k in node.keywords):
+            return True
+        stack.append(node.func)
+        stack.extend(node.args)
+    return False
 
 
 # Bases a plain class may have (what JF103 calls plain: `self` outlives the trace).
