@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -131,9 +132,7 @@ class Candidates:
         `OUTER + name` for a method on a receiver that is not a local variable."""
         if not anchors:
             return set()
-        qualified = frozenset(a for a in anchors if "." in a and not a.startswith(OUTER))
-        methods = frozenset(a for a in anchors if "." not in a and a not in SYNTAX_ANCHORS)
-        outer = frozenset(a[len(OUTER) :] for a in anchors if a.startswith(OUTER))
+        qualified, methods, outer = _split(frozenset(anchors))
 
         def anchored(func: ast.expr) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in methods:
@@ -205,11 +204,16 @@ class Candidates:
         them (what other modules' traced calls could reach), of the sites that read a
         parameter of their function, which such a call makes traced."""
         keyed = {name for name, value in self.keyed_bindings if self._keyed_binding(value)}
-        return {
+        if traced is not None:
+            return {
+                statement
+                for site, owner, statement in self.key_sites
+                if owner in traced and self._hashes(site, owner, keyed, traced=True)
+            }
+        return {  # the cheaper test first: few sites hash
             statement
             for site, owner, statement in self.key_sites
-            if (owner in traced if traced is not None else _reads_parameter(site, owner))
-            and self._hashes(site, owner, keyed, traced is not None)
+            if self._hashes(site, owner, keyed, traced=False) and _reads_parameter(site, owner)
         }
 
     def _hashes(
@@ -538,6 +542,16 @@ def _root_name(expr: ast.expr) -> str | None:
     while isinstance(expr, ast.Attribute | ast.Subscript):
         expr = expr.value
     return expr.id if isinstance(expr, ast.Name) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _split(anchors: frozenset[str]) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """A rule's anchors as full names, method names and `OUTER` method names (once per rule:
+    with the NumPy table, thousands)."""
+    qualified = frozenset(a for a in anchors if "." in a and not a.startswith(OUTER))
+    methods = frozenset(a for a in anchors if "." not in a and a not in SYNTAX_ANCHORS)
+    outer = frozenset(a[len(OUTER) :] for a in anchors if a.startswith(OUTER))
+    return qualified, methods, outer
 
 
 def _attribute_root(expr: ast.expr) -> str | None:
