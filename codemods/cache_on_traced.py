@@ -8,8 +8,7 @@ from typing import ClassVar
 import libcst as cst
 
 from jaxfix.diagnostic import FixSafety
-from jaxfix.libcst_command import command_hooks
-from jaxfix.rule import Rule, RuleSettings
+from jaxfix.rule import Rule, RuleSettings, command_hooks
 from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedAnalysis
 

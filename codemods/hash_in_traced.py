@@ -9,8 +9,7 @@ from libcst.metadata import Assignment
 
 from jaxfix.analysis.reasons import Via
 from jaxfix.candidates import HASHED_KEYS
-from jaxfix.libcst_command import command_hooks
-from jaxfix.rule import Rule
+from jaxfix.rule import Rule, command_hooks
 from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedFunction
 

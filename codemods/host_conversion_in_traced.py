@@ -11,10 +11,9 @@ from libcst.metadata import Assignment, BaseAssignment, Scope
 from jaxfix.analysis.reasons import Via
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
-from jaxfix.libcst_command import command_hooks
 from jaxfix.models import numpy_scipy
 from jaxfix.returns import DUMPS
-from jaxfix.rule import Fix, ImportNeeded, Rule
+from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
 from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
 from jaxfix.syntax import calls_in, source_of
 from jaxfix.tracing import TracedFunction

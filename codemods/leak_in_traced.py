@@ -10,8 +10,7 @@ from libcst.metadata import Assignment, FunctionScope, GlobalScope
 from jaxfix.candidates import OUTER, STORES
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
-from jaxfix.libcst_command import command_hooks
-from jaxfix.rule import Fix, Rule, RuleSettings
+from jaxfix.rule import Fix, Rule, RuleSettings, command_hooks
 from jaxfix.sinks import (
     LOGGER_MAKERS,
     LOGGER_METHODS,

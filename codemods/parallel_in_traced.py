@@ -7,8 +7,7 @@ import enum
 import libcst as cst
 from libcst.metadata import Assignment
 
-from jaxfix.libcst_command import command_hooks
-from jaxfix.rule import Rule
+from jaxfix.rule import Rule, command_hooks
 from jaxfix.syntax import calls_in, source_of
 
 

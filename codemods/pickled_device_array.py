@@ -6,8 +6,7 @@ import libcst as cst
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
-from jaxfix.libcst_command import command_hooks
-from jaxfix.rule import Rule
+from jaxfix.rule import Rule, command_hooks
 from jaxfix.syntax import source_of
 
 # Serializer -> the keyword of the value it serializes (always its first argument).

@@ -9,9 +9,8 @@ import libcst as cst
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
-from jaxfix.libcst_command import command_hooks
 from jaxfix.returns import DUMPS, returned
-from jaxfix.rule import Fix, Rule, RuleSettings
+from jaxfix.rule import Fix, Rule, RuleSettings, command_hooks
 from jaxfix.syntax import calls_in, source_of
 from jaxfix.tracing import TracedAnalysis
 

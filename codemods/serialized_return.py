@@ -9,11 +9,10 @@ from libcst.metadata import Assignment, GlobalScope
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
-from jaxfix.libcst_command import command_hooks
 from jaxfix.project import SerializedImport
 from jaxfix.project import SerializedReturn as Returns
 from jaxfix.returns import DUMPS, Part, Returned, returned
-from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
+from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule, command_hooks
 from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedFunction
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from jaxfix import suppression
-from jaxfix.libcst_command import command_hooks
-from jaxfix.rule import Rule
+from jaxfix.rule import Rule, command_hooks
 
 
 class UnusedSuppression(Rule):

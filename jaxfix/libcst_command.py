@@ -1,16 +1,14 @@
 """Every jaxfix rule as a LibCST codemod command, for `python -m libcst.tool codemod`.
 
-A rule module ends with `__getattr__, __dir__ = command_hooks(TheRule)`: its attribute
-`TheRuleCommand` is then a `CodemodCommand`, built on first access (PEP 562) because
-`libcst.codemod` takes about 0.4 s to import and every jaxfix run imports the rules.
+A rule module ends with `__getattr__, __dir__ = command_hooks(TheRule)` (`jaxfix.rule`): its
+attribute `TheRuleCommand` is then a `CodemodCommand` built here on first access (PEP 562),
+because `libcst.codemod` takes about 0.4 s to import and every jaxfix run imports the rules.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,33 +16,10 @@ import libcst as cst
 
 from jaxfix.batch import Job
 from jaxfix.config import ConfigFinder, Overrides, job_for
-from jaxfix.rule import Rule
+from jaxfix.rule import Rule, command_name
 
 if TYPE_CHECKING:
     from libcst.codemod import CodemodCommand, CodemodContext
-
-ModuleHooks = tuple[Callable[[str], object], Callable[[], list[str]]]
-
-
-def command_name(rule: type[Rule]) -> str:
-    """The name of the rule's command in its module: `CacheOnTraced` -> `CacheOnTracedCommand`."""
-    return f"{rule.__name__}Command"
-
-
-def command_hooks(rule: type[Rule]) -> ModuleHooks:
-    """The module `__getattr__` and `__dir__` that expose `rule`'s command: `libcst.tool codemod`
-    looks it up with `getattr`, `libcst.tool list` finds it in `dir`."""
-    name = command_name(rule)
-
-    def __getattr__(attribute: str) -> object:
-        if attribute != name:
-            raise AttributeError(f"module {rule.__module__!r} has no attribute {attribute!r}")
-        return command_for(rule)
-
-    def __dir__() -> list[str]:
-        return sorted({*vars(sys.modules[rule.__module__]), name})
-
-    return __getattr__, __dir__
 
 
 def description(rule: type[Rule]) -> str:

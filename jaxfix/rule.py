@@ -7,6 +7,7 @@ reads the shared traced-context analysis (`self.traced`) and calls `self.report(
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -153,3 +154,33 @@ def visitor_names(cls: type[Rule]) -> tuple[str, ...]:
         and callable(getattr(cls, name))
         and not getattr(getattr(cls, name), "_is_no_op", False)
     )
+
+
+# ----- every rule as a LibCST codemod command (`python -m libcst.tool codemod`) ------------------
+
+ModuleHooks = tuple[Callable[[str], object], Callable[[], list[str]]]
+
+
+def command_name(rule: type[Rule]) -> str:
+    """The name of the rule's command in its module: `CacheOnTraced` -> `CacheOnTracedCommand`."""
+    return f"{rule.__name__}Command"
+
+
+def command_hooks(rule: type[Rule]) -> ModuleHooks:
+    """The module `__getattr__` and `__dir__` that expose `rule`'s command: `libcst.tool codemod`
+    looks it up with `getattr`, `libcst.tool list` finds it in `dir`. The command (and the run
+    stack it needs: configuration, engine) is imported only then, so that a rule module sits
+    below the engine."""
+    name = command_name(rule)
+
+    def __getattr__(attribute: str) -> object:
+        if attribute != name:
+            raise AttributeError(f"module {rule.__module__!r} has no attribute {attribute!r}")
+        from jaxfix.libcst_command import command_for
+
+        return command_for(rule)
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[rule.__module__]), name})
+
+    return __getattr__, __dir__

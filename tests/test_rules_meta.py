@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -108,3 +109,28 @@ def test_visitor_methods_are_those_libcst_would_find(rule: type[Rule]) -> None:
         if name.startswith(("visit_", "leave_")) and not getattr(member, "_is_no_op", False)
     }
     assert set(visitor_names(rule)) == found
+
+
+# The run stack: configuration, workers, cache, engine, the codemod-command integration.
+RUN_STACK = ("jaxfix.batch", "jaxfix.config", "jaxfix.engine", "jaxfix.runner", "jaxfix.cache")
+
+
+def test_rules_sit_below_the_engine_and_the_run_stack() -> None:
+    """Importing every rule imports none of the run stack (a fresh interpreter: this one has
+    imported everything)."""
+    program = (
+        "import sys; from jaxfix.registry import all_rules; all_rules(); "
+        f"print([m for m in {RUN_STACK!r} + ('jaxfix.libcst_command',) if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_a_rule_module_still_exposes_its_codemod_command() -> None:
+    from jaxfix.codemods import serialize_in_traced
+
+    assert "SerializeInTracedCommand" in dir(serialize_in_traced)
+    command = serialize_in_traced.SerializeInTracedCommand
+    assert command.__name__ == "SerializeInTracedCommand"
