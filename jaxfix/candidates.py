@@ -181,7 +181,9 @@ class Candidates:
 
         found = {call.statement for call in self.calls if reported_at(call)}
         for function in traced if traced_only else self.functions:
-            if any(anchored(_decorated_by(d)) for d in function.decorators):
+            if any(anchored(_decorated_by(d)) for d in function.decorators) and (
+                not traced_only or given is None or self._analysis().receives_traced(function.node)
+            ):
                 found.add(function.statement)
         if STORES in anchors:
             if traced_only:

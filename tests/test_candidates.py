@@ -195,6 +195,15 @@ DROPPED = {
             finally:
                 STACK.pop()
         """,
+    "a cached helper that traced code calls with Python values only (jax dtypes.py)": """\
+        import functools, jax
+        @functools.lru_cache
+        def canonical(dtype):
+            return dtype
+        @jax.jit
+        def f(x):
+            return x.astype(canonical("float32"))
+        """,
     "a store into what the enclosing traced function made": """\
         import jax
         @jax.jit

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from jaxfix.analysis.bridge import Positions, first_line
 from jaxfix.analysis.flow import Call, analyse
 from jaxfix.analysis.tracing import KEYWORDS, External, Facts, trace
-from jaxfix.analysis.values import Kind, Staged
+from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.transforms import TRANSFORMS, TransformSpec
 
 
@@ -108,6 +108,13 @@ class FileAnalysis:
         if self._static_given_traced is None:
             self._static_given_traced = {c.node for c in self.facts.static_given_traced()}
         return self._static_given_traced
+
+    def receives_traced(self, function: ast.AST | None) -> bool:
+        """Whether the `def` or lambda has a parameter that is certainly a tracer."""
+        fid = self.facts.module.by_node.get(function) if function is not None else None
+        return fid is not None and any(
+            isinstance(source, Param) and source.function == fid for source in self.facts.traced
+        )
 
     def store_nodes(self) -> set[ast.stmt]:
         """Statements that store a traced value into state that outlives the call."""
