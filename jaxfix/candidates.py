@@ -237,7 +237,14 @@ class Candidates:
             return variable(key, loops | self._loop_names(site.generators))
         if isinstance(site, ast.Subscript):
             plain = not isinstance(site.slice, ast.Slice)
-            return plain and variable(site.slice, loops) and self._keyed(site.value, keyed)
+            # A traced array indexed by a tracer is indexing, not a lookup by hash.
+            array = traced and self._analysis().carries(site.value)
+            return (
+                plain
+                and not array
+                and variable(site.slice, loops)
+                and self._keyed(site.value, keyed)
+            )
         if isinstance(site, ast.Compare):
             keyed_right = any(self._keyed(c, keyed) for c in site.comparators)
             return keyed_right and variable(site.left, loops)

@@ -204,6 +204,15 @@ DROPPED = {
         def f(x):
             return x.astype(canonical("float32"))
         """,
+    "a traced array indexed by a tracer, its name a dict elsewhere (optax hungarian)": """\
+        import jax
+        def host():
+            path = {}
+            return path
+        @jax.jit
+        def f(path, j):
+            return path[j]
+        """,
     "a store into what the enclosing traced function made": """\
         import jax
         @jax.jit
