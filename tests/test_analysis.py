@@ -407,13 +407,20 @@ def test_stores_that_outlive_the_call() -> None:
                 seen["last"] = carry
                 return carry + x
             return jax.lax.fori_loop(0, 3, body, x)
+
+        def kernel(out_ref, memo={}):
+            def body(i, carry):
+                out_ref[0] = carry
+                memo["k"] = carry
+                return carry
+            return jax.lax.fori_loop(0, 3, body, 0.0)
         """
     )
     facts = trace(analyse(ast.parse(source)))
     stores = sorted((s.root, s.node.lineno) for s in facts.stores())
-    # `out` is the caller's object: whether it outlives the trace is decided there; `acc` is
-    # made by the traced function that holds the loop, `seen` by host code.
-    assert stores == [("CACHE", 14), ("memo", 16), ("seen", 35), ("self", 22)]
+    # `out` and `out_ref` are the caller's objects: whether they outlive the trace is decided
+    # there; `acc` is made by the traced function that holds the loop, `seen` by host code.
+    assert stores == [("CACHE", 14), ("memo", 16), ("memo", 42), ("seen", 35), ("self", 22)]
 
 
 def test_lambdas_in_class_bodies_and_defaults_are_analysed() -> None:

@@ -1116,19 +1116,7 @@ class _Interpreter:
                 self._store(statement, root.id, value, outlives)
 
     def _outliving_params(self) -> set[str]:
-        """The parameters whose objects outlive a call: a method's `self`, and those with a
-        default (a mutable default is shared by every call). Any other parameter's object is
-        the caller's, whose own code decides whether it outlives the trace."""
-        node = self.summary.node
-        if isinstance(node, ast.Module):
-            return set()
-        args = node.args
-        positional = [*args.posonlyargs, *args.args]
-        found = {a.arg for a in positional[len(positional) - len(args.defaults) :]}
-        found |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
-        if self._self_class() is not None:
-            found.add(self.summary.positional[0])
-        return found
+        return outliving_params(self.summary)
 
     def _self_class(self) -> str | None:
         """The class whose instance the first parameter holds: None for a function, a static
@@ -1695,6 +1683,22 @@ def substitute(value: Value, function: str, given: Mapping[str, Value], caller: 
         else:
             sources.add(source)
     return v.traced(sources)
+
+
+def outliving_params(summary: Summary) -> set[str]:
+    """The parameters whose objects outlive a call: a method's `self`, and those with a
+    default (a mutable default is shared by every call). Any other parameter's object is the
+    caller's, whose own code decides whether it outlives the trace."""
+    node = summary.node
+    if isinstance(node, ast.Module):
+        return set()
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    found = {a.arg for a in positional[len(positional) - len(args.defaults) :]}
+    found |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
+    if summary.positional and summary.class_name and not _static_method(node, "classmethod"):
+        found.add(summary.positional[0])
+    return found
 
 
 def _static_method(node: FunctionNode | ast.Module, *also: str) -> bool:

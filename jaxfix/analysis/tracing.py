@@ -13,7 +13,15 @@ import ast
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from jaxfix.analysis.flow import Call, Module, Store, Summary, bind_arguments, params_of
+from jaxfix.analysis.flow import (
+    Call,
+    Module,
+    Store,
+    Summary,
+    bind_arguments,
+    outliving_params,
+    params_of,
+)
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.values import Kind, Param, Source, Staged, Value
 
@@ -99,22 +107,26 @@ class Facts:
                     store.outlives
                     and not store.guarded
                     and self.kind(store.value) is Kind.TRACED
-                    and not self._in_traced_closure(store)
+                    and not self._kept_in_enclosing(store)
                 ):
                     yield store
 
-    def _in_traced_closure(self, store: Store) -> bool:
-        """Whether `store.root` is a local of an enclosing traced function, not declared
-        `global` / `nonlocal` where it is stored."""
+    def _kept_in_enclosing(self, store: Store) -> bool:
+        """Whether `store.root`, not declared `global` / `nonlocal` where it is stored, is
+        bound in an enclosing function whose object it does not outlive: a local of a traced
+        one (made under the same trace), or a plain parameter of any (the caller's object,
+        as for the function's own parameters)."""
         module = self.module
         if store.root in module.scope(store.caller).declared:
             return False
         fid = module.declared_in.get(store.caller, "<module>")
         while fid != "<module>":
-            node = module.nodes.get(fid)
-            params = params_of(node)[0] if node is not None else []
-            if store.root in module.scope(fid).assigned or store.root in params:
-                return fid in self.reasons  # bound there: traced with it, or outliving it
+            summary = module.functions.get(fid)
+            params = summary.params if summary is not None else []
+            if store.root in params:
+                return summary is not None and store.root not in outliving_params(summary)
+            if store.root in module.scope(fid).assigned:
+                return fid in self.reasons
             fid = module.declared_in.get(fid, "<module>")
         return False
 
