@@ -213,6 +213,14 @@ DROPPED = {
         def f(path, j):
             return path[j]
         """,
+    "NumPy given only a traced value's shape (jax lax_numpy swapaxes)": """\
+        import jax
+        import numpy as np
+        @jax.jit
+        def f(a):
+            perm = np.arange(np.ndim(a))
+            return a.transpose(perm)
+        """,
     "a store into what the enclosing traced function made": """\
         import jax
         @jax.jit

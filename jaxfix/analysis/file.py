@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.bridge import Positions, first_line
-from jaxfix.analysis.flow import Call, analyse
+from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse
 from jaxfix.analysis.tracing import KEYWORDS, External, Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
-from jaxfix.transforms import TRANSFORMS, TransformSpec
+from jaxfix.transforms import STATIC_QUERIES, TRANSFORMS, TransformSpec
 
 
 @dataclass
@@ -30,6 +30,7 @@ class FileAnalysis:
     _positions: Positions | None = field(default=None, repr=False)
     _traced_calls: dict[ast.Call, Call] | None = field(default=None, repr=False)
     _undone: set[ast.Call] | None = field(default=None, repr=False)
+    _calls: dict[ast.Call, Call] | None = field(default=None, repr=False)  # in traced code
     _static_given_traced: set[ast.Call] | None = field(default=None, repr=False)
 
     @property
@@ -69,6 +70,8 @@ class FileAnalysis:
         if value is not None and self.facts.kind(value) is Kind.TRACED:
             return True
         if isinstance(node, ast.Call):
+            if self._is_static_query(node):
+                return False  # `np.ndim(x)`, `jnp.result_type(x)`: no data needed
             receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
             given = [*node.args, *(k.value for k in node.keywords)]
             return any(map(self.carries, given)) or (
@@ -90,6 +93,16 @@ class FileAnalysis:
         if isinstance(node, ast.Dict):
             return any(map(self.carries, node.values))
         return False
+
+    def _is_static_query(self, node: ast.Call) -> bool:
+        """A call of a function that answers from a value's shape or dtype."""
+        if self._calls is None:
+            self._calls = {c.node: c for s in self.facts.traced_functions() for c in s.calls}
+        call = self._calls.get(node)
+        callee = call.callee if call is not None else None
+        return callee is not None and (
+            callee in STATIC_QUERIES or callee.rsplit(".", 1)[-1] in DTYPE_QUERIES
+        )
 
     def traced_function_nodes(self, with_enclosing: bool = False) -> set[ast.AST]:
         """The `def`s and lambdas that run under a trace (and the functions whose bodies
