@@ -23,6 +23,7 @@ from pathspec import GitIgnoreSpec
 
 from jaxfix.batch import Job
 from jaxfix.edits import EditsWanted
+from jaxfix.models.sinks import OPTION_KINDS, Sink, project_sink
 from jaxfix.options import Options
 
 T = TypeVar("T")
@@ -56,6 +57,18 @@ class Config:
     unsafe_fixes: bool = False
     transforms: tuple[str, ...] = ()
     rules: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (rule selector, option, values)
+    sinks: tuple[Sink, ...] = ()  # the project's own sinks
+
+    def sink_table(self) -> tuple[Sink, ...]:
+        """The project's sinks, then those its rule options add (`extra-serializers`), each
+        row once."""
+        legacy = (
+            project_sink(OPTION_KINDS[option], name)
+            for _, option, names in self.rules
+            if option in OPTION_KINDS
+            for name in names
+        )
+        return tuple(dict.fromkeys((*self.sinks, *legacy)))
 
     @property
     def root(self) -> Path:
@@ -181,6 +194,7 @@ def job_for(config: Config, path: Path, *, fix: bool, edits: EditsWanted = False
         options=Options(
             transforms=config.transforms,
             rule_options=config.rules,
+            sinks=config.sink_table(),
             fixable=config.fixable,
             unfixable=config.unfixable,
         ),

@@ -7,6 +7,7 @@ import pkgutil
 from collections.abc import Iterable, Sequence
 from functools import cache
 
+from jaxfix.models.sinks import Sink, SinkKind
 from jaxfix.rule import Rule
 
 RULES_PACKAGE = "jaxfix.codemods"  # the `codemods/` folder, installed under this name
@@ -30,6 +31,19 @@ def all_rules() -> tuple[type[Rule], ...]:
             and value.__module__ == module.__name__
         )
     return tuple(sorted(found, key=lambda rule: rule.code))
+
+
+def sink_owner(kind: SinkKind) -> type[Rule]:
+    """The rule that reports a traced value reaching a sink of `kind` (each kind has one)."""
+    return next(rule for rule in all_rules() if kind in rule.kinds())
+
+
+def sink_table(project_sinks: Iterable[Sink] = ()) -> list[tuple[Sink, type[Rule]]]:
+    """Every row of the sink model with the rule that owns it: the rules' own, then the
+    project's, by kind and callable."""
+    built_in = [row for rule in all_rules() for row in rule.sinks]
+    rows = sorted([*built_in, *project_sinks], key=lambda row: (row.kind, row.origin, row.callable))
+    return [(row, sink_owner(row.kind)) for row in rows]
 
 
 def find_rule(code_or_name: str) -> type[Rule] | None:
