@@ -39,11 +39,20 @@ def sink_owner(kind: SinkKind) -> type[Rule]:
 
 
 def sink_table(project_sinks: Iterable[Sink] = ()) -> list[tuple[Sink, type[Rule]]]:
-    """Every row of the sink model with the rule that owns it: the rules' own, then the
-    project's, by kind and callable."""
+    """Every row of the sink model with the rule that owns it, by rule and kind: the built-in
+    rows first, then the project's, each by callable."""
     built_in = [row for rule in all_rules() for row in rule.sinks]
-    rows = sorted([*built_in, *project_sinks], key=lambda row: (row.kind, row.origin, row.callable))
-    return [(row, sink_owner(row.kind)) for row in rows]
+    table = [(row, sink_owner(row.kind)) for row in [*built_in, *project_sinks]]
+    order = list(SinkKind)
+    return sorted(
+        table,
+        key=lambda item: (
+            item[1].code,
+            order.index(item[0].kind),
+            item[0].origin,
+            item[0].callable,
+        ),
+    )
 
 
 def find_rule(code_or_name: str) -> type[Rule] | None:

@@ -4,11 +4,14 @@ reaches the rules, the prefilter and the result cache."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
+from jaxfix.cli import main
 from jaxfix.config import job_for, load, validate
 from jaxfix.engine import check_text
 from jaxfix.models.sinks import Origin, SinkKind, project_sink
@@ -228,3 +231,50 @@ def test_the_readme_configuration_example_is_valid(tmp_path: Path) -> None:
     validate([config])
     kinds = {row.kind for row in config.sink_table()}
     assert kinds == set(SinkKind), "the example shows every kind"
+
+
+def sinks_command(cwd: Path, *args: str) -> Result:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        return CliRunner().invoke(main, ["sinks", *args])
+
+
+def test_jaxfix_sinks_lists_the_built_in_rows_and_the_project_s(tmp_path: Path) -> None:
+    project(tmp_path, SINKS_CONFIG, {})
+    lines = sinks_command(tmp_path, "--kind", "log").stdout.splitlines()
+    assert lines[0].split() == ["kind", "callable", "rule", "origin"]
+    rows = [line.split() for line in lines[1:]]
+    assert ["log", "logging.info", "JF103", "built-in"] in rows
+    assert ["log", "mlflow.log_metric", "JF103", "built-in"] in rows
+    assert rows[-1] == ["log", "my_lib.metrics.record", "JF103", "project"]
+    assert {row[0] for row in rows} == {"log"}
+
+
+def test_jaxfix_sinks_as_json_has_every_rule_s_rows(tmp_path: Path) -> None:
+    project(tmp_path, SINKS_CONFIG, {})
+    rows = json.loads(sinks_command(tmp_path, "--output-format", "json").stdout)
+    assert {(row["kind"], row["rule"]) for row in rows} == {
+        (str(kind), sink_owner(kind).code) for kind in SinkKind
+    }
+    saver = next(row for row in rows if row["callable"] == "my_lib.io.save_blob")
+    assert saver == {
+        "kind": "serialize",
+        "callable": "my_lib.io.save_blob",
+        "rule": "JF101",
+        "rule_name": "serialize-in-traced",
+        "origin": "project",
+        "payload": {"position": 0, "keyword": None, "rest": False},
+        "detail": None,
+    }
+    numpy_save = next(row for row in rows if row["callable"] == "numpy.save")
+    assert numpy_save["payload"] == {"position": 1, "keyword": "arr", "rest": False}
+
+
+def test_jaxfix_sinks_reports_a_bad_table_as_check_does(tmp_path: Path) -> None:
+    project(tmp_path, "[tool.jaxfix.sinks]\nloger = ['a.b']\n", {})
+    result = sinks_command(tmp_path)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: {tmp_path / 'pyproject.toml'}: [tool.jaxfix.sinks] unknown kind `loger`"
+        " (did you mean `logger`?)\n"
+    )
