@@ -8,24 +8,19 @@ from typing import ClassVar
 import libcst as cst
 
 from jaxfix.diagnostic import FixSafety
-from jaxfix.rule import Rule, RuleSettings, command_hooks
+from jaxfix.models.sinks import SinkKind, names_of, rows
+from jaxfix.rule import Rule, command_hooks
 from jaxfix.syntax import source_of
-from jaxfix.tracing import TracedAnalysis
 
-CACHE_DECORATORS = frozenset(
-    {
+SINKS = rows(
+    SinkKind.CACHE,
+    [
         "functools.lru_cache",
         "functools.cache",
         "cachetools.cached",
-        "cachetools.func.lru_cache",
-        "cachetools.func.lfu_cache",
-        "cachetools.func.fifo_cache",
-        "cachetools.func.mru_cache",
-        "cachetools.func.rr_cache",
-        "cachetools.func.ttl_cache",
-    }
+        *(f"cachetools.func.{name}_cache" for name in ("lru", "lfu", "fifo", "mru", "rr", "ttl")),
+    ],
 )
-EXTRA_DECORATORS = "extra-cache-decorators"
 # Attributes a cached function has and a plain one lacks: removing the cache would break them.
 CACHE_API = frozenset({"cache_info", "cache_clear", "cache_parameters", "cache", "call"})
 # `memory.cache` / `cache.memoize()` on objects these constructors made.
@@ -83,19 +78,17 @@ class CacheOnTraced(Rule):
     fix_title = "Remove the cache decorator (`jax.jit` already caches compiled code)"
     fix_safety = FixSafety.SAFE
     reads_users = True  # `f.cache_clear()` elsewhere rules the fix out
-    anchors = CACHE_DECORATORS | set(CACHE_METHODS)
+    sinks = SINKS
+    anchors = names_of(SINKS, SinkKind.CACHE) | set(CACHE_METHODS)
     options: ClassVar[Mapping[str, str]] = {
-        "extra-cache-decorators": "The project's own memoizing decorators (`my_lib.memoize`)."
+        "extra-cache-decorators": "The project's own memoizing decorators (`my_lib.memoize`);"
+        " the same as `cache` in `[tool.jaxfix.sinks]`."
     }
 
-    def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
-        super().__init__(traced, settings)
+    def prepare(self) -> None:
+        """The cache decorators; who uses a cache's API is found on demand."""
         self._api_users: set[str] | None = None
-        self._decorators = CACHE_DECORATORS | set(self.settings.get(EXTRA_DECORATORS, ()))
-
-    @classmethod
-    def anchors_with(cls, settings: RuleSettings) -> frozenset[str]:
-        return cls.anchors | frozenset(settings.get(EXTRA_DECORATORS, ()))
+        self._decorators = self.sink_names(SinkKind.CACHE)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         traced = self.traced.functions.get(node)

@@ -12,10 +12,11 @@ from jaxfix.analysis.reasons import Via
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
 from jaxfix.models import numpy_scipy
+from jaxfix.models.sinks import FIRST, Sink, SinkKind, names_of
 from jaxfix.returns import DUMPS
 from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
 from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
-from jaxfix.syntax import calls_in, source_of
+from jaxfix.syntax import calls_in, payload_of, source_of
 from jaxfix.tracing import TracedFunction
 
 
@@ -86,12 +87,16 @@ JNP_EQUIVALENTS: dict[str, JnpEquivalent] = {
 # tracers under the pinned jax (`scripts/numpy_model.py`): those that run for some arguments
 # (`np.sum`, `np.reshape`: the array's own method) are not here, nor NumPy's savers (JF101's).
 LIBRARY_SINKS = numpy_scipy.converting()
-CONVERSIONS: dict[str, str] = {
-    "builtins.float": "ConcretizationTypeError",
-    "builtins.int": "ConcretizationTypeError",
-    "builtins.complex": "ConcretizationTypeError",
-    "builtins.bool": "TracerBoolConversionError",
-}
+# Built-ins that need the concrete value of their first argument, with the error they raise.
+SINKS = tuple(
+    Sink(f"builtins.{name}", SinkKind.CONVERT, FIRST, error)
+    for name, error in [
+        ("float", "ConcretizationTypeError"),
+        ("int", "ConcretizationTypeError"),
+        ("complex", "ConcretizationTypeError"),
+        ("bool", "TracerBoolConversionError"),
+    ]
+)
 PRINT = "builtins.print"
 DEVICE_GET = "jax.device_get"
 # Array methods that need the values on the host (both raise `ConcretizationTypeError`).
@@ -200,9 +205,10 @@ class HostConversionInTraced(Rule):
     message = "`{call}` {problem} inside `{function}` ({reason}); {advice}"
     fix_title = "Print with `jax.debug.print`, or call the `jax.numpy` equivalent"
     fix_safety = FixSafety.UNSAFE
+    sinks = SINKS
     anchors = (
         LIBRARY_SINKS
-        | frozenset(CONVERSIONS)
+        | names_of(SINKS, SinkKind.CONVERT)
         | {PRINT, DEVICE_GET, "builtins.format", FORMAT}
         | CONVERTING_METHODS
     )
@@ -233,8 +239,10 @@ class HostConversionInTraced(Rule):
         model = numpy_scipy.sink(name)
         if model is not None and self._any_traced(call):
             return self._library_finding(call, model)
-        if name in CONVERSIONS and call.args and self._converts_traced(call.args[0].value):
-            problem = f"needs a concrete value but gets a traced one (`{CONVERSIONS[name]}`)"
+        conversion = self._conversions.get(name)
+        if conversion is not None and self._converts_traced_payload(call, conversion):
+            error = f" (`{conversion.detail}`)" if conversion.detail else ""
+            problem = f"needs a concrete value but gets a traced one{error}"
             if name == "builtins.bool":
                 advice = "use `jnp.where` or `lax.cond`, or make the argument static"
             else:
@@ -295,6 +303,17 @@ class HostConversionInTraced(Rule):
         ):
             return _Finding("str.format", _FORMATS, _FORMAT_ADVICE)
         return None
+
+    def prepare(self) -> None:
+        """The conversion sinks by full name (the built-ins and the project's), and the
+        project's logging functions (`[tool.jaxfix.sinks] log`), whose arguments are JF103's."""
+        self._conversions = {row.callable: row for row in self.sink_rows(SinkKind.CONVERT)}
+        self._logging_functions = self.sink_names(SinkKind.LOG)
+
+    def _converts_traced_payload(self, call: cst.Call, conversion: Sink) -> bool:
+        """The argument `conversion` needs the value of is traced."""
+        arguments = payload_of(call, conversion.payload or FIRST)
+        return bool(arguments) and self._converts_traced(arguments[0])
 
     def _converts_traced(self, value: cst.BaseExpression) -> bool:
         """Traced, and not a parameter that is probably a Python value: in a function traced
@@ -358,7 +377,7 @@ class HostConversionInTraced(Rule):
 
     def _is_logging(self, call: cst.Call) -> bool:
         names = self.qualified_names(call.func)
-        if any(name.startswith(LOGGING_MODULES) for name in names):
+        if names & self._logging_functions or any(n.startswith(LOGGING_MODULES) for n in names):
             return True
         func = call.func
         return (

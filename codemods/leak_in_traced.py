@@ -10,16 +10,28 @@ from libcst.metadata import Assignment, FunctionScope, GlobalScope
 from jaxfix.candidates import OUTER, STORES
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
-from jaxfix.rule import Fix, Rule, RuleSettings, command_hooks
-from jaxfix.sinks import (
-    LOGGER_MAKERS,
-    LOGGER_METHODS,
-    LOGGING_FUNCTIONS,
-    METRICS_METHODS,
-)
+from jaxfix.models.sinks import EVERY, SinkKind, names_of, rows
+from jaxfix.rule import Fix, Rule, command_hooks
+from jaxfix.sinks import LEVELS, LOGGER_METHODS, METRICS_METHODS
 from jaxfix.syntax import source_of
 from jaxfix.tracing import FunctionNode, TracedAnalysis
 
+# Module-level logging functions (every argument is logged), and the makers of loggers whose
+# level methods (`LOGGER_METHODS`) log.
+SINKS = (
+    *rows(
+        SinkKind.LOG,
+        [
+            *(f"{module}.{level}" for module in ("logging", "absl.logging") for level in LEVELS),
+            "wandb.log",
+            "wandb.run.log",
+            "mlflow.log_metric",
+            "mlflow.log_metrics",
+        ],
+        EVERY,
+    ),
+    *rows(SinkKind.LOGGER, ["logging.getLogger", "wandb.init"]),
+)
 # Methods that put their argument into a list, deque or queue: method -> index of the value.
 SEQUENCE_METHODS = {
     "append": 0,
@@ -148,13 +160,16 @@ class LeakInTraced(Rule):
         {STORES, *LOGGER_METHODS, *METRICS_METHODS}
         | {OUTER + method for method in MUTATORS - VALUED_MUTATORS}
         | VALUED_MUTATORS
-        | LOGGING_FUNCTIONS
+        | names_of(SINKS, SinkKind.LOG)
     )
+    sinks = SINKS
 
-    def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
-        super().__init__(traced, settings)
+    def prepare(self) -> None:
+        """The logging functions and logger makers, and the fixes made so far."""
         self._reserved: list[str] = []
         self._fixes: dict[cst.CSTNode, Fix | None] = {}
+        self._logging_functions = self.sink_names(SinkKind.LOG)
+        self._logger_makers = self.sink_names(SinkKind.LOGGER)
 
     # ----- what leaks -------------------------------------------------------------------------
 
@@ -250,12 +265,12 @@ class LeakInTraced(Rule):
     def _logged(self, call: cst.Call) -> bool:
         """`call` hands a traced value to a logger or a metrics writer."""
         func = call.func
-        if self.qualified_names(func) & LOGGING_FUNCTIONS:
+        if self.qualified_names(func) & self._logging_functions:
             pass
         elif not isinstance(func, cst.Attribute) or self.qualified_names(func):
             return False
         elif func.attr.value in LOGGER_METHODS:
-            if not self._made_by(func.value, LOGGER_MAKERS):
+            if not self._made_by(func.value, self._logger_makers):
                 return False
         elif func.attr.value not in METRICS_METHODS or self._own_method(func):
             return False

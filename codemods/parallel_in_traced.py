@@ -7,6 +7,7 @@ import enum
 import libcst as cst
 from libcst.metadata import Assignment
 
+from jaxfix.models.sinks import Sink, SinkKind, names_of
 from jaxfix.rule import Rule, command_hooks
 from jaxfix.syntax import calls_in, source_of
 
@@ -23,23 +24,31 @@ class Kind(enum.Enum):
     FACTORY = "a context or manager"  # `get_context(...)` / `Manager()`: makes the others
 
 
-# Constructors, by their full names, and what they make.
-MAKERS: dict[str, Kind] = {
-    "multiprocessing.Pool": Kind.PROCESSES,
-    "multiprocessing.pool.Pool": Kind.PROCESSES,
-    "multiprocessing.pool.ThreadPool": Kind.THREADS,
-    "multiprocessing.dummy.Pool": Kind.THREADS,
-    "concurrent.futures.ProcessPoolExecutor": Kind.PROCESSES,
-    "concurrent.futures.process.ProcessPoolExecutor": Kind.PROCESSES,
-    "concurrent.futures.ThreadPoolExecutor": Kind.THREADS,
-    "concurrent.futures.thread.ThreadPoolExecutor": Kind.THREADS,
-    "multiprocessing.Queue": Kind.QUEUE,
-    "multiprocessing.SimpleQueue": Kind.QUEUE,
-    "multiprocessing.JoinableQueue": Kind.QUEUE,
-    "multiprocessing.Pipe": Kind.CONNECTION,
-    "multiprocessing.get_context": Kind.FACTORY,
-    "multiprocessing.Manager": Kind.FACTORY,
-}
+# Constructors, by their full names, and what they make (the row's detail: a `Kind`'s name; a
+# project's constructor, with none, makes worker processes).
+SINKS = tuple(
+    Sink(name, SinkKind.PARALLEL, detail=kind.name)
+    for name, kind in [
+        ("multiprocessing.Pool", Kind.PROCESSES),
+        ("multiprocessing.pool.Pool", Kind.PROCESSES),
+        ("multiprocessing.pool.ThreadPool", Kind.THREADS),
+        ("multiprocessing.dummy.Pool", Kind.THREADS),
+        ("concurrent.futures.ProcessPoolExecutor", Kind.PROCESSES),
+        ("concurrent.futures.process.ProcessPoolExecutor", Kind.PROCESSES),
+        ("concurrent.futures.ThreadPoolExecutor", Kind.THREADS),
+        ("concurrent.futures.thread.ThreadPoolExecutor", Kind.THREADS),
+        ("multiprocessing.Queue", Kind.QUEUE),
+        ("multiprocessing.SimpleQueue", Kind.QUEUE),
+        ("multiprocessing.JoinableQueue", Kind.QUEUE),
+        ("multiprocessing.Pipe", Kind.CONNECTION),
+        ("multiprocessing.get_context", Kind.FACTORY),
+        ("multiprocessing.Manager", Kind.FACTORY),
+        # `Thread(target=f, args=(x,))`: the arguments its target runs with.
+        ("threading.Thread", Kind.THREAD),
+        ("multiprocessing.Process", Kind.PROCESS),
+    ]
+)
+SPAWNED = frozenset({Kind.THREAD, Kind.PROCESS})
 # What a context (`mp.get_context("spawn")`) or a manager (`mp.Manager()`) makes.
 FACTORY_METHODS: dict[str, Kind] = {
     "Pool": Kind.PROCESSES,
@@ -76,11 +85,6 @@ RARE_METHODS = frozenset(
     {"imap", "imap_unordered", "starmap", "starmap_async", "map_async", "apply_async"}
     | {"submit", "put", "put_nowait", "send"}
 )
-# `Thread(target=f, args=(x,))`: the arguments its target runs with.
-SPAWNERS: dict[str, Kind] = {
-    "threading.Thread": Kind.THREAD,
-    "multiprocessing.Process": Kind.PROCESS,
-}
 SPAWNER_ARGUMENTS = {"args": 3, "kwargs": 4}  # keyword -> position (group, target, name first)
 PARALLEL = "joblib.Parallel"
 DELAYED = "joblib.delayed"
@@ -182,9 +186,9 @@ class ParallelInTraced(Rule):
     fix_title = "Map with `jax.vmap`, or move the parallel work outside the trace"
     fix_safety = None
     anchors_receive_traced = False  # the pool made in traced code, not its `map`, is anchored
+    sinks = SINKS
     anchors = (
-        frozenset(MAKERS)
-        | frozenset(SPAWNERS)
+        names_of(SINKS, SinkKind.PARALLEL)
         | frozenset(FACTORY_METHODS)
         | RARE_METHODS
         | {"Process", PARALLEL, DELAYED}
@@ -241,7 +245,9 @@ class ParallelInTraced(Rule):
 
     def _spawn(self, call: cst.Call) -> Found | None:
         """`threading.Thread(target=f, args=(x,))`, `mp.Process(...)`, `ctx.Process(...)`."""
-        kind = self._kind_of_name(call.func, SPAWNERS)
+        kind = self._kind_of_name(call.func)
+        if kind not in SPAWNED:
+            kind = None
         func = call.func
         if (
             kind is None
@@ -309,8 +315,8 @@ class ParallelInTraced(Rule):
 
     def _made_by(self, call: cst.Call) -> Kind | None:
         """The kind of what `call` constructs, when it is a known constructor."""
-        kind = self._kind_of_name(call.func, MAKERS)
-        if kind is not None:
+        kind = self._kind_of_name(call.func)
+        if kind is not None and kind not in SPAWNED:
             return kind
         func = call.func
         if (
@@ -328,12 +334,20 @@ class ParallelInTraced(Rule):
             if len(values) != 1:
                 return False
             expr = values[0]
-        return isinstance(expr, cst.Call) and self._kind_of_name(expr.func, MAKERS) is Kind.FACTORY
+        return isinstance(expr, cst.Call) and self._kind_of_name(expr.func) is Kind.FACTORY
 
-    def _kind_of_name(self, func: cst.BaseExpression, table: dict[str, Kind]) -> Kind | None:
+    def prepare(self) -> None:
+        """What each constructor makes, the project's (worker processes unless built in) too."""
+        self._constructors = {
+            row.callable: Kind[row.detail] if row.detail else Kind.PROCESSES
+            for row in self.sink_rows(SinkKind.PARALLEL)
+        }
+
+    def _kind_of_name(self, func: cst.BaseExpression) -> Kind | None:
+        """What the constructor `func` names makes, when it is one."""
         for name in sorted(self.qualified_names(func)):
-            if name in table:
-                return table[name]
+            if name in self._constructors:
+                return self._constructors[name]
         return None
 
     def _bound_values(self, name: cst.Name) -> list[cst.BaseExpression]:

@@ -9,47 +9,59 @@ import libcst as cst
 
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
+from jaxfix.models.sinks import FIRST, Payload, Sink, SinkKind, names_of, rows
 from jaxfix.returns import DUMPS, returned
-from jaxfix.rule import Fix, Rule, RuleSettings, command_hooks
-from jaxfix.syntax import calls_in, source_of
-from jaxfix.tracing import TracedAnalysis
+from jaxfix.rule import Fix, Rule, command_hooks
+from jaxfix.syntax import calls_in, payload_of, source_of
 
-# Serializer → (position, keyword) of the value it serializes; None means every argument.
-SERIALIZERS: dict[str, tuple[int, str] | None] = {
-    "pickle.dumps": (0, "obj"),
-    "pickle.dump": (0, "obj"),
-    "cloudpickle.dumps": (0, "obj"),
-    "cloudpickle.dump": (0, "obj"),
-    "dill.dumps": (0, "obj"),
-    "dill.dump": (0, "obj"),
-    "joblib.dump": (0, "value"),
-    "marshal.dumps": (0, "value"),
-    "marshal.dump": (0, "value"),
-    "torch.save": (0, "obj"),
-    "json.dumps": (0, "obj"),
-    "json.dump": (0, "obj"),
-    "numpy.save": (1, "arr"),
-    "numpy.savetxt": (1, "X"),
-    "numpy.savez": None,
-    "numpy.savez_compressed": None,
-    "jax.numpy.save": (1, "arr"),
-    "jax.numpy.savez": None,
-    "flax.serialization.to_bytes": (0, "target"),
-    "flax.serialization.msgpack_serialize": (0, "pytree"),
-    "orbax.checkpoint.v1.save_pytree": (1, "pytree"),
-}
-# Orbax checkpointers, whose `save(directory_or_step, ...)` writes every later argument.
-CHECKPOINTERS = frozenset(
-    f"orbax.checkpoint.{name}"
-    for name in (
-        "Checkpointer",
-        "AsyncCheckpointer",
-        "StandardCheckpointer",
-        "PyTreeCheckpointer",
-        "CheckpointManager",
-    )
+# Serializers, with the argument they serialize (`rest`: that one, every later one and every
+# keyword argument); orbax checkpointers, whose `save(directory_or_step, ...)` writes every
+# later argument.
+SINKS = (
+    *(
+        Sink(name, SinkKind.SERIALIZE, Payload(0, keyword))
+        for name, keyword in [
+            ("pickle.dumps", "obj"),
+            ("pickle.dump", "obj"),
+            ("cloudpickle.dumps", "obj"),
+            ("cloudpickle.dump", "obj"),
+            ("dill.dumps", "obj"),
+            ("dill.dump", "obj"),
+            ("joblib.dump", "value"),
+            ("marshal.dumps", "value"),
+            ("marshal.dump", "value"),
+            ("torch.save", "obj"),
+            ("json.dumps", "obj"),
+            ("json.dump", "obj"),
+            ("flax.serialization.to_bytes", "target"),
+            ("flax.serialization.msgpack_serialize", "pytree"),
+        ]
+    ),
+    Sink("numpy.save", SinkKind.SERIALIZE, Payload(1, "arr")),
+    Sink("numpy.savetxt", SinkKind.SERIALIZE, Payload(1, "X")),
+    Sink("jax.numpy.save", SinkKind.SERIALIZE, Payload(1, "arr")),
+    Sink("orbax.checkpoint.v1.save_pytree", SinkKind.SERIALIZE, Payload(1, "pytree")),
+    *rows(
+        SinkKind.SERIALIZE,
+        ["numpy.savez", "numpy.savez_compressed", "jax.numpy.savez"],
+        Payload(1, rest=True),
+    ),
+    *rows(
+        SinkKind.CHECKPOINTER,
+        [
+            f"orbax.checkpoint.{name}"
+            for name in (
+                "Checkpointer",
+                "AsyncCheckpointer",
+                "StandardCheckpointer",
+                "PyTreeCheckpointer",
+                "CheckpointManager",
+            )
+        ],
+    ),
 )
-EXTRA_SERIALIZERS = "extra-serializers"
+# What a checkpointer's `save` writes.
+SAVED = Payload(1, rest=True)
 # Array methods that serialize their receiver.
 SERIALIZING_METHODS = frozenset({"tobytes", "tofile", "dumps", "dump"})
 # A device_get'ed array is still not JSON: no mechanical fix.
@@ -119,22 +131,21 @@ class SerializeInTraced(Rule):
     message = "`{call}` serializes a traced value inside `{function}` ({reason})"
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
-    anchors = frozenset(SERIALIZERS) | SERIALIZING_METHODS | {"save"}
+    sinks = SINKS
+    anchors = names_of(SINKS, SinkKind.SERIALIZE) | SERIALIZING_METHODS | {"save"}
     options: ClassVar[Mapping[str, str]] = {
         "extra-serializers": "The project's own functions that serialize or save their first"
-        " argument (`my_lib.io.save_blob`)."
+        " argument (`my_lib.io.save_blob`); the same as `serialize` in `[tool.jaxfix.sinks]`."
     }
 
-    def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
-        super().__init__(traced, settings)
+    def prepare(self) -> None:
+        """The serializers and checkpointers, and the fixes made so far."""
         self._reserved: list[str] = []
         self._fixes: dict[cst.CSTNode, Fix | None] = {}
-        extra = self.settings.get(EXTRA_SERIALIZERS, ())
-        self._serializers = {**dict.fromkeys(extra, (0, "")), **SERIALIZERS}
-
-    @classmethod
-    def anchors_with(cls, settings: RuleSettings) -> frozenset[str]:
-        return cls.anchors | frozenset(settings.get(EXTRA_SERIALIZERS, ()))
+        self._serializers = {
+            row.callable: row.payload for row in self.sink_rows(SinkKind.SERIALIZE)
+        }
+        self._checkpointers = self.sink_names(SinkKind.CHECKPOINTER)
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.traced.context_of(node)
@@ -168,7 +179,7 @@ class SerializeInTraced(Rule):
         """The serializer's display name and the values it serializes."""
         for name in sorted(self.qualified_names(call.func)):
             if name in self._serializers:
-                return source_of(call.func), _payloads(call, self._serializers[name])
+                return source_of(call.func), payload_of(call, self._serializers[name] or FIRST)
         func = call.func
         if (
             isinstance(func, cst.Attribute)
@@ -182,15 +193,15 @@ class SerializeInTraced(Rule):
             and func.attr.value == "save"
             and self._is_checkpointer(func.value)
         ):
-            return source_of(func), _payloads(call, None)
+            return source_of(func), payload_of(call, SAVED)
         return None
 
     def _is_checkpointer(self, receiver: cst.BaseExpression) -> bool:
         """`ocp.StandardCheckpointer()`, or a name bound only to such a call."""
         if isinstance(receiver, cst.Call):
-            return bool(self.qualified_names(receiver.func) & CHECKPOINTERS)
+            return bool(self.qualified_names(receiver.func) & self._checkpointers)
         return isinstance(receiver, cst.Name) and self.traced.is_assigned_from(
-            receiver, CHECKPOINTERS
+            receiver, self._checkpointers
         )
 
     def _hoist(self, call: cst.Call, call_name: str) -> Fix | None:
@@ -270,19 +281,6 @@ class SerializeInTraced(Rule):
             if not is_open:
                 return False
         return all(self._is_host_only_line(statement) for statement in with_node.body.body)
-
-
-def _payloads(call: cst.Call, where: tuple[int, str] | None) -> list[cst.BaseExpression]:
-    if where is None:
-        positional = [a.value for a in call.args if a.keyword is None]
-        return positional[1:] + [a.value for a in call.args if a.keyword is not None]
-    position, keyword = where
-    for index, arg in enumerate(call.args):
-        if arg.keyword is None and not arg.star and index == position:
-            return [arg.value]
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return [arg.value]
-    return []
 
 
 # `SerializeInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

@@ -1,4 +1,5 @@
-"""The `jaxfix` command line: `check`, `apply`, `explain`, `rules`, `verify`, `lsp` and `clean`.
+"""The `jaxfix` command line: `check`, `apply`, `explain`, `rules`, `sinks`, `verify`, `lsp` and
+`clean`.
 
 Exit codes: 0 clean, 1 findings remain (or `--diff` would change something), 2 a usage, read,
 parse or internal error.
@@ -25,6 +26,7 @@ from jaxfix.config import Overrides, job_for
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.formats import FORMATS, STREAMING_FORMATS, FileResult, render
 from jaxfix.formats import statistics as render_statistics
+from jaxfix.models.sinks import Sink, SinkKind
 from jaxfix.outcome import Outcome
 from jaxfix.output import (
     Tally,
@@ -34,7 +36,7 @@ from jaxfix.output import (
     finding_line,
     unified_diff,
 )
-from jaxfix.run import STDIN, RunOptions, finder_for, outcomes
+from jaxfix.run import STDIN, BadConfig, RunOptions, finder_for, outcomes
 from jaxfix.sourcefile import (
     SourceError,
     SourceFile,
@@ -430,14 +432,17 @@ def explain(code: str) -> None:
     click.echo(rule_doc(rule))
 
 
-@main.command(name="rules", short_help="List every rule, and whether it runs by default.")
-@click.option(
+_table_format = click.option(
     "--output-format",
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
     help="A table, or JSON for tools.",
 )
+
+
+@main.command(name="rules", short_help="List every rule, and whether it runs by default.")
+@_table_format
 def list_rules(output_format: str) -> None:
     """List every rule: code, name, fix safety, whether it runs by default, and summary."""
     from jaxfix.docs import default_label, rule_url, safety_label
@@ -467,6 +472,73 @@ def list_rules(output_format: str) -> None:
             f"{rule.code:<6} {rule.name:<{width}} {safety_label(rule):<6}"
             f" {default_label(rule):<7} {rule.summary}"
         )
+
+
+@main.command(name="sinks", short_help="List the host sinks the rules report, the project's too.")
+@_table_format
+@click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read `[tool.jaxfix.sinks]` from this file (default: the nearest pyproject.toml).",
+)
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice([kind.value for kind in SinkKind]),
+    help="List only the sinks of this kind (default: every kind).",
+)
+def list_sinks(
+    output_format: str, config: Path | None, isolated: bool, kinds: tuple[str, ...]
+) -> None:
+    """List the sink model: each callable's kind, the rule that reports a traced value reaching
+    it, and whether it is built in or the project's (`[tool.jaxfix.sinks]`)."""
+    from jaxfix.models import numpy_scipy
+    from jaxfix.registry import sink_table
+
+    wanted = {SinkKind(kind) for kind in kinds} or set(SinkKind)
+    table = [
+        (row, rule)
+        for row, rule in sink_table(_project_sinks(config, isolated))
+        if row.kind in wanted
+    ]
+    if output_format == "json":
+        rows = [_sink_json(row, rule.code, rule.name) for row, rule in table]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    width = max(len(row.callable) for row, _ in table)
+    click.echo(f"{'kind':<12} {'callable':<{width}} {'rule':<6} origin")
+    for row, rule in table:
+        click.echo(f"{row.kind:<12} {row.callable:<{width}} {rule.code:<6} {row.origin}")
+    if SinkKind.CONVERT in wanted:
+        count = len(numpy_scipy.converting())
+        click.echo(f"and {count} NumPy and SciPy functions that convert a tracer (JF104, built-in)")
+
+
+def _project_sinks(config: Path | None, isolated: bool) -> tuple[Sink, ...]:
+    """The sinks the configuration of the current folder (or `config`) adds."""
+    from jaxfix.config import ConfigError, ConfigFinder, validate
+
+    try:
+        settings = ConfigFinder(Overrides(), config, isolated).for_path(Path.cwd())
+        validate([settings])
+    except ConfigError as error:
+        raise BadConfig(str(error)) from error
+    return settings.sink_table()
+
+
+def _sink_json(row: Sink, code: str, name: str) -> dict[str, object]:
+    payload = row.payload
+    return {
+        "kind": str(row.kind),
+        "callable": row.callable,
+        "rule": code,
+        "rule_name": name,
+        "origin": str(row.origin),
+        "payload": dataclasses.asdict(payload) if payload is not None else None,
+        "detail": row.detail or None,
+    }
 
 
 @main.command(short_help="Prove the shipped rewrites under the installed jax.")

@@ -23,6 +23,7 @@ from pathspec import GitIgnoreSpec
 
 from jaxfix.batch import Job
 from jaxfix.edits import EditsWanted
+from jaxfix.models.sinks import OPTION_KINDS, Sink, SinkKind, project_sink
 from jaxfix.options import Options
 
 T = TypeVar("T")
@@ -30,6 +31,7 @@ PYPROJECT = "pyproject.toml"
 # The tables under `[tool.jaxfix]`, as error messages name them.
 RULES = "tool.jaxfix.rules"
 PER_FILE_IGNORES = "tool.jaxfix.per-file-ignores"
+SINKS = "tool.jaxfix.sinks"
 # Folders skipped when walking (besides hidden ones, virtual environments and .gitignore'd ones).
 DEFAULT_EXCLUDE = ("build", "dist", "_build", "buck-out", "__pypackages__")
 
@@ -56,6 +58,18 @@ class Config:
     unsafe_fixes: bool = False
     transforms: tuple[str, ...] = ()
     rules: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (rule selector, option, values)
+    sinks: tuple[Sink, ...] = ()  # `[tool.jaxfix.sinks]`
+
+    def sink_table(self) -> tuple[Sink, ...]:
+        """The project's sinks: `[tool.jaxfix.sinks]`, then the rule options that are other
+        spellings of its keys (`extra-serializers`), each row once."""
+        legacy = (
+            project_sink(OPTION_KINDS[option], name)
+            for _, option, names in self.rules
+            if option in OPTION_KINDS
+            for name in names
+        )
+        return tuple(dict.fromkeys((*self.sinks, *legacy)))
 
     @property
     def root(self) -> Path:
@@ -181,6 +195,7 @@ def job_for(config: Config, path: Path, *, fix: bool, edits: EditsWanted = False
         options=Options(
             transforms=config.transforms,
             rule_options=config.rules,
+            sinks=config.sink_table(),
             fixable=config.fixable,
             unfixable=config.unfixable,
         ),
@@ -340,6 +355,27 @@ def _rule_options(raw: object) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     return tuple(found)
 
 
+def _sinks(raw: object) -> tuple[Sink, ...]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a table of kind = [callables], got {_shown(raw)}")
+    found: list[Sink] = []
+    for key, names in raw.items():
+        kind = _sink_kind(str(key))
+        found += (project_sink(kind, name) for name in _nested(_dotted_names, names, SINKS, kind))
+    return tuple(found)
+
+
+def _sink_kind(key: str) -> SinkKind:
+    """The kind a `[tool.jaxfix.sinks]` key names, else `_Nested` naming the close one."""
+    kinds = [kind.value for kind in SinkKind]
+    if key not in kinds:
+        listed = ", ".join(f"`{kind}`" for kind in kinds)
+        raise _Nested(
+            SINKS, f"unknown kind `{key}`{did_you_mean(key, kinds) or f' (kinds: {listed})'}"
+        )
+    return SinkKind(key)
+
+
 def _nested(parse: Callable[[object], T], raw: object, table: str, key: str) -> T:
     try:
         return parse(raw)
@@ -366,6 +402,7 @@ _KEYS: Mapping[str, Callable[[object], Any]] = {
     "unsafe-fixes": _boolean,
     "transforms": _dotted_names,
     "rules": _rule_options,
+    "sinks": _sinks,
 }
 
 

@@ -124,7 +124,7 @@ def _anchored_rules(text: str, rules: Sequence[type[Rule]], options: Options) ->
 
 
 def _anchors(rule: type[Rule], options: Options) -> frozenset[str]:
-    return rule.anchors_with(options.for_rule(rule.code, rule.name))
+    return rule.anchors_with(options.sinks)
 
 
 @functools.cache
@@ -481,7 +481,9 @@ def _run(
     analysis = TracedAnalysis(
         wrapper, _transforms(options), options.entries, project, analysed, line_of
     )
-    instances = [rule(analysis, options.for_rule(rule.code, rule.name)) for rule in rules]
+    instances = [
+        rule(analysis, options.for_rule(rule.code, rule.name), options.sinks) for rule in rules
+    ]
     wrapper.visit_batched(instances)
     diagnostics = [d for rule in instances for d in rule.diagnostics]
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from jaxfix.models.sinks import Sink
 from jaxfix.project import Entry, ForeignCalls, SerializedImport
 
 
@@ -18,6 +19,9 @@ class Options:
     transforms: tuple[str, ...] = ()
     # Rule options: (rule code or name, option, values), e.g. ("JF101", "extra-serializers", ...).
     rule_options: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # The project's rows of the host-sink model (`[tool.jaxfix.sinks]`, and the rule options
+    # that are other spellings of it): each rule reads those of the kinds it owns.
+    sinks: tuple[Sink, ...] = ()
     # Selectors of the rules whose fixes may be applied or offered (None: every rule's), and of
     # those whose fixes may not (`fixable` / `unfixable`).
     fixable: tuple[str, ...] | None = None

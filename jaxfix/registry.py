@@ -7,6 +7,7 @@ import pkgutil
 from collections.abc import Iterable, Sequence
 from functools import cache
 
+from jaxfix.models.sinks import Sink, SinkKind
 from jaxfix.rule import Rule
 
 RULES_PACKAGE = "jaxfix.codemods"  # the `codemods/` folder, installed under this name
@@ -30,6 +31,28 @@ def all_rules() -> tuple[type[Rule], ...]:
             and value.__module__ == module.__name__
         )
     return tuple(sorted(found, key=lambda rule: rule.code))
+
+
+def sink_owner(kind: SinkKind) -> type[Rule]:
+    """The rule that reports a traced value reaching a sink of `kind` (each kind has one)."""
+    return next(rule for rule in all_rules() if kind in rule.kinds())
+
+
+def sink_table(project_sinks: Iterable[Sink] = ()) -> list[tuple[Sink, type[Rule]]]:
+    """Every row of the sink model with the rule that owns it, by rule and kind: the built-in
+    rows first, then the project's, each by callable."""
+    built_in = [row for rule in all_rules() for row in rule.sinks]
+    table = [(row, sink_owner(row.kind)) for row in [*built_in, *project_sinks]]
+    order = list(SinkKind)
+    return sorted(
+        table,
+        key=lambda item: (
+            item[1].code,
+            order.index(item[0].kind),
+            item[0].origin,
+            item[0].callable,
+        ),
+    )
 
 
 def find_rule(code_or_name: str) -> type[Rule] | None:

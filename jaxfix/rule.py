@@ -19,6 +19,7 @@ from libcst.metadata import (
 )
 
 from jaxfix.diagnostic import Diagnostic, FixSafety
+from jaxfix.models.sinks import Sink, SinkKind, names_of
 
 if TYPE_CHECKING:
     from jaxfix.tracing import TracedAnalysis
@@ -88,17 +89,31 @@ class Rule(cst.BatchableCSTVisitor):
     # The options a project may set for the rule (`[tool.jaxfix.rules.CODE]`): name -> what it
     # does. Every option is a list of dotted names.
     options: ClassVar[Mapping[str, str]] = {}
+    # The rule's built-in rows of the host-sink model (`jaxfix.models.sinks`): the callables,
+    # by full name, whose kinds it owns. A project adds rows of those kinds in
+    # `[tool.jaxfix.sinks]`.
+    sinks: ClassVar[tuple[Sink, ...]] = ()
 
     METADATA_DEPENDENCIES = (
         PositionProvider,
         ScopeProvider,
     )
 
-    def __init__(self, traced: TracedAnalysis, settings: RuleSettings | None = None) -> None:
+    def __init__(
+        self,
+        traced: TracedAnalysis,
+        settings: RuleSettings | None = None,
+        project_sinks: Sequence[Sink] = (),
+    ) -> None:
         super().__init__()
         self.traced = traced
         self.settings: RuleSettings = settings or {}
+        self.project_sinks = tuple(project_sinks)
         self.diagnostics: list[Diagnostic] = []
+        self.prepare()
+
+    def prepare(self) -> None:
+        """Set up what the rule derives from its settings and sinks for one file (none here)."""
 
     def get_visitors(self) -> Mapping[str, Callable[[cst.CSTNode], None]]:
         """LibCST's `visit_*` / `leave_*` methods of this rule. LibCST finds them with
@@ -107,9 +122,24 @@ class Rule(cst.BatchableCSTVisitor):
         return {name: getattr(self, name) for name in visitor_names(type(self))}
 
     @classmethod
-    def anchors_with(cls, settings: RuleSettings) -> frozenset[str]:
-        """The rule's anchors once a project's options (e.g. extra serializers) are added."""
-        return cls.anchors
+    def kinds(cls) -> frozenset[SinkKind]:
+        """The sink kinds the rule owns: those of its built-in rows."""
+        return frozenset(row.kind for row in cls.sinks)
+
+    @classmethod
+    def anchors_with(cls, project_sinks: Sequence[Sink]) -> frozenset[str]:
+        """The rule's anchors once the project's sinks of its kinds are added."""
+        kinds = cls.kinds()
+        return cls.anchors | frozenset(row.callable for row in project_sinks if row.kind in kinds)
+
+    def sink_rows(self, kind: SinkKind) -> tuple[Sink, ...]:
+        """The rows of `kind`: the project's first, then the built-in ones (which win when a
+        callable is in both, being read last into a mapping)."""
+        return tuple(row for row in (*self.project_sinks, *self.sinks) if row.kind is kind)
+
+    def sink_names(self, kind: SinkKind) -> frozenset[str]:
+        """The callables of the rows of `kind`, built-in and the project's."""
+        return names_of((*self.sinks, *self.project_sinks), kind)
 
     def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
         """Record a finding on `node`, with an optional fix."""

@@ -1,8 +1,11 @@
-"""Small LibCST helpers the rules share: a node's source, and the calls under a node."""
+"""Small LibCST helpers the rules share: a node's source, the calls under a node, and the
+arguments a sink takes its value from."""
 
 from __future__ import annotations
 
 import libcst as cst
+
+from jaxfix.models.sinks import Payload
 
 
 def source_of(node: cst.CSTNode) -> str:
@@ -16,3 +19,17 @@ def calls_in(node: cst.CSTNode) -> list[cst.Call]:
     for child in node.children:
         found.extend(calls_in(child))
     return found
+
+
+def payload_of(call: cst.Call, payload: Payload) -> list[cst.BaseExpression]:
+    """The arguments of `call` that a sink's `payload` names (none when it is not given)."""
+    if payload.rest:
+        positional = [a.value for a in call.args if a.keyword is None]
+        keywords = [a.value for a in call.args if a.keyword is not None]
+        return positional[payload.position :] + keywords
+    for index, arg in enumerate(call.args):
+        if arg.keyword is None and not arg.star and index == payload.position:
+            return [arg.value]
+        if arg.keyword is not None and arg.keyword.value == payload.keyword:
+            return [arg.value]
+    return []

@@ -256,6 +256,28 @@ def test_rule_options_add_serializers_and_cache_decorators(tmp_path: Path) -> No
             "[tool.jaxfix.rules]\nJF102 = ['a.b']\n",
             "[tool.jaxfix.rules] `JF102`: expected a table of options, got ['a.b']",
         ),
+        (
+            "[tool.jaxfix.sinks]\nserialise = ['a.b']\n",
+            "[tool.jaxfix.sinks] unknown kind `serialise` (did you mean `serialize`?)",
+        ),
+        (
+            "[tool.jaxfix.sinks]\nmetrics = ['a.b']\n",
+            "[tool.jaxfix.sinks] unknown kind `metrics` (kinds: `serialize`, `checkpointer`,"
+            " `cache`, `log`, `logger`, `convert`, `parallel`)",
+        ),
+        (
+            "[tool.jaxfix.sinks]\nlog = 'my_lib.record'\n",
+            "[tool.jaxfix.sinks] `log`: expected a list of strings, got 'my_lib.record'",
+        ),
+        (
+            "[tool.jaxfix.sinks]\ncache = ['memoize']\n",
+            "[tool.jaxfix.sinks] `cache`: expected dotted names like `my_lib.compiled`,"
+            " got 'memoize'",
+        ),
+        (
+            "[tool.jaxfix]\nsinks = ['a.b']\n",
+            "[tool.jaxfix] `sinks`: expected a table of kind = [callables], got ['a.b']",
+        ),
         ("[tool.jaxfix\n", "invalid TOML"),
     ],
 )

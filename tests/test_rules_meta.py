@@ -12,6 +12,7 @@ import libcst as cst
 import pytest
 
 from jaxfix.docs import readme_with_table, rules_markdown
+from jaxfix.models.sinks import Origin, SinkKind
 from jaxfix.proofs import fixtures_folder, load_cases
 from jaxfix.registry import all_rules
 from jaxfix.rule import Rule, visitor_names
@@ -134,3 +135,15 @@ def test_a_rule_module_still_exposes_its_codemod_command() -> None:
     assert "SerializeInTracedCommand" in dir(serialize_in_traced)
     command = serialize_in_traced.SerializeInTracedCommand
     assert command.__name__ == "SerializeInTracedCommand"
+
+
+def test_every_sink_kind_is_owned_by_exactly_one_rule() -> None:
+    owners = {kind: [rule.code for rule in RULES if kind in rule.kinds()] for kind in SinkKind}
+    assert all(len(codes) == 1 for codes in owners.values()), owners
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.sinks], ids=lambda r: r.code)
+def test_sink_rows_are_full_names_listed_once(rule: type[Rule]) -> None:
+    keys = [(row.kind, row.callable) for row in rule.sinks]
+    assert len(set(keys)) == len(keys)
+    assert all("." in row.callable and row.origin is Origin.BUILT_IN for row in rule.sinks)
