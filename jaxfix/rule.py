@@ -130,7 +130,8 @@ class Rule(cst.BatchableCSTVisitor):
     def anchors_with(cls, project_sinks: Sequence[Sink]) -> frozenset[str]:
         """The rule's anchors once the project's sinks of its kinds are added."""
         kinds = cls.kinds()
-        return cls.anchors | frozenset(row.callable for row in project_sinks if row.kind in kinds)
+        added = frozenset(row.callable for row in project_sinks if row.kind in kinds)
+        return cls.anchors | added if added else cls.anchors  # the same set: cached downstream
 
     def sink_rows(self, kind: SinkKind) -> tuple[Sink, ...]:
         """The rows of `kind`: the project's first, then the built-in ones (which win when a
