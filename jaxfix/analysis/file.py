@@ -218,12 +218,24 @@ _UNDOING = {"append": "pop", "appendleft": "popleft"}
 
 
 def _blocks(function: ast.AST) -> Iterator[list[ast.stmt]]:
-    """Every statement list inside `function` (its body, branches, handlers, nested defs)."""
-    for node in ast.walk(function):
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(node, name, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield block
+    """Every statement list in `function`'s own body (branches, loops, handlers; not nested
+    functions, which are analysed on their own), by statements only: no expression is walked."""
+    body = getattr(function, "body", None)
+    pending = [body] if isinstance(body, list) else []
+    while pending:
+        block = pending.pop()
+        yield block
+        for statement in block:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                inner = getattr(statement, name, None)
+                if inner:
+                    pending.append(inner)
+            for handler in getattr(statement, "handlers", ()):
+                pending.append(handler.body)
+            for case in getattr(statement, "cases", ()):
+                pending.append(case.body)
 
 
 def _undone_in(block: list[ast.stmt]) -> set[ast.Call]:
