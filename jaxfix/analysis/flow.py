@@ -958,9 +958,10 @@ class _Interpreter:
         if not isinstance(test, ast.Call) or not test.args:
             return nothing
         subject = test.args[0]
-        if not isinstance(subject, ast.Name):
+        parts = dotted(test.func)
+        if not isinstance(subject, ast.Name) or parts is None:
             return nothing
-        callee = ast.unparse(test.func)
+        callee = ".".join(parts)
         if callee.endswith("isinstance") and len(test.args) == 2:
             if _TRACER_TEST.search(ast.unparse(test.args[1])):
                 return subject.id, False, True
