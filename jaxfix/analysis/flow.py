@@ -867,7 +867,7 @@ class _Interpreter:
         test = self.expr(node.test, env)
         guard = self._tracer_guard(node.test, env)
         asks = any(
-            isinstance(n, ast.Call) and _TRACER_TEST.search(ast.unparse(n.func))
+            isinstance(n, ast.Call) and _TRACER_TEST.search(".".join(dotted(n.func) or ()))
             for n in ast.walk(node.test)
         )
         if guard is None or (asks and isinstance(node.test, ast.BoolOp)):
