@@ -28,7 +28,7 @@ from jaxfix.options import DEFAULT, Options
 from jaxfix.project import ModuleFacts, Place, ProjectContext, traced_calls
 from jaxfix.registry import all_rules, matches
 from jaxfix.rule import Fix, Replacement, Rule
-from jaxfix.tracing import TracedAnalysis, external_call
+from jaxfix.tracing import TracedAnalysis
 from jaxfix.transforms import TransformSpec, with_user_transforms
 
 MAX_FIX_PASSES = 10
@@ -393,9 +393,8 @@ def _check(
     calls traced code makes into the run's packages are added to `follow.calls_out` (from the
     analysis, without LibCST)."""
     tree = firstpass.parse(text, filename)
-    external = [external_call(entry) for entry in options.entries]
     try:
-        analysed = analyse_file(tree, text, _transforms(options), external)
+        analysed = analyse_file(tree, text, _transforms(options), options.entries)
     except RecursionError:
         firstpass.check_depth(tree.body)  # says where the code is too deep to analyse
         raise

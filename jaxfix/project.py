@@ -20,24 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from jaxfix.analysis.file import FileAnalysis
+from jaxfix.analysis.tracing import External
 
 MAX_REEXPORTS = 5  # `from .a import f` hops followed to the definition
 
 
-@dataclass(frozen=True)
-class Entry:
-    """A top-level function of a module that another module's traced code calls."""
-
-    function: str
-    positions: tuple[int, ...] = ()  # positional parameters given traced values
-    keywords: tuple[str, ...] = ()  # keyword parameters given traced values
-    # A traced `*args` / `**kwargs` reaches every parameter from this position on.
-    rest_from: int | None = None
-    staged: bool = False
-    reason: str = ""
-    # Parameters given Python values (a literal, a dtype): not certainly tracers.
-    static_positions: tuple[int, ...] = ()
-    static_keywords: tuple[str, ...] = ()
+# A top-level function of a module that another module's traced code calls, with what it is
+# given: the analysis enters the function with it as it is (`jaxfix.analysis.tracing`).
+Entry = External
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ from jaxfix.analysis import flow
 from jaxfix.analysis.bridge import Span
 from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.reasons import Reason
-from jaxfix.analysis.tracing import External
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.project import Entry, ProjectContext
 from jaxfix.transforms import TRANSFORMS, TransformSpec
@@ -156,8 +155,7 @@ class TracedAnalysis:
         self._all_names: set[str] | None = None
         if analysed is None:
             code = self.module.code
-            external = [external_call(e) for e in entries]
-            analysed = analyse_file(ast.parse(code), code, transforms, external)
+            analysed = analyse_file(ast.parse(code), code, transforms, entries)
         self._analysed = analysed
         self._line_of = line_of or _same_line
         self._where = analysed.positions
@@ -410,20 +408,6 @@ class TracedAnalysis:
 
 def _same_line(line: int) -> int:
     return line
-
-
-def external_call(entry: Entry) -> External:
-    """Another module's traced call of a function of this one, for the analysis."""
-    return External(
-        entry.function,
-        entry.positions,
-        entry.keywords,
-        entry.rest_from,
-        entry.staged,
-        entry.reason,
-        entry.static_positions,
-        entry.static_keywords,
-    )
 
 
 # ----- syntax helpers -----------------------------------------------------------------------
