@@ -253,13 +253,13 @@ def test_entries_merge_every_call_to_a_function(tmp_path: Path) -> None:
     tree(tmp_path, {"pkg/__init__.py": "from .io import save_blob\n", "pkg/io.py": SAVER})
     index = ProjectIndex([tmp_path / "pkg" / "__init__.py", tmp_path / "pkg" / "io.py"])
     calls = [
-        TracedCall("pkg.save_blob", Entry("", (1,), (), False, True, "called from traced `b`")),
-        TracedCall("pkg.io.save_blob", Entry("", (), ("tag",), False, False, "called from `a`")),
+        TracedCall("pkg.save_blob", Entry("", (1,), (), None, True, "called from traced `b`")),
+        TracedCall("pkg.io.save_blob", Entry("", (), ("tag",), 2, False, "called from `a`")),
         TracedCall("pkg.io.missing", Entry("", (0,))),
     ]
     assert index.entries(calls) == {
         tmp_path / "pkg" / "io.py": (
-            Entry("save_blob", (1,), ("tag",), False, True, "called from `a`"),
+            Entry("save_blob", (1,), ("tag",), 2, True, "called from `a`"),
         )
     }
 

@@ -866,11 +866,12 @@ class _Interpreter:
     def s_If(self, node: ast.If, env: Env) -> None:
         test = self.expr(node.test, env)
         guard = self._tracer_guard(node.test, env)
-        asks = any(
+        longer = isinstance(node.test, ast.BoolOp)
+        asks = (guard is None or longer) and any(
             isinstance(n, ast.Call) and _TRACER_TEST.search(".".join(dotted(n.func) or ()))
             for n in ast.walk(node.test)
         )
-        if guard is None or (asks and isinstance(node.test, ast.BoolOp)):
+        if guard is None or (asks and longer):
             # A test that asks about tracers in a way not narrowed here (`not_jax_tracer(a)
             # and not_jax_tracer(b)`): both branches know what they hold.
             self._bool(node.test, test)
@@ -1113,11 +1114,8 @@ class _Interpreter:
             while isinstance(root, ast.Attribute | ast.Subscript):
                 root = root.value
             if isinstance(root, ast.Name):
-                outlives = root.id not in self.locals or root.id in self._outliving_params()
+                outlives = root.id not in self.locals or root.id in outliving_params(self.summary)
                 self._store(statement, root.id, value, outlives)
-
-    def _outliving_params(self) -> set[str]:
-        return outliving_params(self.summary)
 
     def _self_class(self) -> str | None:
         """The class whose instance the first parameter holds: None for a function, a static
