@@ -8,6 +8,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from jaxfix import collector
 from jaxfix.batch import Job
 from jaxfix.cache import digest
 from jaxfix.deepstack import call_with_deep_stack
@@ -61,47 +62,50 @@ def run(
     name = display or str(source.path)
     outcome = Outcome(name, source)
     options = job.options
-    try:
-        if job.fix:
-            result: Result = call_with_deep_stack(
-                lambda: fix_text(
-                    source.text,
-                    rules,
-                    unsafe_fixes=job.unsafe_fixes,
-                    filename=name,
-                    options=options,
-                    place=place,
-                    facts=outcome.facts,
+    with collector.paused():
+        try:
+            if job.fix:
+                result: Result = call_with_deep_stack(
+                    lambda: fix_text(
+                        source.text,
+                        rules,
+                        unsafe_fixes=job.unsafe_fixes,
+                        filename=name,
+                        options=options,
+                        place=place,
+                        facts=outcome.facts,
+                    )
                 )
-            )
-            outcome.diagnostics, outcome.fixed = result.diagnostics, result.fixed
-            if result.text != source.text:
-                outcome.new_text = result.text
-        else:
-            outcome.diagnostics = call_with_deep_stack(
-                lambda: check_text(
-                    source.text,
-                    rules,
-                    filename=name,
-                    options=options,
-                    edits=job.edits,
-                    place=place,
-                    facts=outcome.facts,
+                outcome.diagnostics, outcome.fixed = result.diagnostics, result.fixed
+                if result.text != source.text:
+                    outcome.new_text = result.text
+            else:
+                outcome.diagnostics = call_with_deep_stack(
+                    lambda: check_text(
+                        source.text,
+                        rules,
+                        filename=name,
+                        options=options,
+                        edits=job.edits,
+                        place=place,
+                        facts=outcome.facts,
+                    )
                 )
+        except InvalidSource as error:
+            outcome.error = f"{name}:{error}"
+        except cst.ParserSyntaxError as error:  # valid for CPython, not for LibCST
+            detail = " ".join(error.message.split())
+            outcome.error = (
+                f"{name}:{error.raw_line}:{error.raw_column + 1}: cannot parse: {detail}"
             )
-    except InvalidSource as error:
-        outcome.error = f"{name}:{error}"
-    except cst.ParserSyntaxError as error:  # valid for CPython, not for LibCST
-        detail = " ".join(error.message.split())
-        outcome.error = f"{name}:{error.raw_line}:{error.raw_column + 1}: cannot parse: {detail}"
-    except RecursionError:
-        outcome.error = f"{name}: too deeply nested to analyse"
-    except FixError as error:
-        outcome.error = f"{name}: internal error: {error}; the file is left unchanged"
-        outcome.diagnostics = _diagnostics_or_empty(source.text, rules, name, options)
-    except Exception as error:  # a rule crashed: report it for this file, keep going
-        outcome.error = f"{name}: internal error: {type(error).__name__}: {error}"
-    return outcome
+        except RecursionError:
+            outcome.error = f"{name}: too deeply nested to analyse"
+        except FixError as error:
+            outcome.error = f"{name}: internal error: {error}; the file is left unchanged"
+            outcome.diagnostics = _diagnostics_or_empty(source.text, rules, name, options)
+        except Exception as error:  # a rule crashed: report it for this file, keep going
+            outcome.error = f"{name}: internal error: {type(error).__name__}: {error}"
+        return outcome
 
 
 def _diagnostics_or_empty(

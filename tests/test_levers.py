@@ -7,6 +7,7 @@ and in fuzzing.)
 
 from __future__ import annotations
 
+import gc
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfix import runner
+from jaxfix import engine, runner
 from jaxfix.batch import Job
 from jaxfix.cli import main
 from jaxfix.outcome import Outcome
@@ -197,3 +198,20 @@ def test_after_an_edit_only_the_edited_file_is_analysed(
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
     # Twice: alone, then with the functions train.py's traced code calls (see jaxfix.project).
     assert analysed == [edited, edited]
+
+
+def test_the_cycle_collector_is_paused_only_while_a_file_is_analysed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.py").write_text(FINDING, encoding="utf-8")
+    seen: list[bool] = []
+
+    def observing(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return engine.check_text(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "check_text", observing)
+    assert gc.isenabled()
+    code, stdout, _ = jaxfix(tmp_path, "check", "--no-cache", "--jobs", "1")
+    assert code == 1 and "JF101" in stdout  # the same finding with the collector paused
+    assert seen == [False] and gc.isenabled()
