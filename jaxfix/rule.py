@@ -13,13 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
-from libcst.metadata import (
-    PositionProvider,
-    ScopeProvider,
-)
+from libcst.metadata import PositionProvider
 
 from jaxfix.diagnostic import Diagnostic, FixSafety
 from jaxfix.models.sinks import Sink, SinkKind, names_of
+from jaxfix.scopes import FastScopeProvider
 
 if TYPE_CHECKING:
     from jaxfix.tracing import TracedAnalysis
@@ -96,7 +94,7 @@ class Rule(cst.BatchableCSTVisitor):
 
     METADATA_DEPENDENCIES = (
         PositionProvider,
-        ScopeProvider,
+        FastScopeProvider,
     )
 
     def __init__(
