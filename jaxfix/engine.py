@@ -24,6 +24,7 @@ from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.flow import Bindings
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
+from jaxfix.metadata import Wrapper
 from jaxfix.options import DEFAULT, Options
 from jaxfix.project import ModuleFacts, Place, ProjectContext, traced_calls
 from jaxfix.registry import all_rules, matches
@@ -473,7 +474,7 @@ def _run(
     """Run `rules` over `module`; what they note for the rest of the run goes to `facts`.
     `analysed` is the analysis of the file `module` is (a slice of, its lines mapped to the
     file's by `line_of`); without it, `module` is analysed."""
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    wrapper = Wrapper(module, unsafe_skip_copy=True)
     project = ProjectContext(
         bool(options.packages), options.serialized_imports, options.foreign_calls, facts
     )

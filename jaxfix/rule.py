@@ -16,8 +16,8 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from jaxfix.diagnostic import Diagnostic, FixSafety
+from jaxfix.metadata import FastScopeProvider
 from jaxfix.models.sinks import Sink, SinkKind, names_of
-from jaxfix.scopes import FastScopeProvider
 
 if TYPE_CHECKING:
     from jaxfix.tracing import TracedAnalysis

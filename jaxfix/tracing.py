@@ -29,8 +29,8 @@ from jaxfix.analysis.bridge import Span
 from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.reasons import Reason
 from jaxfix.analysis.values import Kind, Param, Staged
+from jaxfix.metadata import FastScopeProvider
 from jaxfix.project import Entry, ProjectContext
-from jaxfix.scopes import FastScopeProvider
 from jaxfix.transforms import TRANSFORMS, TransformSpec
 
 FunctionNode = cst.FunctionDef | cst.Lambda

@@ -1,0 +1,73 @@
+"""`jaxfix.metadata` gives exactly what LibCST's own scope and expression-context providers give,
+so the rules and fixes read its scopes as if they were LibCST's; its wrapper resolves what
+LibCST's does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import (
+    BaseMetadataProvider,
+    ExpressionContextProvider,
+    MetadataWrapper,
+    PositionProvider,
+    Scope,
+    ScopeProvider,
+)
+
+from jaxfix.metadata import FastExpressionContextProvider, FastScopeProvider, Wrapper
+from jaxfix.proofs import load_cases
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted(
+    {case.directory / "before.py" for case in load_cases()[::3]}  # every rule's among them
+    | set((ROOT / "examples" / "project").rglob("*.py"))
+)
+
+
+def described(scope: Scope | None) -> object:
+    """What the rules read of a scope: its kind, its bindings and the reads of each."""
+    if scope is None:
+        return None
+    return (
+        type(scope).__name__,
+        sorted((a.name, type(a).__name__, id(getattr(a, "node", None))) for a in scope.assignments),
+        sorted(
+            (a.node.value if isinstance(a.node, cst.Name) else "", id(a.node))
+            for a in scope.accesses
+        ),
+    )
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_same_scopes_and_contexts_as_libcst(path: Path) -> None:
+    module = cst.parse_module(path.read_text(encoding="utf-8"))
+    libcsts = MetadataWrapper(module, unsafe_skip_copy=True)
+    ours = Wrapper(module, unsafe_skip_copy=True)
+    theirs, fast = libcsts.resolve(ScopeProvider), ours.resolve(FastScopeProvider)
+    assert fast.keys() == theirs.keys()
+    pairs = {(id(fast[node]), id(theirs[node])): node for node in theirs}
+    assert len(pairs) == len({id(scope) for scope in theirs.values()})  # the same partition
+    assert all(described(fast[node]) == described(theirs[node]) for node in pairs.values())
+    contexts = dict(libcsts.resolve(ExpressionContextProvider))
+    assert dict(ours.resolve(FastExpressionContextProvider)) == contexts
+    assert dict(ours.resolve(ExpressionContextProvider)) == contexts  # a batchable provider
+    assert dict(ours.resolve(PositionProvider)) == dict(libcsts.resolve(PositionProvider))
+
+
+class _Egg(BaseMetadataProvider[None]):
+    pass
+
+
+class _Hen(BaseMetadataProvider[None]):
+    METADATA_DEPENDENCIES = (_Egg,)
+
+
+_Egg.METADATA_DEPENDENCIES = (_Hen,)
+
+
+def test_circular_dependencies_are_an_error_as_in_libcst() -> None:
+    with pytest.raises(cst.MetadataException, match="circular dependencies in _Egg, _Hen"):
+        Wrapper(cst.parse_module("x = 1\n")).resolve(_Hen)
