@@ -24,7 +24,7 @@ from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.flow import Bindings
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
-from jaxfix.metadata import Wrapper
+from jaxfix.metadata import Wrapper, transform
 from jaxfix.options import DEFAULT, Options
 from jaxfix.project import ModuleFacts, Place, ProjectContext, traced_calls
 from jaxfix.registry import all_rules, matches
@@ -557,10 +557,10 @@ def _apply(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> str:
     # Each visitor re-resolves the metadata of the whole module: run it only when needed (an
     # import becomes unused only if a name the removed nodes read is read nowhere else).
     if any(fix.imports_needed for fix in fixes):
-        module = AddImportsVisitor(context).transform_module(module)
+        module = transform(AddImportsVisitor(context), module)
     removed = [node for fix in fixes for node in fix.removed_nodes]
     if removed and not _names_in(removed) <= _names_read(module.code):
-        module = RemoveImportsVisitor(context).transform_module(module)
+        module = transform(RemoveImportsVisitor(context), module)
     return _tidy_top(wrapper.module, module).code
 
 

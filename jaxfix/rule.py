@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
-from libcst.metadata import PositionProvider
+from libcst.metadata import PositionProvider, ScopeProvider
 
 from jaxfix.diagnostic import Diagnostic, FixSafety
-from jaxfix.metadata import FastScopeProvider
 from jaxfix.models.sinks import Sink, SinkKind, names_of
 
 if TYPE_CHECKING:
@@ -94,7 +93,7 @@ class Rule(cst.BatchableCSTVisitor):
 
     METADATA_DEPENDENCIES = (
         PositionProvider,
-        FastScopeProvider,
+        ScopeProvider,
     )
 
     def __init__(

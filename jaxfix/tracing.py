@@ -22,6 +22,7 @@ from libcst.metadata import (
     QualifiedName,
     QualifiedNameSource,
     Scope,
+    ScopeProvider,
 )
 
 from jaxfix.analysis import flow
@@ -29,7 +30,6 @@ from jaxfix.analysis.bridge import Span
 from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.reasons import Reason
 from jaxfix.analysis.values import Kind, Param, Staged
-from jaxfix.metadata import FastScopeProvider
 from jaxfix.project import Entry, ProjectContext
 from jaxfix.transforms import TRANSFORMS, TransformSpec
 
@@ -142,8 +142,8 @@ class TracedAnalysis:
         self.project = project
         # Resolved together first, in as few traversals as LibCST can (the rules need
         # positions too); `resolve` then answers from the wrapper's cache, typed.
-        wrapper.resolve_many([FastScopeProvider, PositionProvider])
-        self._scopes: Mapping[cst.CSTNode, Scope | None] = wrapper.resolve(FastScopeProvider)
+        wrapper.resolve_many([ScopeProvider, PositionProvider])
+        self._scopes: Mapping[cst.CSTNode, Scope | None] = wrapper.resolve(ScopeProvider)
         self._positions = wrapper.resolve(PositionProvider)
         # Asked of the scopes for the nodes that need them: what `QualifiedNameProvider`
         # answers, without its traversal of every node.

@@ -4,20 +4,24 @@ LibCST's does."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import libcst as cst
 import pytest
+from libcst._metadata_dependent import LazyValue
 from libcst.metadata import (
     BaseMetadataProvider,
     ExpressionContextProvider,
     MetadataWrapper,
     PositionProvider,
+    QualifiedNameProvider,
     Scope,
     ScopeProvider,
 )
 
-from jaxfix.metadata import FastExpressionContextProvider, FastScopeProvider, Wrapper
+from jaxfix import metadata
+from jaxfix.metadata import Wrapper
 from jaxfix.proofs import load_cases
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,20 +45,38 @@ def described(scope: Scope | None) -> object:
     )
 
 
+def evaluated(metadata: Mapping[cst.CSTNode, object]) -> dict[cst.CSTNode, object]:
+    """The metadata, lazy values computed."""
+    return {n: v() if isinstance(v, LazyValue) else v for n, v in metadata.items()}
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_the_same_scopes_and_contexts_as_libcst(path: Path) -> None:
+def test_the_same_metadata_as_libcst(path: Path) -> None:
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     libcsts = MetadataWrapper(module, unsafe_skip_copy=True)
     ours = Wrapper(module, unsafe_skip_copy=True)
-    theirs, fast = libcsts.resolve(ScopeProvider), ours.resolve(FastScopeProvider)
+    theirs, fast = libcsts.resolve(ScopeProvider), ours.resolve(ScopeProvider)
     assert fast.keys() == theirs.keys()
     pairs = {(id(fast[node]), id(theirs[node])): node for node in theirs}
     assert len(pairs) == len({id(scope) for scope in theirs.values()})  # the same partition
     assert all(described(fast[node]) == described(theirs[node]) for node in pairs.values())
-    contexts = dict(libcsts.resolve(ExpressionContextProvider))
-    assert dict(ours.resolve(FastExpressionContextProvider)) == contexts
-    assert dict(ours.resolve(ExpressionContextProvider)) == contexts  # a batchable provider
-    assert dict(ours.resolve(PositionProvider)) == dict(libcsts.resolve(PositionProvider))
+    for provider in (ExpressionContextProvider, PositionProvider, QualifiedNameProvider):
+        assert evaluated(ours.resolve(provider)) == evaluated(libcsts.resolve(provider)), provider
+
+
+def test_scopes_and_positions_take_no_batched_traversal(monkeypatch: pytest.MonkeyPatch) -> None:
+    batches: list[object] = []
+
+    def batch(*args: object) -> dict[object, object]:
+        batches.append(args)
+        return {}
+
+    monkeypatch.setattr(metadata, "_gen_batchable", batch)
+    wrapper = Wrapper(cst.parse_module("import jax\n\ndef f(x):\n    return jax.jit(f)(x)\n"))
+    wrapper.resolve_many([ScopeProvider, PositionProvider])
+    assert batches == []
+    scopes = {scope for scope in wrapper.resolve(ScopeProvider).values() if scope is not None}
+    assert {a.name for scope in scopes for a in scope.assignments} == {"jax", "f", "x"}
 
 
 class _Egg(BaseMetadataProvider[None]):
