@@ -7,10 +7,12 @@ those it must leave alone with `# silent`: a look-alike beside each traced twin.
 from __future__ import annotations
 
 import ast
+import gc
 import textwrap
 
 import pytest
 
+from jaxfix.analysis.file import analyse_file
 from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.tracing import External, Facts, trace
@@ -607,3 +609,20 @@ def test_a_parameter_other_modules_also_give_python_values_is_not_certainly_trac
     assert reported_lines_of(trace(analyse(ast.parse(source)), [both])) == marked_lines(
         source, "traced"
     )
+
+
+def test_the_analysis_of_a_file_leaves_no_reference_cycle() -> None:
+    """Reference counting frees a file's syntax tree and analysis as soon as they are dropped:
+    a cycle would leave them all to the cycle collector, which rescans them until then."""
+    text = "import jax\n@jax.jit\ndef f(x):\n    return g(x)\ndef g(y):\n    return y\n"
+    text += "def never_traced(z):\n    return z\n"  # pending: interpreted only on demand
+    gc.collect()
+    gc.disable()
+    try:
+        tree = ast.parse(text)
+        analysed = analyse_file(tree, text)
+        assert analysed.facts.module.functions and analysed.facts.module.pending
+        del tree, analysed
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -20,9 +20,10 @@ import ast
 import builtins
 import contextlib
 import re
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from jaxfix.analysis import values as v
 from jaxfix.analysis.names import dotted, import_bindings
@@ -272,7 +273,10 @@ def analyse(
     result.applying = declarations.applying(transforms)
     result.static_fields = _static_fields(result)
     result.instance_params = _passed_instances(result)
-    top = _Interpreter(result, transforms, "<module>", tree, None, None, {})
+    # The interpreters hold the module weakly: it holds the pending ones (`Module.pending`),
+    # and a reference cycle would leave the whole syntax tree to the cycle collector.
+    held = cast(Module, weakref.proxy(result))
+    top = _Interpreter(held, transforms, "<module>", tree, None, None, {})
     result.final_env = top.run()
     # The others are interpreted when the tracing finds them traced, or a caller needs them.
     for fid in [fid for fid in result.pending if fid in result.applying]:
@@ -306,7 +310,6 @@ class _Declarations:
         self.marked: set[str] = set()  # functions defining decorated functions or classes
         self.function_names: set[str] = set()  # defs, and names bound to lambdas
         self.names = Bindings()  # of the top-level statement being walked
-        self._handlers: dict[type, Callable[[Any, Work], None] | None] = {}
 
     def walk(self, tree: ast.Module) -> None:
         for statement in tree.body:
@@ -319,13 +322,11 @@ class _Declarations:
                     item()  # leave a scope
                     continue
                 kind = type(item)
-                if kind not in self._handlers:
-                    self._handlers[kind] = getattr(self, "visit_" + kind.__name__, None)
-                handler = self._handlers[kind]
+                handler = _declaration_handler(kind)
                 if handler is None:
                     work.extend(reversed(list(children(item))))
                 else:
-                    handler(item, work)
+                    handler(self, item, work)
 
     def _define(self, *names: str | None) -> None:
         """Names bound at module level (not in a function or class body)."""
@@ -474,6 +475,19 @@ class _Declarations:
             if base is not None and ".".join([base, *parts[1:]]) in transforms:
                 return True
         return False
+
+
+Handler = Callable[[_Declarations, Any, Work], None]
+_HANDLERS: dict[type, Handler | None] = {}
+
+
+def _declaration_handler(kind: type) -> Handler | None:
+    """`_Declarations`' method for nodes of `kind`, looked up once per kind (functions, not
+    bound methods: held by the instance, they would make it a reference cycle, and its whole
+    syntax tree garbage for the cycle collector)."""
+    if kind not in _HANDLERS:
+        _HANDLERS[kind] = getattr(_Declarations, "visit_" + kind.__name__, None)
+    return _HANDLERS[kind]
 
 
 def _static_fields(module: Module) -> set[str]:
