@@ -31,7 +31,9 @@ BOTH = (
 
 
 def spawn(cwd: Path, *args: str, **env: str) -> pexpect.spawn:
-    return pexpect.spawn(
+    """`jaxfix ARGS` on a terminal, without pexpect's pauses around sending and closing (made
+    for slow devices, they only add to the suite's time)."""
+    child = pexpect.spawn(
         sys.executable,
         ["-m", "jaxfix", *args],
         cwd=str(cwd),
@@ -40,6 +42,10 @@ def spawn(cwd: Path, *args: str, **env: str) -> pexpect.spawn:
         timeout=60,
         dimensions=(50, 200),
     )
+    child.delaybeforesend = None
+    child.delayafterclose = 0
+    child.delayafterterminate = 0
+    return child
 
 
 def finish(child: pexpect.spawn) -> tuple[str, int]:
