@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -38,6 +39,7 @@ MAX_FIX_PASSES = 10
 # transforms trace too): such files are only parsed by CPython, so that a syntax error is
 # reported in every file (as Ruff does), and never analysed.
 PREFILTER = ("jax", "equinox", "flax", "haiku", "optax")
+_WORD = re.compile(r"\w+")
 
 
 class FixError(Exception):
@@ -115,13 +117,22 @@ def _last_name(dotted: str) -> str:
 
 def _anchored_rules(text: str, rules: Sequence[type[Rule]], options: Options) -> list[type[Rule]]:
     """The rules one of whose anchors `text` mentions (any text may store: `STORES`)."""
+    mentioned = set(_WORD.findall(text))  # once: a rule has up to a thousand anchors
     return [
         rule
         for rule in rules
         if not rule.anchors
         or candidates.STORES in rule.anchors
-        or any(w in text for w in _words(_anchors(rule, options)))
+        or _mentions(text, mentioned, *_words(_anchors(rule, options)))
     ]
+
+
+def _mentions(
+    text: str, mentioned: set[str], names: frozenset[str], fragments: frozenset[str]
+) -> bool:
+    """Whether `text` names one of `names` (one of its `mentioned` words) or holds one of
+    `fragments`."""
+    return not names.isdisjoint(mentioned) or any(part in text for part in fragments)
 
 
 def _anchors(rule: type[Rule], options: Options) -> frozenset[str]:
@@ -129,14 +140,17 @@ def _anchors(rule: type[Rule], options: Options) -> frozenset[str]:
 
 
 @functools.cache
-def _words(anchors: frozenset[str]) -> frozenset[str]:
-    """What the text of a file where a rule fires must contain: its anchors' last names (for
-    an anchor that stands for syntax, the words that syntax needs)."""
-    return frozenset(
-        word
-        for anchor in anchors
-        for word in candidates.SYNTAX_ANCHORS.get(anchor, (_last_name(anchor),))
+def _words(anchors: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """What the text of a file where a rule fires must contain: one of its anchors' last
+    names, as a word, or, for an anchor that stands for syntax, one of the fragments that
+    syntax needs (`{`, `static_arg` of `static_argnums`)."""
+    names = frozenset(
+        _last_name(anchor) for anchor in anchors if anchor not in candidates.SYNTAX_ANCHORS
     )
+    fragments = frozenset(
+        part for anchor in anchors for part in candidates.SYNTAX_ANCHORS.get(anchor, ())
+    )
+    return names, fragments
 
 
 def check_text(

@@ -13,7 +13,7 @@ import pytest
 from jaxfix.batch import Job
 from jaxfix.diagnostic import FixSafety
 from jaxfix.edits import apply_edits
-from jaxfix.engine import MAX_FIX_PASSES, FixError, check_text, fix_text
+from jaxfix.engine import MAX_FIX_PASSES, FixError, applicable_rules, check_text, fix_text
 from jaxfix.firstpass import InvalidSource
 from jaxfix.options import Options
 from jaxfix.proofs import Case, load_cases
@@ -419,3 +419,21 @@ def test_a_store_alone_passes_the_text_prefilter_of_a_stores_rule() -> None:
     found = check_text(text, RULES)
     assert [d.code for d in found] == ["JF103"]
     assert check_text(text, RULES, slicing=False) == found
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "runs"),
+    [
+        ("import jax\nfrom multiprocessing import Pool\n", "JF105", True),
+        ("import jax\nclass MaxPool:\n    pass\n", "JF105", False),  # a longer name
+        ("import jax\nblob = pickle.dumps\n", "JF101", True),
+        ("import jax\n# dumpster\n", "JF101", False),
+        ("import jax\nmemo = collections.defaultdict(list)\n", "JF106", True),  # a fragment
+        ("import jax\nf = jax.jit(g, static_argnames='n')\n", "JF106", True),
+        ("import jax\nx = 1\n", "JF106", False),
+    ],
+)
+def test_a_rule_runs_where_the_text_names_one_of_its_anchors(
+    text: str, code: str, runs: bool
+) -> None:
+    assert (code in {rule.code for rule in applicable_rules(text, all_rules())}) is runs
