@@ -87,8 +87,8 @@ def run_paths(
     file's jit wrapper, and files whose functions other files' traced code calls, are analysed
     again, until no round traces anything new."""
     items = list(items)
-    files = [item for item in items if not isinstance(item, Outcome)]
-    packages = project.packages_of(path for path, _ in files)
+    places = {item[0]: project.place_of(item[0]) for item in items if not isinstance(item, Outcome)}
+    packages = project.packages_of(places.values())
     tasks = {
         index: (item[0], _with_project(item[1], packages, None))
         for index, item in enumerate(items)
@@ -97,7 +97,7 @@ def run_paths(
     analyser = _Analyser(jobs, cache, progress)
     outcomes = analyser.outcomes(tasks)
     if packages:
-        run = project.ProjectIndex(path for path, _ in tasks.values())
+        run = project.ProjectIndex(places, {tasks[i][0]: o.facts for i, o in outcomes.items()})
         _apply_project_wrappers(run, tasks, outcomes, analyser)
         _trace_across_modules(run, tasks, outcomes, packages, analyser)
         _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
@@ -237,7 +237,7 @@ def _importers_of_serialized_returns(
     users: dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]] = {}
     if not defined:
         return users
-    modules = {project.place_of(path).module: path for path, _ in defined}
+    modules = {index.places[path].module: path for path, _ in defined}
     for i, outcome in outcomes.items():
         for raw, absolute in sorted(outcome.facts.imported):
             found = index.definition(absolute)
