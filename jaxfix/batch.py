@@ -42,8 +42,9 @@ class Job:
     options: Options = DEFAULT
 
     def key(self) -> str:
-        """What the findings depend on, for the cache (not `fix`: it stores unchanged files)."""
-        return _key(dataclasses.replace(self, fix=False, unsafe_fixes=False))
+        """A digest of what the findings depend on, for the cache (not `fix`: it stores
+        unchanged files)."""
+        return _key(self)
 
     def would_fix(self, diagnostics: Iterable[Diagnostic]) -> bool:
         """Whether applying this job's fixes could change a file with these findings."""
@@ -55,7 +56,8 @@ class Job:
 
 @functools.lru_cache(maxsize=64)
 def _key(job: Job) -> str:
-    return repr(job)  # many files share a job: computed once for each
+    plain = dataclasses.replace(job, fix=False, unsafe_fixes=False)
+    return digest(repr(plain).encode())  # many files share a job: computed once for each
 
 
 def default_jobs() -> int:
@@ -89,11 +91,7 @@ def run_paths(
     items = list(items)
     places = {item[0]: project.place_of(item[0]) for item in items if not isinstance(item, Outcome)}
     packages = project.packages_of(places.values())
-    tasks = {
-        index: (item[0], _with_project(item[1], packages, None))
-        for index, item in enumerate(items)
-        if not isinstance(item, Outcome)
-    }
+    tasks = _first_round(items, packages)
     key = _run_key(tasks, places)
     outcomes = _replayed(cache, key, tasks, progress) if cache is not None else None
     if outcomes is None:
@@ -107,6 +105,22 @@ def run_paths(
         analyser.record(key, tasks, outcomes)
     for index, item in enumerate(items):
         yield item if isinstance(item, Outcome) else outcomes[index]
+
+
+def _first_round(
+    items: Sequence[tuple[Path, Job] | Outcome], packages: tuple[str, ...]
+) -> dict[int, tuple[Path, Job]]:
+    """Each file with its job for the first round, by its index in `items` (the files of one
+    configuration share one job, made once)."""
+    made: dict[Job, Job] = {}
+    tasks = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, Outcome):
+            path, job = item
+            if job not in made:
+                made[job] = _with_project(job, packages, None)
+            tasks[index] = (path, made[job])
+    return tasks
 
 
 def _run_key(tasks: dict[int, tuple[Path, Job]], places: dict[Path, project.Place]) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import importlib.util
 import json
 import os
@@ -44,11 +43,6 @@ JOBS_PER_FILE = 12
 CODE_SUFFIXES = (".py", ".tsv")  # jaxfix's files that its results depend on
 RUNS_KEPT = 8  # runs over other paths or settings remembered besides the latest
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# jaxfix's result cache\n"
-
-
-@functools.lru_cache(maxsize=64)
-def _job_digest(job_key: str) -> str:
-    return digest(job_key.encode())
 
 
 def code_fingerprint() -> str:
@@ -109,10 +103,10 @@ class Cache:
         for old in list(self._runs)[: -RUNS_KEPT - 1]:
             del self._runs[old]
 
-    def lookup(self, path: Path, job_key: str) -> tuple[list[Diagnostic], ModuleFacts] | None:
-        """The findings stored for `path` under this job, and what it tells of its calls into
-        other modules, if its content is still what was analysed."""
-        job, key = _job_digest(job_key), os.path.abspath(path)
+    def lookup(self, path: Path, job: str) -> tuple[list[Diagnostic], ModuleFacts] | None:
+        """The findings stored for `path` under this job (`Job.key`), and what it tells of its
+        calls into other modules, if its content is still what was analysed."""
+        key = os.path.abspath(path)
         records = self._files().get(key)
         entry = next(
             (r for r in records or () if isinstance(r, dict) and r.get("job") == job), None
@@ -128,12 +122,13 @@ class Cache:
     def store(
         self,
         path: Path,
-        job_key: str,
+        job: str,
         content_digest: str,
         diagnostics: Iterable[Diagnostic],
         facts: ModuleFacts | None = None,
     ) -> None:
-        key, job = os.path.abspath(path), _job_digest(job_key)
+        """Keep the findings and facts of `path` analysed under this job (`Job.key`)."""
+        key = os.path.abspath(path)
         record = {
             "job": job,
             "digest": content_digest,

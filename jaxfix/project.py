@@ -193,20 +193,24 @@ class Place:
 
 
 @functools.lru_cache(maxsize=4096)
-def _is_package_dir(folder: str) -> bool:
-    return os.path.isfile(os.path.join(folder, "__init__.py"))
+def _package_at(folder: str) -> str:
+    """The dotted name of the package a folder is, by the `__init__.py` files of it and the
+    folders above it ("" when it is none)."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return ""
+    parent, name = os.path.split(folder)
+    above = _package_at(parent) if parent != folder else ""
+    return f"{above}.{name}" if above else name
 
 
 def place_of(path: Path) -> Place:
     """The module a file is, judged by the `__init__.py` files of the folders above it."""
     folder, name = os.path.split(os.path.abspath(path))
-    parts = [] if name == "__init__.py" else [os.path.splitext(name)[0]]
-    while _is_package_dir(folder):
-        folder, package = os.path.split(folder)
-        parts.append(package)
-    module = ".".join(reversed(parts))
-    package = module if name == "__init__.py" else module.rpartition(".")[0]
-    return Place(module, package)
+    package = _package_at(folder)
+    if name == "__init__.py":
+        return Place(package, package)
+    stem = os.path.splitext(name)[0]
+    return Place(f"{package}.{stem}" if package else stem, package)
 
 
 def packages_of(places: Iterable[Place]) -> tuple[str, ...]:
