@@ -207,7 +207,8 @@ def _write(folder: Path, path: Path, data: dict[str, Any]) -> None:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
         try:
             with open(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, separators=(",", ":"))
+                # `dumps`, not `dump`: only a whole-object encoding takes json's C encoder.
+                handle.write(json.dumps(data, separators=(",", ":")))
             os.replace(tmp, path)
         finally:
             with contextlib.suppress(OSError):
