@@ -166,12 +166,13 @@ def test_clean_removes_the_cache_and_refuses_other_folders(tmp_path: Path) -> No
     assert (tmp_path / "precious").is_dir()
 
 
-def test_a_warm_run_does_not_import_libcst(tmp_path: Path) -> None:
+def test_a_warm_run_imports_neither_libcst_nor_the_analysis(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(FINDING, encoding="utf-8")
+    heavy = ("libcst", "jaxfix.analysis.flow", "jaxfix.engine")
     script = (
         "import atexit, sys\n"
         "from jaxfix.cli import main\n"
-        "atexit.register(lambda: print('libcst' in sys.modules, file=sys.stderr))\n"
+        f"atexit.register(lambda: print([m in sys.modules for m in {heavy!r}], file=sys.stderr))\n"
         f"main(['check', '--cache-dir', {str(tmp_path / 'cache')!r}, {str(tmp_path)!r}])\n"
     )
     runs = [
@@ -180,7 +181,8 @@ def test_a_warm_run_does_not_import_libcst(tmp_path: Path) -> None:
     ]
     assert [run.returncode for run in runs] == [1, 1]
     assert runs[0].stdout == runs[1].stdout
-    assert [run.stderr.splitlines()[-1] for run in runs] == ["True", "False"]
+    imported = [run.stderr.splitlines()[-1] for run in runs]
+    assert imported == [str([True] * len(heavy)), str([False] * len(heavy))]
 
 
 def test_after_an_edit_only_the_edited_file_is_analysed(
