@@ -139,8 +139,9 @@ def _replayed(
     """The outcomes of the latest run with this key, if no file has changed since (and no
     finding is to be fixed): no round across modules, no file read."""
     found = cache.replay(key, [path for path, _ in tasks.values()])
-    fixing = zip(tasks.values(), found or (), strict=False)
-    if found is None or any(job.would_fix(diagnostics) for (_, job), diagnostics in fixing):
+    if found is None:
+        return None
+    if any(job.would_fix(d) for (_, job), d in zip(tasks.values(), found, strict=True)):
         return None
     if progress is not None:
         progress.more(len(found))
@@ -383,9 +384,9 @@ class _Analyser:
         pending: dict[int, tuple[Path, Job]] = {}
         for index, (path, job) in tasks.items():
             cached = cache.lookup(path, job.key()) if cache is not None else None
-            if cached is not None and not job.would_fix(cached[0]):
+            if cache is not None and cached is not None and not job.would_fix(cached[0]):
                 done[index] = Outcome(str(path), diagnostics=cached[0], facts=cached[1])
-                self._saw(path, cache.digest(path) if cache is not None else None)
+                self._saw(path, cache.digest(path))
             else:
                 pending[index] = (path, job)
         if progress is not None and done:
