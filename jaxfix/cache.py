@@ -82,7 +82,7 @@ class Cache:
         run = self._runs.get(key)
         if not isinstance(run, dict):
             return None
-        digests = [self.stamps.digest(os.path.abspath(path)) for path in paths]
+        digests = [self.digest(path) for path in paths]
         if None in digests or _combined(digests) != run.get("content"):
             return None
         try:

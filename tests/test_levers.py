@@ -20,9 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from jaxfix import runner, stamps
-from jaxfix.batch import Job
 from jaxfix.cli import main
-from jaxfix.outcome import Outcome
 from jaxfix.proofs import load_cases
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,6 +183,19 @@ def test_a_warm_run_imports_neither_libcst_nor_the_analysis(tmp_path: Path) -> N
     assert imported == [str([True] * len(heavy)), str([False] * len(heavy))]
 
 
+def counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[object]:
+    """The first argument of each call of `module.name` from now on."""
+    calls: list[object] = []
+    original = getattr(module, name)
+
+    def counting(first: object, *args: object) -> object:
+        calls.append(first)
+        return original(first, *args)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
 def test_after_an_edit_only_the_edited_file_is_analysed(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -192,14 +203,7 @@ def test_after_an_edit_only_the_edited_file_is_analysed(
     before = jaxfix(tree, "check", *cache)
     edited = tree / "trainer" / "model.py"
     edited.write_text(edited.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    analysed: list[Path] = []
-    process = runner.process
-
-    def counting(path: Path, job: Job) -> Outcome:
-        analysed.append(path)
-        return process(path, job)
-
-    monkeypatch.setattr(runner, "process", counting)
+    analysed = counted(monkeypatch, runner, "process")
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
     # Twice: alone, then with the functions train.py's traced code calls (see jaxfix.project).
     assert analysed == [edited, edited]
@@ -232,6 +236,9 @@ def step(x):
 """
 
 
+OLD_NS = time.time_ns() - 3600 * 10**9  # an hour ago
+
+
 def project(root: Path) -> Path:
     """A package whose finding is in the helper module, made by the caller's traced call; its
     files older than the cache's racy window, so that their size and mtime are trusted."""
@@ -243,15 +250,12 @@ def project(root: Path) -> Path:
     return root
 
 
-OLD_NS = time.time_ns() - 3600 * 10**9
-
-
 def write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
 
 
-def findings(stdout: str) -> list[str]:
+def findings(stdout: str) -> list[tuple[str, str]]:
     """`path:line CODE` of each finding, as printed."""
     return re.findall(r"^(\S+?:\d+):\d+: (JF\d+)", stdout, re.M)
 
@@ -314,19 +318,6 @@ def test_after_an_edit_the_cache_gives_what_a_run_without_it_gives(
     assert findings(uncached[1]) == expected
     assert jaxfix(Path("."), "check", *cache) == uncached  # what changed, analysed again
     assert jaxfix(Path("."), "check", *cache) == uncached  # the whole run from the cache
-
-
-def counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[object]:
-    """The first argument of each call of `module.name` from now on."""
-    calls: list[object] = []
-    original = getattr(module, name)
-
-    def counting(first: object, *args: object) -> object:
-        calls.append(first)
-        return original(first, *args)
-
-    monkeypatch.setattr(module, name, counting)
-    return calls
 
 
 def test_a_warm_run_reads_no_file_and_a_touched_one_is_not_analysed_again(
