@@ -9,7 +9,9 @@ one run and one after the other:
 
 - ``ruff check --select E,F`` without and with its cache (the yardsticks);
 - ``libcst.parse_module`` of every file, in one process (what a naive LibCST tool starts from);
-- ``jaxfix check`` cold (empty cache), warm (nothing changed) and after editing one file;
+- ``jaxfix check`` cold (empty cache), warm (nothing changed), after a body edit of one file
+  (a comment appended to ``jax/_src/lax/lax.py``) and after a summary edit (a helper of optax
+  starts pickling its argument, which its callers in other modules pass a tracer);
 - ``jaxfix apply --diff`` cold, and ``jaxfix check`` cold over the corpus copied ``--copies``
   times (for how the cost grows with the number of files).
 
@@ -47,6 +49,16 @@ for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.py")):
 """
 # The file edited for the one-file-edited run: a large module where a rule has candidates.
 EDITED = "jax/jax/_src/lax/lax.py"
+# The summary edit: a helper that another module's traced code calls (`_segmentation_test.py`'s
+# jitted `loss_fn`) starts pickling its argument, which makes a finding across modules.
+HELPER = "optax/optax/losses/_segmentation.py"
+HELPER_EDITS = (
+    ("import jax\n", "import pickle\n\nimport jax\n"),
+    (
+        ') -> jax.Array:\n  r"""Computes the Dice',
+        ') -> jax.Array:\n  pickle.dumps(predictions)\n  r"""Computes the Dice',
+    ),
+)
 
 
 @dataclass
@@ -115,8 +127,17 @@ def run(root: Path, big: Path, copies: int, skip_libcst: bool) -> list[Timing]:
     ]
     edited = root / EDITED
     edited.write_bytes(edited.read_bytes() + b"\n# edited by the benchmark\n")
+    timings.append(
+        measure("jaxfix check, 1 file edited", jaxfix("check", *jaxfix_cached, "."), root)
+    )
+    helper = root / HELPER
+    original = helper.read_text(encoding="utf-8")
+    helper.write_text(edit_helper(original), encoding="utf-8")
+    timings.append(
+        measure("jaxfix check, helper starts pickling", jaxfix("check", *jaxfix_cached, "."), root)
+    )
+    helper.write_text(original, encoding="utf-8")
     timings += [
-        measure("jaxfix check, 1 file edited", jaxfix("check", *jaxfix_cached, "."), root),
         measure(
             "jaxfix apply --diff --no-cache", jaxfix("apply", "--diff", "--no-cache", "."), root
         ),
@@ -126,6 +147,15 @@ def run(root: Path, big: Path, copies: int, skip_libcst: bool) -> list[Timing]:
         ),
     ]
     return timings
+
+
+def edit_helper(text: str) -> str:
+    """The helper's text with `HELPER_EDITS` made; exits when the pinned source differs."""
+    for old, new in HELPER_EDITS:
+        if old not in text:
+            raise SystemExit(f"error: {HELPER} no longer holds {old!r}: update HELPER_EDITS")
+        text = text.replace(old, new, 1)
+    return text
 
 
 def table(timings: Sequence[Timing]) -> str:
@@ -149,6 +179,12 @@ def ratios(timings: Sequence[Timing], copies: int) -> str:
             "1 file edited / warm",
             ratio("jaxfix check, 1 file edited", "jaxfix check warm"),
             "(one file re-analysed)",
+        ),
+        ("1 file edited, s", by["jaxfix check, 1 file edited"].wall, "<= 1"),
+        (
+            "helper starts pickling, s",
+            by["jaxfix check, helper starts pickling"].wall,
+            "<= 1 (its callers' findings change)",
         ),
         (
             "apply --diff / check (both --no-cache)",

@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -23,6 +22,7 @@ from jaxfix.diagnostic import Diagnostic
 from jaxfix.edits import EditsWanted
 from jaxfix.options import DEFAULT, Options
 from jaxfix.outcome import Outcome
+from jaxfix.stamps import digest
 
 # Rounds of re-analysis for tracing across modules: a call chain through more modules than
 # this is followed no further.
@@ -42,8 +42,9 @@ class Job:
     options: Options = DEFAULT
 
     def key(self) -> str:
-        """What the findings depend on, for the cache (not `fix`: it stores unchanged files)."""
-        return _key(dataclasses.replace(self, fix=False, unsafe_fixes=False))
+        """A digest of what the findings depend on, for the cache (not `fix`: it stores
+        unchanged files)."""
+        return _key(self)
 
     def would_fix(self, diagnostics: Iterable[Diagnostic]) -> bool:
         """Whether applying this job's fixes could change a file with these findings."""
@@ -55,7 +56,8 @@ class Job:
 
 @functools.lru_cache(maxsize=64)
 def _key(job: Job) -> str:
-    return repr(job)  # many files share a job: computed once for each
+    plain = dataclasses.replace(job, fix=False, unsafe_fixes=False)
+    return digest(repr(plain).encode())  # many files share a job: computed once for each
 
 
 def default_jobs() -> int:
@@ -87,22 +89,67 @@ def run_paths(
     file's jit wrapper, and files whose functions other files' traced code calls, are analysed
     again, until no round traces anything new."""
     items = list(items)
-    files = [item for item in items if not isinstance(item, Outcome)]
-    packages = project.packages_of(path for path, _ in files)
-    tasks = {
-        index: (item[0], _with_project(item[1], packages, None))
-        for index, item in enumerate(items)
-        if not isinstance(item, Outcome)
-    }
-    analyser = _Analyser(jobs, cache, progress)
-    outcomes = analyser.outcomes(tasks)
-    if packages:
-        run = project.ProjectIndex(path for path, _ in tasks.values())
-        _apply_project_wrappers(run, tasks, outcomes, analyser)
-        _trace_across_modules(run, tasks, outcomes, packages, analyser)
-        _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
+    places = {item[0]: project.place_of(item[0]) for item in items if not isinstance(item, Outcome)}
+    packages = project.packages_of(places.values())
+    tasks = _first_round(items, packages)
+    key = _run_key(tasks, places)
+    outcomes = _replayed(cache, key, tasks, progress) if cache is not None else None
+    if outcomes is None:
+        analyser = _Analyser(jobs, cache, progress)
+        outcomes = analyser.outcomes(tasks)
+        if packages:
+            run = project.ProjectIndex(places, {tasks[i][0]: o.facts for i, o in outcomes.items()})
+            _apply_project_wrappers(run, tasks, outcomes, analyser)
+            _trace_across_modules(run, tasks, outcomes, packages, analyser)
+            _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
+        analyser.record(key, tasks, outcomes)
     for index, item in enumerate(items):
         yield item if isinstance(item, Outcome) else outcomes[index]
+
+
+def _first_round(
+    items: Sequence[tuple[Path, Job] | Outcome], packages: tuple[str, ...]
+) -> dict[int, tuple[Path, Job]]:
+    """Each file with its job for the first round, by its index in `items` (the files of one
+    configuration share one job, made once)."""
+    made: dict[Job, Job] = {}
+    tasks = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, Outcome):
+            path, job = item
+            if job not in made:
+                made[job] = _with_project(job, packages, None)
+            tasks[index] = (path, made[job])
+    return tasks
+
+
+def _run_key(tasks: dict[int, tuple[Path, Job]], places: dict[Path, project.Place]) -> str:
+    """What the outcomes of a run depend on besides the files' contents: each file, the module
+    it is and its job, in order."""
+    lines = (
+        f"{os.path.abspath(path)}\t{places[path].module}\t{job.key()}"
+        for path, job in tasks.values()
+    )
+    return digest("\n".join(lines).encode())
+
+
+def _replayed(
+    cache: Cache, key: str, tasks: dict[int, tuple[Path, Job]], progress: Progress | None
+) -> dict[int, Outcome] | None:
+    """The outcomes of the latest run with this key, if no file has changed since (and no
+    finding is to be fixed): no round across modules, no file read."""
+    found = cache.replay(key, [path for path, _ in tasks.values()])
+    if found is None:
+        return None
+    if any(job.would_fix(d) for (_, job), d in zip(tasks.values(), found, strict=True)):
+        return None
+    if progress is not None:
+        progress.more(len(found))
+        progress.done(len(found))
+    return {
+        index: Outcome(str(path), diagnostics=diagnostics)
+        for (index, (path, _)), diagnostics in zip(tasks.items(), found, strict=True)
+    }
 
 
 def _apply_project_wrappers(
@@ -237,7 +284,7 @@ def _importers_of_serialized_returns(
     users: dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]] = {}
     if not defined:
         return users
-    modules = {project.place_of(path).module: path for path, _ in defined}
+    modules = {index.places[path].module: path for path, _ in defined}
     for i, outcome in outcomes.items():
         for raw, absolute in sorted(outcome.facts.imported):
             found = index.definition(absolute)
@@ -320,11 +367,13 @@ def _with_project(
 @dataclass(frozen=True)
 class _Analyser:
     """How the files of a run are analysed: by `jobs` workers, through the cache, each file
-    reported to `progress` as it completes."""
+    reported to `progress` as it completes. It notes the content each file had in each
+    round (None for a file that changed during the run), for the cache's record of the run."""
 
     jobs: int
     cache: Cache | None
     progress: Progress | None = None
+    contents: dict[Path, str | None] = dataclasses.field(default_factory=dict)
 
     def outcomes(self, tasks: dict[int, tuple[Path, Job]]) -> dict[int, Outcome]:
         """The outcome of each task, from the cache when it holds it."""
@@ -335,8 +384,9 @@ class _Analyser:
         pending: dict[int, tuple[Path, Job]] = {}
         for index, (path, job) in tasks.items():
             cached = cache.lookup(path, job.key()) if cache is not None else None
-            if cached is not None and not job.would_fix(cached[0]):
+            if cache is not None and cached is not None and not job.would_fix(cached[0]):
                 done[index] = Outcome(str(path), diagnostics=cached[0], facts=cached[1])
+                self._saw(path, cache.digest(path))
             else:
                 pending[index] = (path, job)
         if progress is not None and done:
@@ -347,8 +397,28 @@ class _Analyser:
         for (index, (path, job)), outcome in zip(pending.items(), analysed, strict=True):
             if cache is not None and outcome.digest and not outcome.error and not outcome.new_text:
                 cache.store(path, job.key(), outcome.digest, outcome.diagnostics, outcome.facts)
+            self._saw(path, outcome.digest)
             done[index] = outcome
         return done
+
+    def record(
+        self, key: str, tasks: dict[int, tuple[Path, Job]], outcomes: dict[int, Outcome]
+    ) -> None:
+        """Keep the run's findings in the cache, for a later run to replay, when each file was
+        read whole and unchanged all along and none was fixed or failed."""
+        if self.cache is None:
+            return
+        if any(o.error or o.new_text is not None for o in outcomes.values()):
+            return
+        contents = [self.contents.get(path) for path, _ in tasks.values()]
+        now = [self.cache.digest(path) for path, _ in tasks.values()]
+        if contents == now and all(contents):
+            findings = [outcomes[index].diagnostics for index in tasks]
+            self.cache.record(key, [str(content) for content in contents], findings)
+
+    def _saw(self, path: Path, content: str | None) -> None:
+        if self.contents.setdefault(path, content) != content:
+            self.contents[path] = None
 
 
 def _analyse(
@@ -356,6 +426,8 @@ def _analyse(
 ) -> list[Outcome]:
     """The outcome of each file, in order; `progress` hears of each file (each chunk of
     files, from worker processes) as it completes, whatever the order."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
     workers = min(jobs, len(pending))

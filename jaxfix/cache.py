@@ -1,135 +1,157 @@
-"""The result cache: the findings of each file, reused while its bytes, jaxfix's own code and
-the settings stay the same.
+"""The result cache: findings reused while the files' bytes, jaxfix's own code and the
+settings stay the same.
 
-One JSON file per version of jaxfix's code in the cache folder (`.jaxfix_cache` in the current
-directory by default), mapping each file's absolute path to its latest results: for each, the
-digest of the job (selection, options) and of its content, its findings and the calls its
-traced code makes into other modules.
-It is written atomically at the end of a run; a corrupt or foreign file is ignored (the run is
-only slower). Only files analysed without error and left unchanged are stored.
+Two JSON files per version of jaxfix's code in the cache folder (`.jaxfix_cache` in the
+current directory by default):
+
+- `<code>.runs.json`, small, all that a run with nothing to analyse reads: each file's digest
+  with the size and mtime it had (`jaxfix.stamps`), the findings of the latest runs by their
+  files, jobs and contents, and the settings already validated;
+- `<code>.files.json`, read only when some file must be looked up alone: for each file, its
+  findings and what it tells the run of its calls into other modules, under each job it was
+  analysed with (one per round across modules, see `jaxfix.batch`), with the digest of its
+  content.
+
+Each is written atomically at the end of a run that changed it; a corrupt or foreign file is
+ignored (the run is only slower). Only files analysed without error and left unchanged are
+stored.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
-import hashlib
 import importlib.util
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from jaxfix import __version__
 from jaxfix.diagnostic import Diagnostic, FixSafety, TextEdit
 from jaxfix.project import ModuleFacts
+from jaxfix.stamps import Stamps, digest
 
 DEFAULT_FOLDER = Path(".jaxfix_cache")
-FORMAT = 3
+FORMAT = 4
 # Results kept per file: a file that other modules concern is analysed under several jobs (alone,
 # then with what the run tells it in each round, see `jaxfix.batch`); a warm run needs them all.
 JOBS_PER_FILE = 12
+CODE_SUFFIXES = (".py", ".tsv")  # jaxfix's files that its results depend on
+RUNS_KEPT = 8  # runs over other paths or settings remembered besides the latest
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# jaxfix's result cache\n"
 
 
-def digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-@functools.lru_cache(maxsize=64)
-def _job_digest(job_key: str) -> str:
-    return digest(job_key.encode())
-
-
 def code_fingerprint() -> str:
-    """jaxfix's version plus the size and mtime of every module of the engine and the rules,
-    so that an edited rule (in a development checkout) never reads stale results."""
+    """jaxfix's version plus the size and mtime of every module and model file of jaxfix and
+    the rules, so that an edited rule or analysis (in a development checkout) never reads
+    stale results."""
     parts = [__version__, str(FORMAT)]
     for package in ("jaxfix", "jaxfix.codemods"):
         spec = importlib.util.find_spec(package)
         for folder in (spec.submodule_search_locations or []) if spec else []:
-            for path in sorted(Path(folder).glob("*.py")):
-                stat = path.stat()
-                parts.append(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}")
+            for path in sorted(Path(folder).rglob("*")):
+                if path.suffix in CODE_SUFFIXES:
+                    stat = path.stat()
+                    parts.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}")
     return digest("\n".join(parts).encode())
 
 
 class Cache:
-    """The entries of one version of jaxfix's code, loaded at the start of a run and saved at
-    its end. An entry holds the findings of one file under one job (`Job.key`)."""
+    """The cache of one version of jaxfix's code, read at the start of a run (the files' part
+    only when a file is looked up) and saved at its end."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.path = folder / f"{code_fingerprint()}.json"
-        loaded = self._load()
-        self._entries: dict[str, list[dict[str, Any]]] = loaded.get("files", {})
-        self._valid: set[str] = set(loaded.get("valid", []))
-        notes = loaded.get("notes")
-        self._notes: dict[str, list[str]] = notes if isinstance(notes, dict) else {}
-        self._dirty = False
+        code = code_fingerprint()
+        self._runs_path = folder / f"{code}.runs.json"
+        self._files_path = folder / f"{code}.files.json"
+        runs = _load(self._runs_path)
+        self.stamps = Stamps(_table(runs, "stamps"))
+        self._runs: dict[str, Any] = _table(runs, "runs")
+        self._notes: dict[str, Any] = _table(runs, "valid")  # settings digest -> warnings
+        self._entries: dict[str, Any] | None = None
+        self._runs_dirty = self._files_dirty = False
 
-    def _load(self) -> dict[str, Any]:
+    def replay(self, key: str, paths: Sequence[Path]) -> list[list[Diagnostic]] | None:
+        """The findings of each of `paths`, as the latest run of `key` (the same files with the
+        same jobs) found them, if every file still holds what that run read."""
+        run = self._runs.get(key)
+        if not isinstance(run, dict):
+            return None
+        digests = [self.digest(path) for path in paths]
+        if None in digests or _combined(digests) != run.get("content"):
+            return None
         try:
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError):
-            return {}
-        valid = isinstance(data, dict) and isinstance(data.get("files"), dict)
-        return data if valid and isinstance(data.get("valid", []), list) else {}
+            found = {int(i): [_diagnostic(d) for d in items] for i, items in run["found"].items()}
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+        return [found.get(i, []) for i in range(len(paths))]
 
-    def lookup(self, path: Path, job_key: str) -> tuple[list[Diagnostic], ModuleFacts] | None:
-        """The findings stored for `path` under this job, and what it tells of its calls into
-        other modules, if its content is still what was analysed."""
-        job = _job_digest(job_key)
-        records = self._entries.get(os.path.abspath(path))
+    def record(
+        self, key: str, digests: Sequence[str], findings: Sequence[Sequence[Diagnostic]]
+    ) -> None:
+        """Remember what a run of `key` found in files of these digests, for `replay`."""
+        found = {str(i): [_plain(d) for d in items] for i, items in enumerate(findings) if items}
+        run = {"content": _combined(digests), "found": found}
+        if self._runs.pop(key, None) != run:
+            self._runs_dirty = True
+        self._runs[key] = run  # the latest last
+        for old in list(self._runs)[: -RUNS_KEPT - 1]:
+            del self._runs[old]
+
+    def lookup(self, path: Path, job: str) -> tuple[list[Diagnostic], ModuleFacts] | None:
+        """The findings stored for `path` under this job (`Job.key`), and what it tells of its
+        calls into other modules, if its content is still what was analysed."""
+        key = os.path.abspath(path)
+        records = self._files().get(key)
         entry = next(
             (r for r in records or () if isinstance(r, dict) and r.get("job") == job), None
         )
-        if entry is None:
+        if entry is None or self.stamps.digest(key) != entry.get("digest"):
             return None
         try:
-            if digest(Path(path).read_bytes()) != entry["digest"]:
-                return None
             diagnostics = [_diagnostic(item) for item in entry["diagnostics"]]
             return diagnostics, ModuleFacts.from_plain(entry["facts"])
-        except (OSError, KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError):
             return None
 
     def store(
         self,
         path: Path,
-        job_key: str,
+        job: str,
         content_digest: str,
         diagnostics: Iterable[Diagnostic],
         facts: ModuleFacts | None = None,
     ) -> None:
-        key, job = os.path.abspath(path), _job_digest(job_key)
+        """Keep the findings and facts of `path` analysed under this job (`Job.key`)."""
+        key = os.path.abspath(path)
         record = {
             "job": job,
             "digest": content_digest,
             "diagnostics": [_plain(d) for d in diagnostics],
             "facts": (facts or ModuleFacts()).plain(),
         }
-        older = [
-            r for r in self._entries.get(key, ()) if isinstance(r, dict) and r.get("job") != job
-        ]
-        self._entries[key] = [record, *older][:JOBS_PER_FILE]
-        self._dirty = True
+        entries = self._files()
+        older = [r for r in entries.get(key, ()) if isinstance(r, dict) and r.get("job") != job]
+        entries[key] = [record, *older][:JOBS_PER_FILE]
+        self._files_dirty = True
+
+    def digest(self, path: Path) -> str | None:
+        """The digest of the file's content now (its size and mtime trusted as `Stamps` says)."""
+        return self.stamps.digest(os.path.abspath(path))
 
     def is_valid(self, settings: str) -> bool:
         """Whether these settings were validated by an earlier run (which needs the rules)."""
-        return digest(settings.encode()) in self._valid
+        return digest(settings.encode()) in self._notes
 
     def mark_valid(self, settings: str, notes: Iterable[str] = ()) -> None:
         """Remember that these settings are valid, with the warnings their validation gave."""
-        key = digest(settings.encode())
-        self._valid.add(key)
-        if notes:
-            self._notes[key] = list(notes)
-        self._dirty = True
+        self._notes[digest(settings.encode())] = list(notes)
+        self._runs_dirty = True
 
     def notes(self, settings: str) -> list[str]:
         """The warnings that validating these settings gave."""
@@ -137,21 +159,18 @@ class Cache:
         return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
     def save(self) -> None:
-        """Write the entries atomically; a cache that cannot be written is silently skipped."""
-        if not self._dirty:
-            return
-        data = {"files": self._entries, "valid": sorted(self._valid), "notes": self._notes}
-        with contextlib.suppress(OSError):
-            _prepare(self.folder)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
-            try:
-                with open(fd, "w", encoding="utf-8") as handle:
-                    json.dump(data, handle, separators=(",", ":"))
-                os.replace(tmp, self.path)
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-        self._dirty = False
+        """Write what changed, atomically; a cache that cannot be written is silently skipped."""
+        if self._files_dirty:
+            _write(self.folder, self._files_path, {"files": self._entries})
+        if self._runs_dirty or self.stamps.changed:
+            runs = {"stamps": self.stamps.known, "runs": self._runs, "valid": self._notes}
+            _write(self.folder, self._runs_path, runs)
+        self._runs_dirty = self._files_dirty = self.stamps.changed = False
+
+    def _files(self) -> dict[str, Any]:
+        if self._entries is None:
+            self._entries = _table(_load(self._files_path), "files")
+        return self._entries
 
 
 def clean(folder: Path) -> bool:
@@ -162,6 +181,38 @@ def clean(folder: Path) -> bool:
         raise OSError(f"{folder} is not a jaxfix cache folder (no CACHEDIR.TAG)")
     shutil.rmtree(folder)
     return True
+
+
+def _combined(digests: Iterable[str | None]) -> str:
+    return digest("\n".join(map(str, digests)).encode())
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
+    table = data.get(name)
+    return table if isinstance(table, dict) else {}
+
+
+def _write(folder: Path, path: Path, data: dict[str, Any]) -> None:
+    """Write `data` to `path` through a temporary file and a rename: never half a file."""
+    with contextlib.suppress(OSError):
+        _prepare(folder)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+        try:
+            with open(fd, "w", encoding="utf-8") as handle:
+                # `dumps`, not `dump`: only a whole-object encoding takes json's C encoder.
+                handle.write(json.dumps(data, separators=(",", ":")))
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _prepare(folder: Path) -> None:

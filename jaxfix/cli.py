@@ -13,7 +13,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -558,6 +557,8 @@ def verify(selected: tuple[str, ...], jobs: int | None, verbose: bool) -> None:
     """Prove every shipped rewrite under the installed jax: each fixture's before.py fails as
     documented, its after.py runs and prints what it should, and jaxfix still rewrites one into
     the other. Exit 1 when a proof fails."""
+    from importlib import metadata
+
     from jaxfix.proofs import load_cases
     from jaxfix.registry import all_rules, find_rule, select_rules
     from jaxfix.verify import Verdict, rule_of

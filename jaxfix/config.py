@@ -77,6 +77,18 @@ class Config:
         return self.path.parent if self.path is not None else Path.cwd()
 
     @cached_property
+    def _base(self) -> str:
+        """`root`, absolute, with a separator at the end (fixed for the run)."""
+        return os.path.join(os.path.abspath(self.root), "")
+
+    def _relative(self, path: Path) -> str | None:
+        """`path` relative to `root` with forward slashes; None when it is not under `root`."""
+        full = os.path.join(os.path.abspath(path), "")
+        if not full.startswith(self._base):
+            return None
+        return full[len(self._base) : -1].replace(os.sep, "/") or "."
+
+    @cached_property
     def _excludes(self) -> GitIgnoreSpec:
         return GitIgnoreSpec.from_lines([*self.exclude, *self.extend_exclude])
 
@@ -84,13 +96,13 @@ class Config:
         """Whether `exclude` / `extend-exclude` name `path` or a folder above it; with `below`
         (a folder given on the command line, which is walked even when excluded), only the
         folders under it count."""
-        relative = _relative(path, self.root)
+        relative = self._relative(path)
         if relative is None:
             return False
         parts = relative.split("/")
         start = 1
         if below is not None:
-            base = _relative(below, self.root)
+            base = self._relative(below)
             start = 1 + (len(base.split("/")) if base is not None and base != "." else 0)
         # A folder's match covers what is inside it: only a match of its own counts, so that a
         # folder named on the command line is walked even when it is excluded.
@@ -121,7 +133,7 @@ class Config:
 
     def ignored_for(self, path: Path) -> tuple[str, ...]:
         """The selectors `per-file-ignores` names for `path`."""
-        relative = _relative(path, self.root) if self.per_file_ignores else None
+        relative = self._relative(path) if self.per_file_ignores else None
         if relative is None:
             return ()
         return tuple(
@@ -211,6 +223,7 @@ class ConfigFinder:
         self._forced = forced
         self._isolated = isolated
         self._by_folder: dict[Path, Config] = {}
+        self._by_name: dict[str, Config] = {}  # the same, by name: no Path made per file
         self._loaded: dict[Path, Config] = {}
         self._defaults = overrides.apply(Config())
         self._defaults_used = False
@@ -223,9 +236,17 @@ class ConfigFinder:
         if self._forced is not None:
             return self._load(self._forced)
         folder = Path(os.path.abspath(path))
-        if not folder.is_dir():
-            folder = folder.parent
-        return self._for_folder(folder)
+        return self._for_folder(folder if folder.is_dir() else folder.parent)
+
+    def for_file(self, path: Path) -> Config:
+        """The settings of a file found by walking (known to be one: nothing to ask the
+        file system)."""
+        if self._isolated or self._forced is not None:
+            return self.for_path(path)
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in self._by_name:
+            self._by_name[folder] = self._for_folder(Path(folder))
+        return self._by_name[folder]
 
     def _for_folder(self, folder: Path) -> Config:
         if folder not in self._by_folder:
@@ -412,14 +433,6 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean `{close[0]}`?)" if close else ""
-
-
-def _relative(path: Path, root: Path) -> str | None:
-    """`path` relative to `root` with forward slashes; None when it is not under `root`."""
-    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return None
-    return relative.replace(os.sep, "/")
 
 
 def validate(configs: Iterable[Config]) -> None:

@@ -27,7 +27,7 @@ from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
 from jaxfix.metadata import Wrapper, transform
 from jaxfix.options import DEFAULT, Options
-from jaxfix.project import ModuleFacts, Place, ProjectContext, traced_calls
+from jaxfix.project import ModuleFacts, Place, ProjectContext, note_top_level, traced_calls
 from jaxfix.registry import all_rules, matches
 from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.tracing import TracedAnalysis
@@ -171,13 +171,13 @@ def check_text(
     whole file (the same findings, slower: for tests of the first pass). With `place` (where
     the file sits in the run), what it tells the run of the calls into the run's packages
     (`options.packages`) is added to `facts`."""
+    tree = _parse(text, filename, options, place, facts)
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
     if not active and follow is None:
-        firstpass.parse(text, filename)  # a syntax error is reported in every file
         return _unsuppressed(text, [], rules)
     # Cut out as fixes need it, the rules' run can give the edits too (see `_with_edits`).
-    found, selection = _check(text, active, filename, options, slicing, follow, bool(edits))
+    found, selection = _check(text, tree, active, options, slicing, follow, bool(edits))
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
     lines = None if edits is True else edits or frozenset()
     if any(d.fix_safety is not None and (lines is None or d.line in lines) for d in diagnostics):
@@ -201,12 +201,12 @@ def fix_text(
     (the input untouched) when a fix breaks the code or the fixes do not converge, and what
     `check_text` raises on a text it rejects. `place` and `facts` as for `check_text` (those of
     the text before the fixes)."""
+    tree = _parse(text, filename, options, place, facts)
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
     if not active and follow is None:
-        firstpass.parse(text, filename)  # a syntax error is reported in every file
         return Result(_unsuppressed(text, [], rules), text)
-    found, selection = _check(text, active, filename, options, follow=follow)
+    found, selection = _check(text, tree, active, options, follow=follow)
     diagnostics = _fixable(_unsuppressed(text, found, rules), options)
     if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
         return Result(diagnostics, text)
@@ -392,10 +392,25 @@ def _follows_calls(
     return _FollowCalls(place, facts, anchors)
 
 
+def _parse(
+    text: str,
+    filename: str,
+    options: Options,
+    place: Place | None,
+    facts: ModuleFacts | None,
+) -> ast.Module:
+    """CPython's tree of `text` (a syntax error is reported in every file, whatever the rules);
+    in a run over packages, its top level noted in `facts` for the other modules' calls."""
+    tree = firstpass.parse(text, filename)
+    if place is not None and facts is not None and options.packages:
+        note_top_level(tree, facts)
+    return tree
+
+
 def _check(
     text: str,
+    tree: ast.Module,
     rules: Sequence[type[Rule]],
-    filename: str,
     options: Options,
     slicing: bool = True,
     follow: _FollowCalls | None = None,
@@ -407,7 +422,6 @@ def _check(
     `for_fixes` cuts the slice as fixes need it (`firstpass.relevant_slice`). With `follow`, the
     calls traced code makes into the run's packages are added to `follow.calls_out` (from the
     analysis, without LibCST)."""
-    tree = firstpass.parse(text, filename)
     try:
         analysed = analyse_file(tree, text, _transforms(options), options.entries)
     except RecursionError:

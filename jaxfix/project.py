@@ -13,14 +13,17 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import os
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jaxfix.analysis.file import FileAnalysis
-from jaxfix.analysis.tracing import External
+from jaxfix.analysis.external import External
+
+if TYPE_CHECKING:
+    from jaxfix.analysis.file import FileAnalysis
 
 MAX_REEXPORTS = 5  # `from .a import f` hops followed to the definition
 
@@ -74,9 +77,14 @@ class ForeignCalls:
 class ModuleFacts:
     """What the analysis of one file tells the run about it (plain values, for the cache).
 
-    The cheap facts come from CPython's tree, for every file that names a package of the run;
-    `calls_out` needs LibCST and is found only for the files the batch asks to follow."""
+    The cheap facts come from CPython's tree: its top level for every file of a run over
+    packages, the rest for every file that names a package of the run; `calls_out` needs the
+    analysis and is found only for the files the batch asks to follow."""
 
+    # The functions defined at the top level, and the names imported there from elsewhere
+    # (name -> `module.name` as written, relative or not): where another module's call lands.
+    functions: set[str] = field(default_factory=set)
+    reexports: dict[str, str] = field(default_factory=dict)
     # Top-level functions that call (or are decorated with) one of the selected rules' anchors.
     anchored: set[str] = field(default_factory=set)
     # (top-level function, absolute target) for each call into the run's packages.
@@ -98,13 +106,15 @@ class ModuleFacts:
     def plain(self) -> dict[str, Any]:
         """As JSON values, for the cache."""
         data = asdict(self)
-        for name in ("anchored", "calls", "traced_targets", "wrappers", "decorators", "imported"):
+        for name in _SETS:
             data[name] = sorted(data[name])
         return data
 
     @classmethod
     def from_plain(cls, data: dict[str, Any]) -> ModuleFacts:
         return cls(
+            functions=set(data["functions"]),
+            reexports=dict(data["reexports"]),
             anchored=set(data["anchored"]),
             calls={(a, b) for a, b in data["calls"]},
             traced_targets=set(data["traced_targets"]),
@@ -115,6 +125,29 @@ class ModuleFacts:
             serialized_returns=[SerializedReturn(**r) for r in data["serialized_returns"]],
             call_sites=dict(data["call_sites"]),
         )
+
+
+_SETS = (
+    "functions",
+    "anchored",
+    "calls",
+    "traced_targets",
+    "wrappers",
+    "decorators",
+    "imported",
+)
+
+
+def note_top_level(tree: ast.Module, facts: ModuleFacts) -> None:
+    """Note the functions `tree` defines at its top level and the names it imports there."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            facts.functions.add(node.name)
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            joiner = "" if module.endswith(".") or not module else "."
+            for alias in node.names:
+                facts.reexports[alias.asname or alias.name] = f"{module}{joiner}{alias.name}"
 
 
 def _entry(data: dict[str, Any]) -> Entry:
@@ -160,58 +193,70 @@ class Place:
 
 
 @functools.lru_cache(maxsize=4096)
-def _is_package_dir(folder: Path) -> bool:
-    return (folder / "__init__.py").is_file()
+def _package_at(folder: str) -> str:
+    """The dotted name of the package a folder is, by the `__init__.py` files of it and the
+    folders above it ("" when it is none)."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return ""
+    parent, name = os.path.split(folder)
+    above = _package_at(parent) if parent != folder else ""
+    return f"{above}.{name}" if above else name
 
 
 def place_of(path: Path) -> Place:
     """The module a file is, judged by the `__init__.py` files of the folders above it."""
-    path = path.absolute()
-    parts = [] if path.name == "__init__.py" else [path.stem]
-    folder = path.parent
-    while _is_package_dir(folder):
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    module = ".".join(parts)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    return Place(module, package)
+    folder, name = os.path.split(os.path.abspath(path))
+    package = _package_at(folder)
+    if name == "__init__.py":
+        return Place(package, package)
+    stem = os.path.splitext(name)[0]
+    return Place(f"{package}.{stem}" if package else stem, package)
 
 
-def packages_of(paths: Iterable[Path]) -> tuple[str, ...]:
+def packages_of(places: Iterable[Place]) -> tuple[str, ...]:
     """The top-level names of the modules of the run: a call into one of them may reach a
     file of the run."""
-    return tuple(sorted({place_of(path).module.split(".")[0] for path in paths} - {""}))
+    return tuple(sorted({place.module.split(".")[0] for place in places} - {""}))
 
 
 class ProjectIndex:
-    """The run's files by module name, and where each function they define is."""
+    """The run's files by module name, and where each function they define is (from each
+    file's facts: nothing is read again)."""
 
-    def __init__(self, paths: Iterable[Path]) -> None:
+    def __init__(self, places: Mapping[Path, Place], facts: Mapping[Path, ModuleFacts]) -> None:
+        self.places = places
+        self._facts = facts  # only their top level is read: the same in every round
         self._paths: dict[str, Path] = {}
-        for path in paths:
-            self._paths.setdefault(place_of(path).module, path)
+        for path, place in places.items():
+            self._paths.setdefault(place.module, path)
+        self._found: dict[str, tuple[Path, str] | None] = {}
 
-    def definition(self, target: str, hops: int = 0) -> tuple[Path, str] | None:
+    def definition(self, target: str) -> tuple[Path, str] | None:
         """The file of the run that defines `target` (`pkg.io.save`) at its top level, and the
         function's name there; through `from .io import save` re-exports too."""
+        if target not in self._found:
+            self._found[target] = self._definition(target, 0)
+        return self._found[target]
+
+    def _definition(self, target: str, hops: int) -> tuple[Path, str] | None:
         module, _, name = target.rpartition(".")
         path = self._paths.get(module)
         if path is None or not name:
             return None
-        defined, reexported = _top_level(path)
-        if name in defined:
+        facts = self._facts.get(path) or ModuleFacts()
+        if name in facts.functions:
             return path, name
-        origin = reexported.get(name)
+        origin = facts.reexports.get(name)
         if origin is None or hops >= MAX_REEXPORTS:
             return None
-        return self.definition(place_of(path).absolute(origin), hops + 1)
+        return self._definition(self.places[path].absolute(origin), hops + 1)
 
     def wrapped_by_project(
         self, path: Path, facts: ModuleFacts, wrappers: set[tuple[Path, str]]
     ) -> tuple[str, ...]:
         """The decorators of the file at `path` (as it imports them) that are wrappers of the
         run: transforms for that file."""
-        place = place_of(path)
+        place = self.places[path]
         return tuple(
             sorted(
                 raw for raw in facts.decorators if self.definition(place.absolute(raw)) in wrappers
@@ -270,27 +315,6 @@ def _merge(old: Entry | None, new: Entry, name: str) -> Entry:
 
 def _earliest(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
-
-
-@functools.lru_cache(maxsize=1024)
-def _top_level(path: Path) -> tuple[frozenset[str], Mapping[str, str]]:
-    """The functions a file defines at its top level, and the names it imports from elsewhere
-    (name -> `module.name` as written, relative or not)."""
-    try:
-        tree = ast.parse(path.read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        return frozenset(), {}
-    defined = frozenset(
-        node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-    )
-    imported: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom):
-            module = "." * node.level + (node.module or "")
-            for alias in node.names:
-                joiner = "" if module.endswith(".") or not module else "."
-                imported[alias.asname or alias.name] = f"{module}{joiner}{alias.name}"
-    return defined, imported
 
 
 def traced_calls(

@@ -10,7 +10,6 @@ import libcst as cst
 
 from jaxfix import collector
 from jaxfix.batch import Job
-from jaxfix.cache import digest
 from jaxfix.deepstack import call_with_deep_stack
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.engine import FixError, Result, check_text, fix_text
@@ -21,6 +20,7 @@ from jaxfix.project import Place, place_of
 from jaxfix.registry import select_rules
 from jaxfix.rule import Rule
 from jaxfix.sourcefile import SourceError, SourceFile, read_source
+from jaxfix.stamps import digest
 
 
 def load(path: Path) -> SourceFile | Outcome:

@@ -26,7 +26,7 @@ def targets(
             if isinstance(item, DiscoveryError):
                 yield Outcome(str(item.path), error=f"{item.path}: {item.message}")
                 continue
-            own = finder.for_path(item)
+            own = finder.for_file(item)
             if _excluded(own, item, given if walked else None):
                 continue
             yield item, job_for(own, item, fix=fix, edits=edits)

@@ -8,18 +8,20 @@ and in fuzzing.)
 from __future__ import annotations
 
 import gc
+import os
+import re
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from jaxfix import engine, runner
-from jaxfix.batch import Job
+from jaxfix import engine, runner, stamps
 from jaxfix.cli import main
-from jaxfix.outcome import Outcome
 from jaxfix.proofs import load_cases
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,12 +169,13 @@ def test_clean_removes_the_cache_and_refuses_other_folders(tmp_path: Path) -> No
     assert (tmp_path / "precious").is_dir()
 
 
-def test_a_warm_run_does_not_import_libcst(tmp_path: Path) -> None:
+def test_a_warm_run_imports_neither_libcst_nor_the_analysis(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(FINDING, encoding="utf-8")
+    heavy = ("libcst", "jaxfix.analysis.flow", "jaxfix.engine")
     script = (
         "import atexit, sys\n"
         "from jaxfix.cli import main\n"
-        "atexit.register(lambda: print('libcst' in sys.modules, file=sys.stderr))\n"
+        f"atexit.register(lambda: print([m in sys.modules for m in {heavy!r}], file=sys.stderr))\n"
         f"main(['check', '--cache-dir', {str(tmp_path / 'cache')!r}, {str(tmp_path)!r}])\n"
     )
     runs = [
@@ -181,7 +184,21 @@ def test_a_warm_run_does_not_import_libcst(tmp_path: Path) -> None:
     ]
     assert [run.returncode for run in runs] == [1, 1]
     assert runs[0].stdout == runs[1].stdout
-    assert [run.stderr.splitlines()[-1] for run in runs] == ["True", "False"]
+    imported = [run.stderr.splitlines()[-1] for run in runs]
+    assert imported == [str([True] * len(heavy)), str([False] * len(heavy))]
+
+
+def counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[object]:
+    """The first argument of each call of `module.name` from now on."""
+    calls: list[object] = []
+    original = getattr(module, name)
+
+    def counting(first: object, *args: object) -> object:
+        calls.append(first)
+        return original(first, *args)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
 
 
 def test_after_an_edit_only_the_edited_file_is_analysed(
@@ -191,14 +208,7 @@ def test_after_an_edit_only_the_edited_file_is_analysed(
     before = jaxfix(tree, "check", *cache)
     edited = tree / "trainer" / "model.py"
     edited.write_text(edited.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    analysed: list[Path] = []
-    process = runner.process
-
-    def counting(path: Path, job: Job) -> Outcome:
-        analysed.append(path)
-        return process(path, job)
-
-    monkeypatch.setattr(runner, "process", counting)
+    analysed = counted(monkeypatch, runner, "process")
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
     # Twice: alone, then with the functions train.py's traced code calls (see jaxfix.project).
     assert analysed == [edited, edited]
@@ -219,3 +229,146 @@ def test_the_cycle_collector_is_paused_only_while_a_file_is_analysed(
     code, stdout, _ = jaxfix(tmp_path, "check", "--no-cache", "--jobs", "1")
     assert code == 1 and "JF101" in stdout  # the same finding with the collector paused
     assert seen == [False] and gc.isenabled()
+
+
+HELPER = """\
+import pickle
+
+
+def save_blob(log, value):
+    log.append(pickle.dumps(value))
+
+
+def save_tag(log, value):
+    log.append(value)
+"""
+
+CALLER = """\
+import jax
+
+from pkg.io import {name}
+
+LOG = []
+
+
+@jax.jit
+def step(x):
+    {name}(LOG, x)
+    return x
+"""
+
+
+OLD_NS = time.time_ns() - 3600 * 10**9  # an hour ago
+
+
+def project(root: Path) -> Path:
+    """A package whose finding is in the helper module, made by the caller's traced call; its
+    files older than the cache's racy window, so that their size and mtime are trusted."""
+    write(root / "pkg" / "__init__.py", "")
+    write(root / "pkg" / "io.py", HELPER)
+    write(root / "pkg" / "train.py", CALLER.format(name="save_blob"))
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(OLD_NS, OLD_NS))
+    return root
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def findings(stdout: str) -> list[tuple[str, str]]:
+    """`path:line CODE` of each finding, as printed."""
+    return re.findall(r"^(\S+?:\d+):\d+: (JF\d+)", stdout, re.M)
+
+
+def helper_pickles_its_tag(root: Path) -> None:
+    write(
+        root / "pkg" / "io.py",
+        HELPER.replace("log.append(value)", "log.append(pickle.dumps(value))"),
+    )
+    write(root / "pkg" / "train.py", CALLER.format(name="save_tag"))
+
+
+EDITS: dict[str, tuple[Callable[[Path], object], list[tuple[str, str]]]] = {
+    "body": (
+        lambda root: write(
+            root / "pkg" / "train.py", CALLER.format(name="save_blob").replace("x)\n", "x * 2)\n")
+        ),
+        [("pkg/io.py:5", "JF101")],
+    ),
+    "caller-stops-calling": (
+        lambda root: write(root / "pkg" / "train.py", CALLER.format(name="save_tag")),
+        [],
+    ),
+    "helper-stops-pickling": (
+        lambda root: write(root / "pkg" / "io.py", HELPER.replace("pickle.dumps(value)", "value")),
+        [],
+    ),
+    "helper-starts-pickling": (helper_pickles_its_tag, [("pkg/io.py:9", "JF101")]),
+    "file-added": (
+        lambda root: write(root / "pkg" / "tags.py", CALLER.format(name="save_tag")),
+        [("pkg/io.py:5", "JF101")],
+    ),
+    "caller-deleted": (lambda root: (root / "pkg" / "train.py").unlink(), []),
+    "caller-renamed": (
+        lambda root: (root / "pkg" / "train.py").rename(root / "pkg" / "loop.py"),
+        [("pkg/io.py:5", "JF101")],
+    ),
+    "helper-renamed": (
+        lambda root: (root / "pkg" / "io.py").rename(root / "pkg" / "store.py"),
+        [],
+    ),
+    "helper-touched": (lambda root: os.utime(root / "pkg" / "io.py"), [("pkg/io.py:5", "JF101")]),
+}
+
+
+@pytest.mark.parametrize(("edit", "expected"), EDITS.values(), ids=EDITS)
+def test_after_an_edit_the_cache_gives_what_a_run_without_it_gives(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    edit: Callable[[Path], object],
+    expected: list[tuple[str, str]],
+) -> None:
+    root = project(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    before = jaxfix(Path("."), "check", *cache)
+    assert findings(before[1]) == [("pkg/io.py:5", "JF101")]
+    edit(root)
+    uncached = jaxfix(Path("."), "check", "--no-cache")
+    assert findings(uncached[1]) == expected
+    assert jaxfix(Path("."), "check", *cache) == uncached  # what changed, analysed again
+    assert jaxfix(Path("."), "check", *cache) == uncached  # the whole run from the cache
+
+
+def test_a_warm_run_reads_no_file_and_a_touched_one_is_not_analysed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project(tmp_path / "tree")
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    before = jaxfix(root, "check", *cache)
+    hashed = counted(monkeypatch, stamps, "digest")
+    assert jaxfix(root, "check", *cache) == before
+    assert hashed == []  # trusted by size and mtime
+    os.utime(root / "pkg" / "io.py", ns=(OLD_NS + 10**9, OLD_NS + 10**9))
+    write(root / "pkg" / "train.py", CALLER.format(name="save_blob") + "# edited\n")
+    analysed = counted(monkeypatch, runner, "process")
+    assert jaxfix(root, "check", *cache, "--jobs", "1") == before
+    assert set(analysed) == {root / "pkg" / "train.py"}  # io.py: hashed, found unchanged
+    assert len(hashed) == 2
+
+
+def test_a_file_rewritten_within_its_mtime_granularity_is_read_again(tmp_path: Path) -> None:
+    """A file written moments before a run may be written again without its size or mtime
+    moving: they are not trusted until it is older (git's racily clean files)."""
+    path = tmp_path / "a.py"
+    write(path, FINDING.replace("pickle.dumps(x)", "pickle.dumps(1)"))
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert jaxfix(path, "check", *cache)[0] == 0
+    stat = path.stat()
+    write(path, FINDING)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size
+    code, stdout, _ = jaxfix(path, "check", *cache)
+    assert code == 1 and "JF101" in stdout

@@ -3,6 +3,7 @@ code are traced too (relative imports, `__init__` re-exports, chains, the cache)
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -14,7 +15,15 @@ import pytest
 from click.testing import CliRunner, Result
 
 from jaxfix.cli import main
-from jaxfix.project import Entry, Place, ProjectIndex, TracedCall, place_of
+from jaxfix.project import (
+    Entry,
+    ModuleFacts,
+    Place,
+    ProjectIndex,
+    TracedCall,
+    note_top_level,
+    place_of,
+)
 
 SAVER = """\
 import pickle
@@ -251,7 +260,11 @@ def test_place_of_a_module_follows_the_package_folders(tmp_path: Path) -> None:
 
 def test_entries_merge_every_call_to_a_function(tmp_path: Path) -> None:
     tree(tmp_path, {"pkg/__init__.py": "from .io import save_blob\n", "pkg/io.py": SAVER})
-    index = ProjectIndex([tmp_path / "pkg" / "__init__.py", tmp_path / "pkg" / "io.py"])
+    paths = [tmp_path / "pkg" / "__init__.py", tmp_path / "pkg" / "io.py"]
+    facts = {path: ModuleFacts() for path in paths}
+    for path, fact in facts.items():
+        note_top_level(ast.parse(path.read_text()), fact)
+    index = ProjectIndex({path: place_of(path) for path in paths}, facts)
     calls = [
         TracedCall("pkg.save_blob", Entry("", (1,), (), None, True, "called from traced `b`")),
         TracedCall("pkg.io.save_blob", Entry("", (), ("tag",), 2, False, "called from `a`")),
@@ -547,7 +560,6 @@ def entered(a, b):
 def test_followed_calls_are_the_same_with_and_without_the_slice() -> None:
     from jaxfix.engine import check_text
     from jaxfix.options import Options
-    from jaxfix.project import ModuleFacts
     from jaxfix.registry import all_rules
 
     options = Options(

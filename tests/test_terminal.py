@@ -236,19 +236,26 @@ class Recorder:
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-@pytest.mark.parametrize("cached", [False, True], ids=["analysed", "cached"])
+@pytest.mark.parametrize("cache_state", ["none", "edited", "warm"])
 def test_run_paths_reports_every_file_of_every_round_before_the_outcomes(
-    tmp_path: Path, jobs: int, cached: bool
+    tmp_path: Path, jobs: int, cache_state: str
 ) -> None:
+    """Analysed, or from the cache after an edit, every round counts; a run the cache replays
+    whole has no rounds."""
     from jaxfix.cache import Cache
 
     for name, text in TRACED_ACROSS.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     paths = sorted((tmp_path / "pkg").glob("*.py"))
-    cache = Cache(tmp_path / "cache") if cached else None
+    cache = Cache(tmp_path / "cache") if cache_state != "none" else None
     if cache is not None:
         list(run_paths([(path, Job()) for path in paths], jobs=jobs, cache=cache))
+        cache.save()
+        cache = Cache(tmp_path / "cache")
+    if cache_state == "edited":
+        with paths[0].open("a", encoding="utf-8") as handle:
+            handle.write("# edited\n")
     recorder = Recorder()
     seen: list[tuple[int, int]] = []
     results: Iterator[Outcome] = run_paths(
@@ -258,6 +265,10 @@ def test_run_paths_reports_every_file_of_every_round_before_the_outcomes(
         seen.append((recorder.done_count, recorder.total))
         assert outcome.error is None
     files = len(paths)
+    if cache_state == "warm":
+        assert seen == [(files, files)] * files
+        assert recorder.events == [f"more {files}", f"done {files}"]
+        return
     assert seen == [(files + 2, files + 2)] * files
     assert recorder.events[0] == f"more {files}"
     assert recorder.events.count("more 1") == 2  # the two rounds across modules

@@ -61,7 +61,7 @@ def test_without_jax_it_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> N
     def no_jax(name: str) -> str:
         raise metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(cli.metadata, "version", no_jax)
+    monkeypatch.setattr(metadata, "version", no_jax)
     result = CliRunner().invoke(cli.main, ["verify"])
     assert result.exit_code == 2
     assert "jaxfix verify needs jax: pip install 'jaxfix[verify]'" in result.output

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.bridge import Positions, first_line
+from jaxfix.analysis.external import External
 from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse
-from jaxfix.analysis.tracing import KEYWORDS, External, Facts, trace
+from jaxfix.analysis.tracing import KEYWORDS, Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.transforms import STATIC_QUERIES, TRANSFORMS, TransformSpec
 

@@ -13,6 +13,7 @@ import ast
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from jaxfix.analysis.external import External
 from jaxfix.analysis.flow import (
     Call,
     Module,
@@ -133,23 +134,6 @@ class Facts:
 
 # In `External.keywords`: a traced `**kwargs`.
 KEYWORDS = "**"
-
-
-@dataclass(frozen=True)
-class External:
-    """Another module's traced code calls the module-level function `function` of this one,
-    giving traced values to these parameters."""
-
-    function: str
-    positions: tuple[int, ...] = ()
-    keywords: tuple[str, ...] = ()
-    # A traced `*args` / `**kwargs` fills the positional parameters from here (a traced
-    # `**kwargs` is `KEYWORDS` in `keywords`).
-    rest_from: int | None = None
-    staged: bool = False
-    reason: str = ""
-    static_positions: tuple[int, ...] = ()  # parameters also given Python values
-    static_keywords: tuple[str, ...] = ()
 
 
 def trace(module: Module, external: Sequence[External] = ()) -> Facts:

@@ -18,14 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxfix.formats.full import render_full
-from jaxfix.formats.github import render_github
-from jaxfix.formats.jsonout import render_json
-from jaxfix.formats.junit import render_junit
 from jaxfix.formats.model import FileResult
-from jaxfix.formats.sarif import render_sarif
-from jaxfix.formats.stats import render_statistics
-from jaxfix.formats.text import render_text
+
+# Each format is imported when it is asked for (`xml`, `json`, `urllib` are not free).
 
 __all__ = ["FORMATS", "STREAMING_FORMATS", "FileResult", "render", "statistics"]
 
@@ -43,20 +38,34 @@ def render(
     (`full` always shows it; the machine formats always carry the edits)."""
     match fmt:
         case "text":
+            from jaxfix.formats.text import render_text
+
             return render_text(results, color, show_fixes)
         case "full":
+            from jaxfix.formats.full import render_full
+
             return render_full(results, color)
         case "json":
+            from jaxfix.formats.jsonout import render_json
+
             return render_json(results)
         case "sarif":
+            from jaxfix.formats.sarif import render_sarif
+
             return render_sarif(results)
         case "github":
+            from jaxfix.formats.github import render_github
+
             return render_github(results)
         case "junit":
+            from jaxfix.formats.junit import render_junit
+
             return render_junit(results)
     raise ValueError(f"unknown output format {fmt!r} (one of {', '.join(FORMATS)})")
 
 
 def statistics(results: Sequence[FileResult], *, color: bool = False) -> str:
     """One line per rule that fired: `count  CODE  name  [*]`, most frequent first."""
+    from jaxfix.formats.stats import render_statistics
+
     return render_statistics(results, color)

@@ -1,0 +1,24 @@
+"""Another module's traced call into this one, in plain values: what the analysis enters a
+function with, and what the run sends between modules (`jaxfix.project.Entry`). Its own module,
+so that the run stack can hold one without importing the analysis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class External:
+    """Another module's traced code calls the module-level function `function` of this one,
+    giving traced values to these parameters."""
+
+    function: str
+    positions: tuple[int, ...] = ()
+    keywords: tuple[str, ...] = ()
+    # A traced `*args` / `**kwargs` fills the positional parameters from here (a traced
+    # `**kwargs` is `KEYWORDS` in `keywords`).
+    rest_from: int | None = None
+    staged: bool = False
+    reason: str = ""
+    static_positions: tuple[int, ...] = ()  # parameters also given Python values
+    static_keywords: tuple[str, ...] = ()
