@@ -419,7 +419,8 @@ def _check(
         rules = [rule for rule in rules if by_rule[rule]]
         seeds = set().union(*by_rule.values())
         users_of = set().union(*(by_rule[rule] for rule in rules if rule.reads_users))
-        selection = _Selection(tree, analysed, seeds, found.bindings, users_of)
+        whole = any(by_rule[rule] for rule in rules if rule.reads_after_calls)
+        selection = _Selection(tree, analysed, None if whole else seeds, found.bindings, users_of)
     if not rules:
         return [], selection
     piece = selection.slice(text, for_fixes=() if for_fixes else None)
