@@ -527,10 +527,10 @@ class LeakInTraced(Rule):
             targets = [t.target for t in small.targets]
         elif isinstance(small, cst.AugAssign | cst.AnnAssign):
             targets = [small.target]
-        elif not isinstance(small, cst.Expr):
-            return False
-        else:
+        elif isinstance(small, cst.Expr):
             targets = []
+        else:
+            return False
         host_only = all(is_host_only_target(self.traced, t) for t in targets)
         return host_only and not self._in_with(statement, self.traced.owner_function(statement))
 

@@ -21,7 +21,7 @@ import libcst as cst
 from jaxfix.analysis.effects import Keys
 from jaxfix.hoist import fresh_name, hoist_statements, jax_module_name, stored_names
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
-from jaxfix.tracing import HostReads, Statement, TracedAnalysis, names_read
+from jaxfix.tracing import Statement, TracedAnalysis, names_read
 
 # What to wrap in a moving statement (`y` -> `jax.device_get(y)`), given the name of `jax`.
 Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpression]]
@@ -29,19 +29,19 @@ Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpres
 
 @dataclass(frozen=True)
 class Hoist:
-    """The statements a hoist moves, its edits, and the lines of the file before which host
-    code waits."""
+    """The statements a hoist moves, its edits, and the lines of the host reads it makes
+    wait."""
 
     moved: tuple[Statement, ...]
     replacements: Mapping[cst.CSTNode, Replacement]
     imports: tuple[ImportNeeded, ...]
-    waits_before: tuple[int, ...]
+    reads_at: tuple[int, ...]
 
     def title(self, title: str) -> str:
         """A fix title that says where the host waits."""
-        if not self.waits_before:
+        if not self.reads_at:
             return title
-        lines = [str(n) for n in self.waits_before]
+        lines = [str(n) for n in self.reads_at]
         where = lines[0] if len(lines) == 1 else f"{', '.join(lines[:-1])} and {lines[-1]}"
         s = "s" if len(lines) > 1 else ""
         return f"{title}, with `jax.effects_barrier()` before the read{s} at line{s} {where}"
@@ -107,7 +107,8 @@ def plan_hoist(
     for place in reads.before:
         name, more = jax_module_name(analysis, place)
         if not name or any(analysis.inside(member, place) for member in group):
-            return f"no `jax.effects_barrier()` can be put before line {_line_of(reads, place)}"
+            line = analysis.line_of(place)
+            return f"no `jax.effects_barrier()` can be put before line {line}"
         replacements[place] = cst.FlattenSentinel([_barrier(name, place), _bare(place)])
         imports += more
     analysis.plan_barriers(reads)
@@ -160,10 +161,6 @@ def _barrier(jax_name: str, place: Statement) -> cst.SimpleStatementLine:
 
 def _bare(place: Statement) -> Statement:
     return place.with_changes(leading_lines=())
-
-
-def _line_of(reads: HostReads, place: Statement) -> int:
-    return next(line for p, line in zip(reads.before, reads.lines, strict=True) if p is place)
 
 
 def _code(statement: Statement) -> str:

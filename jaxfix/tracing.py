@@ -25,7 +25,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from jaxfix.analysis import flow
+from jaxfix.analysis import flow, waits
 from jaxfix.analysis.bridge import Span
 from jaxfix.analysis.effects import Keys
 from jaxfix.analysis.file import FileAnalysis, analyse_file
@@ -57,8 +57,8 @@ class TracedFunction:
 @dataclass(frozen=True)
 class HostReads:
     """Where host code must wait for what a hoisted statement writes: before each statement of
-    `before` (at `lines` of the file), or nowhere, `blocked` being the line of a read that
-    cannot be made to wait."""
+    `before`, for the reads at `lines` of the file; or nowhere, `blocked` being the line of a
+    read that cannot be made to wait."""
 
     before: tuple[Statement, ...] = ()
     lines: tuple[int, ...] = ()
@@ -312,6 +312,10 @@ class TracedAnalysis:
         """The node `node` is a child of (None for the module)."""
         return self._parents.get(node)
 
+    def line_of(self, node: cst.CSTNode) -> int:
+        """The line of the file where `node` starts."""
+        return self._line_of(self._positions[node].start.line)
+
     def inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
         """Whether `node` is `ancestor` or lies within it."""
         current: cst.CSTNode | None = node
@@ -436,14 +440,14 @@ class TracedAnalysis:
         found = self._ast_statements([statement])
         if found is None or found[1] is None:
             return None
-        barriers = self._analysed.effects().barriers(found[1], keys, self._planned)
+        barriers = waits.barriers(self._analysed.effects(), found[1], keys, self._planned)
         if barriers.blocked is not None:
             return HostReads(blocked=barriers.blocked.lineno)
         before = [self._statement_at(node) for node in barriers.before]
         places = [b for b in before if b is not None and self._in_block(b)]
         if len(places) != len(before):
             return None
-        return HostReads(tuple(places), tuple(n.lineno for n in barriers.before))
+        return HostReads(tuple(places), tuple(n.lineno for n in barriers.reads))
 
     def plan_barriers(self, reads: HostReads) -> None:
         """Note that a fix puts barriers where `reads` says: another fix's barrier for a
