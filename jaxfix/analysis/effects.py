@@ -265,8 +265,6 @@ class EffectIndex:
                 pending[:0] = inner_statements(statement)
         return found
 
-    # ----- where host code must wait -------------------------------------------------------
-
 
 def _is_import(node: ast.expr, module: Module) -> bool:
     parts = dotted(node)
