@@ -80,8 +80,8 @@ class Rule(cst.BatchableCSTVisitor):
     # sets. LibCST then sees those too.
     reads_users: ClassVar[bool] = False
     # The rule's fix looks at the host code that may run after a call of the finding's
-    # function (to make it wait for the host callbacks the fix adds): LibCST then sees the
-    # whole file.
+    # function (to make it wait for the host callbacks the fix adds): LibCST then also sees the
+    # module's top-level code and what uses it (`firstpass.relevant_slice`'s `script`).
     reads_after_calls: ClassVar[bool] = False
     # False for an opt-in rule: it runs only when selected by its code or name.
     default_enabled: ClassVar[bool] = True

@@ -164,3 +164,25 @@ def test_a_later_statement_that_uses_the_file_and_cannot_move_blocks_the_fix() -
 )
 def test_no_read_after_a_call_needs_no_barrier(host: str) -> None:
     assert "effects_barrier" not in fixed(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        pytest.param(
+            "def report():\n    print(LAST)\n\n\nstep(jnp.ones(2))\nreport()\n", id="reader"
+        ),
+        pytest.param(
+            "def main():\n    step(jnp.ones(2))\n    print(LAST)\n\n\nmain()\n", id="caller"
+        ),
+        pytest.param("run = step\nrun(jnp.ones(2))\nprint(LAST)\n", id="alias"),
+        pytest.param("step(jnp.ones(2))\nprint(HISTORY)\n", id="module-level list"),
+    ],
+)
+def test_the_sliced_check_offers_the_fix_the_whole_file_gives(host: str) -> None:
+    """LibCST sees a slice of the file: the module's code and what uses it are in it."""
+    text = STORE.replace("LAST = x * 2", "LAST = x * 2\n    HISTORY.append(x)") + host
+    text = text.replace("LAST = None", "LAST = None\nHISTORY = []")
+    sliced = [(d.message, d.fix_title) for d in check_text(text, RULES)]
+    assert sliced == [(d.message, d.fix_title) for d in check_text(text, RULES, slicing=False)]
+    assert any(title is not None and "effects_barrier" in title for _, title in sliced)
