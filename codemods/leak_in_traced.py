@@ -9,7 +9,8 @@ from libcst.metadata import Assignment, FunctionScope, GlobalScope
 
 from jaxfix.candidates import OUTER, STORES
 from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
+from jaxfix.hoist import is_host_only_target
+from jaxfix.host_effects import Hoists
 from jaxfix.models.sinks import EVERY, SinkKind, names_of, rows
 from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.sinks import LEVELS, LOGGER_METHODS, METRICS_METHODS
@@ -110,6 +111,10 @@ class LeakInTraced(Rule):
         HISTORY.append(loss)
         logger.info("loss %f", float(loss))
         return w - 0.1 * loss
+
+
+    w = step(w, x)
+    print(HISTORY[-1])
     ```
 
     ## Use instead
@@ -131,6 +136,11 @@ class LeakInTraced(Rule):
 
         jax.debug.callback(_host_info, loss, ordered=True)
         return w - 0.1 * loss
+
+
+    w = step(w, x)
+    jax.effects_barrier()
+    print(HISTORY[-1])
     ```
     When the traced code reads the stored value back, there is no mechanical fix: return the
     value from the traced function and store or log it after the call.
@@ -140,8 +150,12 @@ class LeakInTraced(Rule):
     *executes*, with concrete arrays, not when it is traced: once per call (not once per
     compilation), once per element under `vmap` and once per iteration under `lax.scan`.
     `ordered=True` keeps the effects in program order, but transformations such as
-    rematerialisation may repeat them. Values reach the host asynchronously: call
-    `jax.effects_barrier()` before reading what the callback stored.
+    rematerialisation may repeat them. Values reach the host asynchronously (on a GPU or TPU
+    after the call has returned): where host code in the file reads the stored state after code
+    that may run the function, the fix also puts `jax.effects_barrier()` before that first read
+    (its title says where), and later statements of the function that use the state move into
+    the same callback. When a read cannot be made to wait (it shares its statement with the
+    call), there is no fix.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError
@@ -156,6 +170,7 @@ class LeakInTraced(Rule):
     fix_title = "Move the statement to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
     reads_users = True  # whether traced code reads the state back
+    reads_after_calls = True  # the fix waits for the callback where host code reads the state
     anchors = frozenset(
         {STORES, *LOGGER_METHODS, *METRICS_METHODS}
         | {OUTER + method for method in MUTATORS - VALUED_MUTATORS}
@@ -166,8 +181,7 @@ class LeakInTraced(Rule):
 
     def prepare(self) -> None:
         """The logging functions and logger makers, and the fixes made so far."""
-        self._reserved: list[str] = []
-        self._fixes: dict[cst.CSTNode, Fix | None] = {}
+        self._hoists = Hoists(self, self._movable, _no_wrapping)
         self._logging_functions = self.sink_names(SinkKind.LOG)
         self._logger_makers = self.sink_names(SinkKind.LOGGER)
 
@@ -470,9 +484,8 @@ class LeakInTraced(Rule):
             hint, statement = "it is read back inside the trace", None
         fix = None
         if statement is not None:
-            if statement not in self._fixes:
-                self._fixes[statement] = self._hoist(statement, node)
-            fix = self._fixes[statement]
+            planned = self._hoist(statement, node)
+            fix, hint = (planned, hint) if isinstance(planned, Fix) else (None, planned or hint)
         if fix is None:
             message += f"; return the value and {verb} it after the call"
             message += f" ({hint})" if hint else ""
@@ -500,18 +513,26 @@ class LeakInTraced(Rule):
             if parent is None or parent is owner or isinstance(parent, cst.Lambda):
                 return None
             current = parent
-        if len(current.body) != 1:
+        body = current.body
+        if len(body) == 1 and isinstance(body[0], cst.Expr) and body[0].value is not node:
             return None
-        small = current.body[0]
-        if isinstance(small, cst.Expr):
-            host_only = small.value is node
-        elif isinstance(small, cst.Assign | cst.AugAssign | cst.AnnAssign):
-            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
-            targets += [small.target] if not isinstance(small, cst.Assign) else []
-            host_only = all(is_host_only_target(self.traced, t) for t in targets)
+        return current if self._movable(current) else None
+
+    def _movable(self, statement: cst.CSTNode) -> bool:
+        """A lone expression, or an assignment only the host sees, outside a `with`."""
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return False
+        small = statement.body[0]
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+        elif isinstance(small, cst.AugAssign | cst.AnnAssign):
+            targets = [small.target]
+        elif isinstance(small, cst.Expr):
+            targets = []
         else:
-            host_only = False
-        return current if host_only and not self._in_with(current, owner) else None
+            return False
+        host_only = all(is_host_only_target(self.traced, t) for t in targets)
+        return host_only and not self._in_with(statement, self.traced.owner_function(statement))
 
     def _in_with(self, statement: cst.CSTNode, owner: FunctionNode | None) -> bool:
         node = self.traced.parent(statement)
@@ -530,7 +551,7 @@ class LeakInTraced(Rule):
             return any(
                 self.traced.context_of(a) is not None and not _write_only(self.traced, a)
                 for a in _attributes(self.traced.module, attribute)
-                if not _inside(self.traced, a, statement)
+                if not self.traced.inside(a, statement)
             )
         if not isinstance(location, cst.Name):
             return True
@@ -540,28 +561,26 @@ class LeakInTraced(Rule):
                 if (
                     isinstance(read, cst.Name)
                     and self.traced.context_of(read) is not None
-                    and not _inside(self.traced, read, statement)
+                    and not self.traced.inside(read, statement)
                     and not _write_only(self.traced, read)
                 ):
                     return True
         return False
 
-    def _hoist(self, statement: Statement, node: cst.CSTNode) -> Fix | None:
-        jax_name, imports = jax_module_name(self.traced, statement)
-        if not jax_name:
-            return None
+    def _hoist(self, statement: Statement, node: cst.CSTNode) -> Fix | str:
+        """The fix that moves `statement` to the host, or why there is none."""
         if isinstance(node, cst.Call):
             func = node.func
             method = func.attr.value if isinstance(func, cst.Attribute) else source_of(func)
-            base = "_host_" + method.replace(".", "_")
-        else:
-            base = "_host_store"
-        host_name = fresh_name(self.traced, base, self._reserved)
-        statements = hoist_statement(self.traced, statement, {}, host_name, jax_name)
-        if statements is None:
-            return None
-        self._reserved.append(host_name)
-        return self.make_fix({statement: cst.FlattenSentinel(statements)}, imports)
+            return self._hoists.fix(statement, "_host_" + method.replace(".", "_"))
+        return self._hoists.fix(statement, "_host_store")
+
+
+def _no_wrapping(
+    statement: cst.CSTNode, jax_name: str
+) -> dict[cst.BaseExpression, cst.BaseExpression]:
+    """What JF103 stores or logs moves as it is."""
+    return {}
 
 
 def _arguments(call: cst.Call, position: int | None) -> list[cst.BaseExpression]:
@@ -588,15 +607,6 @@ def _write_only(analysis: TracedAnalysis, node: cst.Name | cst.Attribute) -> boo
     return isinstance(parent, cst.AssignTarget) or (
         isinstance(parent, cst.AnnAssign) and parent.target is current
     )
-
-
-def _inside(analysis: TracedAnalysis, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
-    current: cst.CSTNode | None = node
-    while current is not None:
-        if current is ancestor:
-            return True
-        current = analysis.parent(current)
-    return False
 
 
 def _attributes(module: cst.Module, name: str) -> Iterator[cst.Attribute]:

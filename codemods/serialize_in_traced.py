@@ -8,11 +8,13 @@ from typing import ClassVar
 import libcst as cst
 
 from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import fresh_name, hoist_statement, is_host_only_target, jax_module_name
+from jaxfix.hoist import is_host_only_target
+from jaxfix.host_effects import Hoists
 from jaxfix.models.sinks import FIRST, Payload, Sink, SinkKind, names_of, rows
 from jaxfix.returns import DUMPS, returned
 from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.syntax import calls_in, payload_of, source_of
+from jaxfix.tracing import Statement
 
 # Serializers, with the argument they serialize (`rest`: that one, every later one and every
 # keyword argument); orbax checkpointers, whose `save(directory_or_step, ...)` writes every
@@ -66,7 +68,6 @@ SAVED = Payload(1, rest=True)
 SERIALIZING_METHODS = frozenset({"tobytes", "tofile", "dumps", "dump"})
 # A device_get'ed array is still not JSON: no mechanical fix.
 NOT_FIXABLE = frozenset({"json.dumps", "json.dump"})
-Statement = cst.SimpleStatementLine | cst.With
 OPENERS = frozenset({"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open"})
 
 
@@ -120,6 +121,15 @@ class SerializeInTraced(Rule):
     transformations such as rematerialisation may repeat them. `jax.device_get` hands the
     serializer a NumPy array, so the file loads without jax.
 
+    On a GPU or TPU the call returns before its callbacks have run. Where host code in the file
+    reads what the statement writes (the file, by the name the call site gives; the variable or
+    attribute it sets) after code that may run the function, the fix also puts
+    `jax.effects_barrier()` before that first read, and its title says where. Later statements
+    of the function that use what it writes (`os.replace(tmp, path)` after a dump into `tmp`)
+    move into the same callback. When a read cannot be made to wait (it shares its statement
+    with the call), a statement that must move cannot, or the file name comes from a call site
+    the file does not show, there is no fix.
+
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
     - https://docs.jax.dev/en/latest/external-callbacks.html
@@ -131,6 +141,7 @@ class SerializeInTraced(Rule):
     message = "`{call}` serializes a traced value inside `{function}` ({reason})"
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
+    reads_after_calls = True  # the fix waits for the callback where host code reads its file
     sinks = SINKS
     anchors = names_of(SINKS, SinkKind.SERIALIZE) | SERIALIZING_METHODS | {"save"}
     options: ClassVar[Mapping[str, str]] = {
@@ -140,8 +151,7 @@ class SerializeInTraced(Rule):
 
     def prepare(self) -> None:
         """The serializers and checkpointers, and the fixes made so far."""
-        self._reserved: list[str] = []
-        self._fixes: dict[cst.CSTNode, Fix | None] = {}
+        self._hoists = Hoists(self, self._movable, self._wrapping)
         self._serializers = {
             row.callable: row.payload for row in self.sink_rows(SinkKind.SERIALIZE)
         }
@@ -165,9 +175,10 @@ class SerializeInTraced(Rule):
             self.report(node, f"{message}; {hint}")
             return
         fix = self._hoist(node, call_name)
-        if fix is None:
+        if not isinstance(fix, Fix):
             message += "; return the value and serialize `jax.device_get(out)` after the call"
-        self.report(node, message, fix)
+            message += f" (no host callback: {fix})" if fix else ""
+        self.report(node, message, fix if isinstance(fix, Fix) else None)
 
     def _returned(self, call: cst.Call) -> bool:
         """A serialization the function returns is JF107's (`serialized-return`)."""
@@ -204,20 +215,20 @@ class SerializeInTraced(Rule):
             receiver, self._checkpointers
         )
 
-    def _hoist(self, call: cst.Call, call_name: str) -> Fix | None:
-        """One fix per statement, shared by every serializer call in it."""
+    def _hoist(self, call: cst.Call, call_name: str) -> Fix | str:
+        """One fix per statement, shared by every serializer call in it (and in the
+        statements that move with it); or why there is none ("" when the statement is not
+        host-only)."""
         statement = self._host_only_statement(call)
         if statement is None:
-            return None
-        if statement not in self._fixes:
-            self._fixes[statement] = self._hoist_statement(statement, call_name)
-        return self._fixes[statement]
+            return ""
+        return self._hoists.fix(statement, "_host_" + call_name.replace(".", "_").strip("_()"))
 
-    def _hoist_statement(self, statement: Statement, call_name: str) -> Fix | None:
-        jax_name, imports = jax_module_name(self.traced, statement)
-        if not jax_name:
-            return None
-        wrapping = {
+    def _wrapping(
+        self, statement: Statement, jax_name: str
+    ) -> dict[cst.BaseExpression, cst.BaseExpression]:
+        """Each traced value a serializer in `statement` is given -> `jax.device_get(value)`."""
+        return {
             payload: cst.parse_expression(f"{jax_name}.device_get(x)").with_changes(
                 args=[cst.Arg(payload)]
             )
@@ -226,15 +237,14 @@ class SerializeInTraced(Rule):
             for payload in found[1]
             if self.traced.is_traced(payload)
         }
-        base = "_host_" + call_name.replace(".", "_").strip("_()")
-        host_name = fresh_name(self.traced, base, self._reserved)
-        statements = hoist_statement(self.traced, statement, wrapping, host_name, jax_name)
-        if statements is None:
-            return None
-        self._reserved.append(host_name)
-        return self.make_fix({statement: cst.FlattenSentinel(statements)}, imports)
 
-    def _host_only_statement(self, call: cst.Call) -> Statement | None:
+    def _movable(self, statement: Statement) -> bool:
+        """A statement that can move into the host function with the serialization."""
+        if isinstance(statement, cst.With):
+            return self._is_open_block(statement)
+        return self._is_host_only_line(statement)
+
+    def _host_only_statement(self, call: cst.Call) -> cst.SimpleStatementLine | cst.With | None:
         """The statement holding `call` if its only effect is on host state, else None.
 
         Inside `with ... as f:` the whole block moves (the host function cannot write to a

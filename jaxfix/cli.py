@@ -552,14 +552,22 @@ def _sink_json(row: Sink, code: str, name: str) -> dict[str, object]:
 @click.option(
     "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Rules proven in parallel."
 )
+@click.option(
+    "--callbacks",
+    type=click.Choice(["deferred", "synchronous"]),
+    default="deferred",
+    show_default=True,
+    help="Run host callbacks at the next `jax.effects_barrier()`, as an accelerator may, or"
+    " before the jitted call returns, as a CPU does.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="List every case, not only the failures.")
-def verify(selected: tuple[str, ...], jobs: int | None, verbose: bool) -> None:
+def verify(selected: tuple[str, ...], jobs: int | None, callbacks: str, verbose: bool) -> None:
     """Prove every shipped rewrite under the installed jax: each fixture's before.py fails as
     documented, its after.py runs and prints what it should, and jaxfix still rewrites one into
     the other. Exit 1 when a proof fails."""
     from importlib import metadata
 
-    from jaxfix.proofs import load_cases
+    from jaxfix.proofs import Callbacks, load_cases
     from jaxfix.registry import all_rules, find_rule, select_rules
     from jaxfix.verify import Verdict, rule_of
     from jaxfix.verify import verify as prove
@@ -575,9 +583,12 @@ def verify(selected: tuple[str, ...], jobs: int | None, verbose: bool) -> None:
     rules = all_rules()
     wanted = {rule.code for rule in (select_rules(selected) if selected else rules)}
     cases = [c for c in load_cases() if (r := rule_of(c, rules)) is not None and r.code in wanted]
-    click.echo(f"Proving {len(cases)} fixture cases under jax {jax_version} ({sys.executable})")
+    click.echo(
+        f"Proving {len(cases)} fixture cases under jax {jax_version} ({sys.executable}),"
+        f" host callbacks {callbacks}"
+    )
     counts = dict.fromkeys(Verdict, 0)
-    for proof in prove(cases, rules, jobs or os.cpu_count() or 1):
+    for proof in prove(cases, rules, jobs or os.cpu_count() or 1, Callbacks(callbacks)):
         counts[proof.verdict] += 1
         rule = rule_of(proof.case, rules)
         label = f"{rule.code if rule else '?'} {proof.case.id}"

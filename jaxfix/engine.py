@@ -74,6 +74,7 @@ class _Selection:
     seeds: set[int] | None = None
     bindings: Sequence[Bindings] = ()
     users_of: set[int] = field(default_factory=set)  # seeds whose users the rules read
+    script: bool = False  # the rules read the module's top-level code (`relevant_slice`)
     checked: _Checked | None = None  # the rules' run over the slice, when they ran
 
     def around(self, lines: Collection[int]) -> _Selection:
@@ -87,7 +88,13 @@ class _Selection:
     def slice(self, text: str, for_fixes: Collection[str] | None = None) -> firstpass.Slice | None:
         """The part of `text` the rules depend on (see `firstpass.relevant_slice`)."""
         return firstpass.relevant_slice(
-            text, self.tree, self.seeds, self.bindings, users_of=self.users_of, for_fixes=for_fixes
+            text,
+            self.tree,
+            self.seeds,
+            self.bindings,
+            users_of=self.users_of,
+            for_fixes=for_fixes,
+            script=self.script,
         )
 
 
@@ -448,7 +455,8 @@ def _check(
         rules = [rule for rule in rules if by_rule[rule]]
         seeds = set().union(*by_rule.values())
         users_of = set().union(*(by_rule[rule] for rule in rules if rule.reads_users))
-        selection = _Selection(tree, analysed, seeds, found.bindings, users_of)
+        script = any(by_rule[rule] for rule in rules if rule.reads_after_calls)
+        selection = _Selection(tree, analysed, seeds, found.bindings, users_of, script)
     if not rules:
         return [], selection
     piece = selection.slice(text, for_fixes=() if for_fixes else None)

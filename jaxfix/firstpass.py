@@ -104,6 +104,7 @@ def relevant_slice(
     *,
     users_of: Collection[int] | None = None,
     for_fixes: Collection[str] | None = None,
+    script: bool = False,
 ) -> Slice | None:
     """The part of `text` that the top-level statements `seeds` (indices into `tree.body`,
     whose `bindings` are given in the same order) depend on; None when there are no seeds,
@@ -114,7 +115,11 @@ def relevant_slice(
     `for_fixes` (names) makes the slice one that fixes can be applied to as to the whole file:
     it also keeps every import (new imports go where they would in the file) and every
     statement that uses one of these names (an import a fix stops using is removed only when
-    nothing else uses it)."""
+    nothing else uses it).
+
+    `script` also keeps the module's top-level code other than imports and definitions, and the
+    statements that use what it defines: the host code that may read what a fix's host
+    callback writes (`print(LAST)` after the call, a `def report()` that reads `LAST`)."""
     if seeds is None:
         check_depth(tree.body)
         return Slice(text, whole=True)
@@ -134,6 +139,14 @@ def relevant_slice(
     with_users = (
         set(seed_chunks) if users_of is None else {chunk_of[statement] for statement in users_of}
     )
+    if script:
+        code = {
+            index
+            for index, chunk in enumerate(chunks)
+            if not chunk.is_definition and not all(map(_is_import, chunk.nodes))
+        }
+        seed_chunks |= code
+        with_users |= code
     dropped = for_fixes or ()
     definers = {i for i, c in enumerate(chunks) if not c.defines.isdisjoint(dropped)}
     kept = _closure(chunks, seed_chunks | definers, with_users | definers)

@@ -11,7 +11,7 @@ import libcst as cst
 from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope, Scope
 
 from jaxfix.rule import ImportNeeded
-from jaxfix.tracing import TracedAnalysis, names_read
+from jaxfix.tracing import Statement, TracedAnalysis, names_read
 
 _HOST_TARGETS = (cst.Attribute, cst.Subscript)
 _TIGHT = cst.AssignEqual(
@@ -104,33 +104,39 @@ def _walk_body(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
-def hoist_statement(
+def hoist_statements(
     analysis: TracedAnalysis,
-    statement: cst.SimpleStatementLine | cst.BaseCompoundStatement,
+    statements: Sequence[Statement],
     payload_wrapping: Mapping[cst.BaseExpression, cst.BaseExpression],
     host_name: str,
     jax_name: str,
 ) -> list[cst.BaseStatement] | None:
-    """`statement` rewritten as a nested host function plus its callback, or None when the
-    statement cannot be moved safely: it binds a name with `:=` (the binding would move into
-    the host function) or reads no traced name."""
-    if any(isinstance(node, cst.NamedExpr) for node in _walk_body(statement)):
+    """`statements` (of one block, in order) rewritten as one nested host function plus its
+    callback, to stand where the first is; None when they cannot be moved safely: one binds a
+    name with `:=` (the binding would move into the host function), or none reads a traced
+    name."""
+    if any(isinstance(n, cst.NamedExpr) for s in statements for n in _walk_body(s)):
         return None
-    traced, frozen = _host_parameters(analysis, statement)
+    traced, frozen = _host_parameters(analysis, statements)
     if not traced:
         return None
-    body: cst.CSTNode = statement
-    for payload, wrapped in payload_wrapping.items():
-        body = body.deep_replace(payload, wrapped)
-    assert isinstance(body, cst.SimpleStatementLine | cst.BaseCompoundStatement)
-    body = body.with_changes(leading_lines=())
-    owner = analysis.owner_function(statement)
-    outer = sorted(analysis.declared_outer_names(owner) & _stored(statement))
+    body: list[cst.BaseStatement] = []
+    for statement in statements:
+        moved: cst.CSTNode = statement
+        for payload, wrapped in payload_wrapping.items():
+            moved = moved.deep_replace(payload, wrapped)
+        assert isinstance(moved, cst.SimpleStatementLine | cst.BaseCompoundStatement)
+        body.append(moved.with_changes(leading_lines=()) if not body else moved)
+    first = statements[0]
+    owner = analysis.owner_function(first)
+    outer = sorted(
+        analysis.declared_outer_names(owner) & set().union(*map(stored_names, statements))
+    )
     declarations: list[cst.BaseStatement] = []
     if outer:
         declarations.append(
             cst.SimpleStatementLine([cst.Global([cst.NameItem(cst.Name(n)) for n in outer])])
-            if _is_global(analysis, statement, outer[0])
+            if _is_global(analysis, first, outer[0])
             else cst.SimpleStatementLine([cst.Nonlocal([cst.NameItem(cst.Name(n)) for n in outer])])
         )
     params = [cst.Param(cst.Name(name)) for name in traced]
@@ -138,8 +144,8 @@ def hoist_statement(
     host_def = cst.FunctionDef(
         name=cst.Name(host_name),
         params=cst.Parameters(params=params),
-        body=cst.IndentedBlock([*declarations, body]),
-        leading_lines=_blank_line_before(analysis, statement),
+        body=cst.IndentedBlock([*declarations, *body]),
+        leading_lines=_blank_line_before(analysis, first),
     )
     callback = cst.parse_statement(
         f"{jax_name}.debug.callback({', '.join([host_name, *traced])}, ordered=True)\n"
@@ -159,15 +165,15 @@ def _blank_line_before(analysis: TracedAnalysis, statement: cst.CSTNode) -> list
 
 
 def _host_parameters(
-    analysis: TracedAnalysis, statement: cst.BaseStatement
+    analysis: TracedAnalysis, statements: Sequence[Statement]
 ) -> tuple[list[str], list[str]]:
     """Traced names to pass through the callback, and host locals to freeze as defaults."""
-    inside = _bound_inside(statement)
+    inside = set().union(*map(_bound_inside, statements))
     traced: dict[str, None] = {}
     frozen: dict[str, None] = {}
-    traced_here = set(analysis.traced_names(statement))
-    outer = analysis.declared_outer_names(analysis.owner_function(statement))
-    for name in names_read(statement):
+    traced_here = {name for s in statements for name in analysis.traced_names(s)}
+    outer = analysis.declared_outer_names(analysis.owner_function(statements[0]))
+    for name in (n for s in statements for n in names_read(s)):
         if name.value in inside or name.value in outer:
             continue
         scope = analysis.scope_of(name)
@@ -195,7 +201,8 @@ def _bound_inside(statement: cst.CSTNode) -> set[str]:
     return names
 
 
-def _stored(statement: cst.CSTNode) -> set[str]:
+def stored_names(statement: cst.CSTNode) -> set[str]:
+    """The names `statement` assigns (not inside nested functions)."""
     names: set[str] = set()
     for node in [statement, *_walk_body(statement)]:
         if isinstance(node, cst.AssignTarget | cst.AugAssign | cst.AnnAssign):

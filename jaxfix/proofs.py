@@ -3,13 +3,18 @@
 A case is `<fixtures>/<rule module>/<case>/` with `before.py`, `expect.toml` and, when jaxfix
 rewrites it, `after.py`. Its proof, judged here for both the test suite and `jaxfix verify`:
 `before.py` raises the documented exception (or, with `before_stdout`, runs and prints that),
-and `after.py` runs and prints `stdout`. The programs run under jax in a subprocess
-(`jaxfix.proof_runner`), so this module never imports jax.
+and `after.py` runs and prints `stdout`, numbers within a backend's precision (`same_output`).
+The programs run under jax in a subprocess (`jaxfix.proof_runner`), so this module never imports
+jax, with their host callbacks deferred as an accelerator may defer them, or run at once as a CPU
+runs them (`Callbacks`).
 """
 
 from __future__ import annotations
 
+import enum
 import json
+import math
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,6 +35,17 @@ KEYS = {
     "remaining",
 }
 TIMEOUT = 600  # seconds for one rule's programs
+# Numbers printed by a proof match within this: an accelerator's matrix products run at lower
+# precision (a TPU printed 0.714 where a CPU prints 0.7141).
+REL_TOL, ABS_TOL = 1e-2, 1e-3
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+class Callbacks(enum.Enum):
+    """When a program's host callbacks (`jax.debug.callback`, `io_callback`) run."""
+
+    DEFERRED = "deferred"  # at the next `jax.effects_barrier()` or the end, as on a TPU or GPU
+    SYNCHRONOUS = "synchronous"  # before the jitted call returns, as on a CPU
 
 
 def fixtures_folder() -> Path:
@@ -106,10 +122,17 @@ class Run:
     error: tuple[str, str] | None
 
 
-def run_programs(programs: Sequence[Path], python: str = sys.executable) -> list[Run]:
-    """Run `programs` under jax in one fresh interpreter (jax is imported once)."""
+def run_programs(
+    programs: Sequence[Path],
+    python: str = sys.executable,
+    callbacks: Sequence[Callbacks] | Callbacks = Callbacks.DEFERRED,
+) -> list[Run]:
+    """Run `programs` under jax in one fresh interpreter (jax is imported once), with their
+    host callbacks run as `callbacks` says (one mode for all, or one per program)."""
+    modes = [callbacks] * len(programs) if isinstance(callbacks, Callbacks) else callbacks
     with tempfile.TemporaryDirectory(prefix="jaxfix-proof-") as workdir:
-        command = [python, "-m", "jaxfix.proof_runner", workdir, *map(str, programs)]
+        given = [f"{mode.value}:{program}" for program, mode in zip(programs, modes, strict=True)]
+        command = [python, "-m", "jaxfix.proof_runner", workdir, *given]
         completed = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
     if completed.returncode != 0:
         raise RuntimeError(completed.stderr.strip() or f"exit status {completed.returncode}")
@@ -119,12 +142,20 @@ def run_programs(programs: Sequence[Path], python: str = sys.executable) -> list
     ]
 
 
-def run_cases(cases: Sequence[Case], python: str = sys.executable) -> dict[str, list[Run]]:
-    """The runs of every case's programs (by case id), all in one fresh interpreter, in order."""
-    runs = run_programs([program for case in cases for program in case.programs], python)
-    found: dict[str, list[Run]] = {}
-    for case in cases:
-        found[case.id], runs = runs[: len(case.programs)], runs[len(case.programs) :]
+Proving = tuple[Case, Callbacks]
+
+
+def run_cases(
+    proving: Sequence[Proving], python: str = sys.executable
+) -> dict[tuple[str, Callbacks], list[Run]]:
+    """The runs of each case's programs in each mode given (by case id and mode), all in one
+    fresh interpreter, in order."""
+    programs = [(program, mode) for case, mode in proving for program in case.programs]
+    runs = run_programs([p for p, _ in programs], python, [mode for _, mode in programs])
+    found: dict[tuple[str, Callbacks], list[Run]] = {}
+    for case, mode in proving:
+        count = len(case.programs)
+        found[case.id, mode], runs = runs[:count], runs[count:]
     return found
 
 
@@ -135,12 +166,12 @@ def problems(case: Case, runs: Sequence[Run]) -> list[str]:
     if case.before_stdout is not None:
         if before.error is not None:
             found.append(f"before.py raised {before.error[0]}: {_first_line(before.error[1])}")
-        elif before.stdout != case.before_stdout:
+        elif not same_output(before.stdout, case.before_stdout):
             found.append(f"before.py printed {before.stdout!r}, not {case.before_stdout!r}")
     elif case.error is None:
         if before.error is not None:
             found.append(f"before.py raised {before.error[0]}: {_first_line(before.error[1])}")
-        elif before.stdout != case.stdout:
+        elif not _prints(before, case.stdout):
             found.append(f"before.py printed {before.stdout!r}, not {case.stdout!r}")
         return found
     elif before.error is None:
@@ -153,9 +184,26 @@ def problems(case: Case, runs: Sequence[Run]) -> list[str]:
         after = runs[1]
         if after.error is not None:
             found.append(f"after.py raised {after.error[0]}: {_first_line(after.error[1])}")
-        elif after.stdout != case.stdout:
+        elif not _prints(after, case.stdout):
             found.append(f"after.py printed {after.stdout!r}, not {case.stdout!r}")
     return found
+
+
+def same_output(printed: str, expected: str) -> bool:
+    """Whether `printed` reads as `expected`: the same text, its numbers within `REL_TOL`
+    (or `ABS_TOL`) of the expected ones."""
+    if printed == expected:
+        return True
+    if _NUMBER.split(printed) != _NUMBER.split(expected):
+        return False
+    numbers = zip(_NUMBER.findall(printed), _NUMBER.findall(expected), strict=True)
+    return all(
+        math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=ABS_TOL) for a, b in numbers
+    )
+
+
+def _prints(run: Run, expected: str | None) -> bool:
+    return expected is not None and same_output(run.stdout, expected)
 
 
 def _first_line(message: str) -> str:

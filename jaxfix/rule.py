@@ -76,6 +76,10 @@ class Rule(cst.BatchableCSTVisitor):
     # defines: the callers of its function, `f.cache_clear()`, the readers of a global it
     # sets. LibCST then sees those too.
     reads_users: ClassVar[bool] = False
+    # The rule's fix looks at the host code that may run after a call of the finding's
+    # function (to make it wait for the host callbacks the fix adds): LibCST then also sees the
+    # module's top-level code and what uses it (`firstpass.relevant_slice`'s `script`).
+    reads_after_calls: ClassVar[bool] = False
     # False for an opt-in rule: it runs only when selected by its code or name.
     default_enabled: ClassVar[bool] = True
     # The rule also reports in files that other files' findings concern (JF107's call sites of
@@ -162,10 +166,13 @@ class Rule(cst.BatchableCSTVisitor):
         replacements: Mapping[cst.CSTNode, Replacement],
         imports_needed: Sequence[ImportNeeded] = (),
         removed_nodes: Sequence[cst.CSTNode] = (),
+        title: str | None = None,
     ) -> Fix:
-        """A fix with this rule's title and safety."""
+        """A fix with this rule's safety, and its title unless `title` says more."""
         assert self.fix_safety is not None, f"{self.code} declares no fix"
-        return Fix(self.fix_title, self.fix_safety, replacements, imports_needed, removed_nodes)
+        return Fix(
+            title or self.fix_title, self.fix_safety, replacements, imports_needed, removed_nodes
+        )
 
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """Names `node` resolves to through imports (never local look-alikes)."""

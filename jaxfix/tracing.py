@@ -25,8 +25,9 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from jaxfix.analysis import flow
+from jaxfix.analysis import flow, waits
 from jaxfix.analysis.bridge import Span
+from jaxfix.analysis.effects import Keys
 from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.reasons import Reason
 from jaxfix.analysis.values import Kind, Param, Staged
@@ -34,6 +35,7 @@ from jaxfix.project import Entry, ProjectContext
 from jaxfix.transforms import TRANSFORMS, TransformSpec
 
 FunctionNode = cst.FunctionDef | cst.Lambda
+Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 # How many `a = b` aliases a name is followed through (a cycle `a = b; b = a` ends there).
 MAX_ALIASES = 8
 
@@ -50,6 +52,17 @@ class TracedFunction:
     @property
     def label(self) -> str:
         return self.node.name.value if isinstance(self.node, cst.FunctionDef) else "<lambda>"
+
+
+@dataclass(frozen=True)
+class HostReads:
+    """Where host code must wait for what a hoisted statement writes: before each statement of
+    `before`, for the reads at `lines` of the file; or nowhere, `blocked` being the line of a
+    read that cannot be made to wait."""
+
+    before: tuple[Statement, ...] = ()
+    lines: tuple[int, ...] = ()
+    blocked: int | None = None
 
 
 @dataclass
@@ -161,6 +174,8 @@ class TracedAnalysis:
         self._where = analysed.positions
         self.facts = analysed.facts
         self.functions: dict[FunctionNode, TracedFunction] = self._traced_functions()
+        self._statements: dict[tuple[int, int], Statement] | None = None
+        self._planned: set[ast.stmt] = set()  # statements fixes put a barrier before
 
     def _traced_functions(self) -> dict[FunctionNode, TracedFunction]:
         """The facts' traced functions, by their LibCST nodes."""
@@ -297,6 +312,19 @@ class TracedAnalysis:
         """The node `node` is a child of (None for the module)."""
         return self._parents.get(node)
 
+    def line_of(self, node: cst.CSTNode) -> int:
+        """The line of the file where `node` starts."""
+        return self._line_of(self._positions[node].start.line)
+
+    def inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        """Whether `node` is `ancestor` or lies within it."""
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if current is ancestor:
+                return True
+            current = self._parents.get(current)
+        return False
+
     def scope_of(self, node: cst.CSTNode) -> Scope | None:
         return self._scopes.get(node)
 
@@ -382,6 +410,81 @@ class TracedAnalysis:
         if len(assignments) == 1 and isinstance(assignments[0].node, cst.ClassDef):
             return assignments[0].node
         return None
+
+    # ----- host effects of hoisted statements ------------------------------------------------
+
+    def effect_keys(self, statements: Sequence[Statement]) -> Keys | None:
+        """What `statements` (of one traced function) write that host code can read (see
+        `jaxfix.analysis.effects`); None when the file does not show it."""
+        found = self._ast_statements(statements)
+        if found is None or found[1] is None:
+            return None
+        return self._analysed.effects().keys_of(found[0], found[1])
+
+    def later_users(self, statements: Sequence[Statement], keys: Keys) -> list[Statement] | None:
+        """The statements of the same traced function, after `statements`, that mention
+        `keys` (they run at trace time: before a callback that `statements` move into)."""
+        found = self._ast_statements(statements)
+        nodes, function = found if found is not None else ([], None)
+        if function is None:
+            return None
+        users = [
+            self._statement_at(u)
+            for u in self._analysed.effects().later_users(nodes, keys, function)
+        ]
+        return None if None in users else [u for u in users if u is not None]
+
+    def host_reads(self, statement: Statement, keys: Keys) -> HostReads | None:
+        """Where host code must wait for what `statement` (moved into a host callback)
+        writes; None when a place to wait is not a statement of a block."""
+        found = self._ast_statements([statement])
+        if found is None or found[1] is None:
+            return None
+        barriers = waits.barriers(self._analysed.effects(), found[1], keys, self._planned)
+        if barriers.blocked is not None:
+            return HostReads(blocked=barriers.blocked.lineno)
+        before = [self._statement_at(node) for node in barriers.before]
+        places = [b for b in before if b is not None and self._in_block(b)]
+        if len(places) != len(before):
+            return None
+        return HostReads(tuple(places), tuple(n.lineno for n in barriers.reads))
+
+    def plan_barriers(self, reads: HostReads) -> None:
+        """Note that a fix puts barriers where `reads` says: another fix's barrier for a
+        later read goes there too (the two fixes then overlap, and one barrier stays)."""
+        for statement in reads.before:
+            found = self._ast_statements([statement])
+            if found is not None:
+                self._planned.update(found[0])
+
+    def _in_block(self, statement: Statement) -> bool:
+        """Whether a statement can be put before `statement` (not before an `elif`)."""
+        return isinstance(self.parent(statement), cst.Module | cst.IndentedBlock)
+
+    def _ast_statements(
+        self, statements: Sequence[Statement]
+    ) -> tuple[list[ast.stmt], flow.FunctionNode | None] | None:
+        """The CPython statements at the places of `statements`, and the function whose body
+        holds the first (None for module-level code)."""
+        found = []
+        for statement in statements:
+            start = self._positions[statement].start
+            node = self._where.statement(self._line_of(start.line), start.column)
+            if node is None:
+                return None
+            found.append(node)
+        owner = self.owner_function(statements[0])
+        return found, self._ast_function(owner) if owner is not None else None
+
+    def _statement_at(self, node: ast.stmt) -> Statement | None:
+        """The LibCST statement that starts where `node` does."""
+        if self._statements is None:
+            self._statements = {}
+            for candidate, code_range in self._positions.items():
+                if isinstance(candidate, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+                    start = code_range.start
+                    self._statements[self._line_of(start.line), start.column] = candidate
+        return self._statements.get(self._where.start(node))
 
     # ----- value tracing --------------------------------------------------------------------
 

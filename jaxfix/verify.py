@@ -2,9 +2,11 @@
 
 For each fixture case: jaxfix still reports the case's codes and rewrites `before.py` into
 `after.py` exactly, and under jax `before.py` fails as documented while `after.py` runs and
-prints the expected output (`jaxfix.proofs`). A case whose program imports a library that is
-not installed (cloudpickle, joblib, ...) is skipped, not failed. The cases of one rule run in
-one interpreter; rules run in parallel.
+prints the expected output (`jaxfix.proofs`). Host callbacks are deferred to the next
+`jax.effects_barrier()` by default, as an accelerator may defer them, so that a rewrite that
+reads a callback's result too early fails on a CPU too. A case whose program imports a library
+that is not installed (cloudpickle, joblib, ...) is skipped, not failed. The cases of one rule
+run in one interpreter; rules run in parallel.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 
-from jaxfix.proofs import Case, Run, problems, run_cases
+from jaxfix.proofs import Callbacks, Case, Run, problems, run_cases
 from jaxfix.rule import Rule
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
@@ -41,24 +43,32 @@ def rule_of(case: Case, rules: Iterable[type[Rule]]) -> type[Rule] | None:
     return next((r for r in rules if r.name.replace("-", "_") == case.rule), None)
 
 
-def verify(cases: Sequence[Case], rules: Sequence[type[Rule]], jobs: int) -> Iterator[Proof]:
-    """The proof of every case, one rule's cases after another (in `cases` order)."""
+def verify(
+    cases: Sequence[Case],
+    rules: Sequence[type[Rule]],
+    jobs: int,
+    callbacks: Callbacks = Callbacks.DEFERRED,
+) -> Iterator[Proof]:
+    """The proof of every case, one rule's cases after another (in `cases` order), with host
+    callbacks run as `callbacks` says."""
     by_rule: dict[str, list[Case]] = {}
     for case in cases:
         by_rule.setdefault(case.rule, []).append(case)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(_verify_rule, group, rules) for group in by_rule.values()]
+        futures = [pool.submit(_verify_rule, group, rules, callbacks) for group in by_rule.values()]
         for future in futures:
             yield from future.result()
 
 
-def _verify_rule(cases: Sequence[Case], rules: Sequence[type[Rule]]) -> list[Proof]:
+def _verify_rule(
+    cases: Sequence[Case], rules: Sequence[type[Rule]], callbacks: Callbacks
+) -> list[Proof]:
     try:
-        runs = run_cases(cases)
+        runs = run_cases([(case, callbacks) for case in cases])
     except Exception as error:  # the interpreter itself failed: every case of the rule fails
         reason = f"the programs could not be run: {error}"
         return [Proof(case, Verdict.FAILED, (reason,)) for case in cases]
-    return [_judge(case, runs[case.id], rules) for case in cases]
+    return [_judge(case, runs[case.id, callbacks], rules) for case in cases]
 
 
 def _judge(case: Case, runs: Sequence[Run], rules: Sequence[type[Rule]]) -> Proof:

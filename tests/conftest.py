@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 # A fixture case's run under jax: its rule's cases share one interpreter (test_fixtures.py).
-_PROOF = re.compile(r"tests/test_fixtures\.py::test_runs_under_jax\[(\w+)/")
+_PROOF = re.compile(r"tests/test_fixtures\.py::test_runs_under_jax\w*\[(\w+)/")
 # The pre-commit tests share one hook virtualenv, built by the first of them under pre-commit's
 # store lock: on two workers, the second would wait out the build instead of running other tests.
 _PRE_COMMIT = "tests/test_precommit.py::"
@@ -32,8 +32,9 @@ def _cache_outside_the_tree(
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest runs without xdist too
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist's default `load` scheduling, except that one worker gets all the selected cases of
-    a rule in `test_runs_under_jax`, so that their programs run in one interpreter, and all the
-    pre-commit tests, so that one worker builds their hook virtualenv while the others go on.
+    a rule in `test_runs_under_jax*` (both callback modes), so that their programs run in one
+    interpreter, and all the pre-commit tests, so that one worker builds their hook virtualenv
+    while the others go on.
     (`LoadScopeScheduling` hands out the largest groups first: the long ones start at once.)
 
     (`--dist loadgroup` would do it with `xdist_group` marks, but xdist 3.8 marks a group in

@@ -108,7 +108,7 @@ def test_a_syntax_error_is_reported_whether_or_not_a_rule_could_fire(text: str) 
         fix_text(text, RULES)
 
 
-def test_two_statements_in_one_function_get_distinct_host_functions() -> None:
+def test_two_statements_writing_the_same_state_move_into_one_host_function() -> None:
     source = textwrap.dedent("""\
         import pickle
         import jax
@@ -123,8 +123,35 @@ def test_two_statements_in_one_function_get_distinct_host_functions() -> None:
         """)
     fixed = fix_text(source, RULES, unsafe_fixes=True)
     assert len(fixed.fixed) == 2
+    assert fixed.text.count("jax.debug.callback(") == 1
+    assert "def _host_pickle_dumps(x):" in fixed.text
+    assert check_text(fixed.text, RULES) == []
+
+
+def test_two_statements_writing_apart_get_distinct_host_functions_and_one_barrier() -> None:
+    source = textwrap.dedent("""\
+        import pickle
+        import jax
+
+        OUT = []
+        LOG = []
+
+        @jax.jit
+        def f(x):
+            OUT.append(pickle.dumps(x))
+            LOG.append(pickle.dumps(x + 1))
+            return x
+
+        f(1.0)
+        print(len(OUT))
+        print(len(LOG))
+        """)
+    fixed = fix_text(source, RULES, unsafe_fixes=True)
+    assert len(fixed.fixed) == 2
     assert "def _host_pickle_dumps(x):" in fixed.text
     assert "def _host_pickle_dumps_2(x):" in fixed.text
+    assert fixed.text.count("jax.effects_barrier()") == 1
+    assert "jax.effects_barrier()\nprint(len(OUT))" in fixed.text
     assert check_text(fixed.text, RULES) == []
 
 

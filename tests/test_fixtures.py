@@ -1,9 +1,12 @@
 """Every fixture case is a proof (see STYLE.md): the exact rewrite, convergence, and under real
 jax, `before.py` fails with the documented error while `after.py` runs and prints the result.
 
-The programs of one rule's selected cases run in one interpreter, as `jaxfix verify` runs them
-(starting one that imports jax costs seconds; 140 of them were most of the suite's time). Under
-xdist one worker runs a rule's cases (`pytest_xdist_make_scheduler` in conftest.py).
+Every case runs with host callbacks deferred to the next `jax.effects_barrier()` (as on an
+accelerator), and the cases whose programs call back to the host run again with callbacks run at
+once (as on a CPU). The programs of one rule's selected cases, in both modes, run in one
+interpreter, as `jaxfix verify` runs them (starting one that imports jax costs seconds; 140 of
+them were most of the suite's time). Under xdist one worker runs a rule's cases
+(`pytest_xdist_make_scheduler` in conftest.py).
 """
 
 from __future__ import annotations
@@ -14,12 +17,29 @@ from pathlib import Path
 import pytest
 
 from jaxfix.engine import fix_text
-from jaxfix.proofs import Case, Run, load_cases, problems, run_cases, run_programs
+from jaxfix.proofs import (
+    Callbacks,
+    Case,
+    Proving,
+    Run,
+    load_cases,
+    problems,
+    run_cases,
+    run_programs,
+    same_output,
+)
 from jaxfix.registry import all_rules
 from tests.memo import checked
 
 CASES = load_cases()
 RULES = all_rules()
+# What a program calls back to the host with: only there do the two modes differ.
+CALLBACKS = ("jax.debug.", "io_callback", "debug.callback", "debug.print")
+CALLING_BACK = [
+    case
+    for case in CASES
+    if any(word in p.read_text() for p in case.programs if p.exists() for word in CALLBACKS)
+]
 
 
 def codes(text: str) -> list[str]:
@@ -46,30 +66,42 @@ def test_rewrite(case: Case, request: pytest.FixtureRequest) -> None:
 class ProofBatches:
     """The runs of the selected cases' programs, one interpreter per rule, run on first use."""
 
-    def __init__(self, selected: list[Case]) -> None:
+    def __init__(self, selected: list[Proving]) -> None:
         self.selected = selected
-        self.runs: dict[str, list[Run]] = {}
+        self.runs: dict[tuple[str, Callbacks], list[Run]] = {}
         self.broken: set[str] = set()  # rules whose shared interpreter died
 
-    def of(self, case: Case) -> list[Run]:
-        if case.id in self.runs:
-            return self.runs[case.id]
+    def of(self, case: Case, mode: Callbacks) -> list[Run]:
+        if (case.id, mode) in self.runs:
+            return self.runs[case.id, mode]
         if case.rule not in self.broken:
-            batch = [c for c in self.selected if c.rule == case.rule and c.id not in self.runs]
+            batch = [
+                (c, m)
+                for c, m in self.selected
+                if c.rule == case.rule and (c.id, m) not in self.runs
+            ]
             try:
-                self.runs.update(run_cases(batch if case in batch else [case, *batch]))
-                return self.runs[case.id]
+                self.runs.update(
+                    run_cases(batch if (case, mode) in batch else [(case, mode), *batch])
+                )
+                return self.runs[case.id, mode]
             except RuntimeError:  # every case of the rule then runs alone: the culprit fails
                 self.broken.add(case.rule)
-        return run_programs(case.programs)
+        return run_programs(case.programs, callbacks=mode)
+
+
+_MODES = {
+    "test_runs_under_jax": Callbacks.DEFERRED,
+    "test_runs_under_jax_with_synchronous_callbacks": Callbacks.SYNCHRONOUS,
+}
 
 
 @pytest.fixture(scope="session")
 def proof_batches(request: pytest.FixtureRequest) -> ProofBatches:
     selected = [
-        item.callspec.params["case"]
+        (item.callspec.params["case"], _MODES[item.originalname])
         for item in request.session.items
-        if isinstance(item, pytest.Function) and item.originalname == "test_runs_under_jax"
+        if isinstance(item, pytest.Function) and item.originalname in _MODES
     ]
     return ProofBatches(selected)
 
@@ -77,7 +109,41 @@ def proof_batches(request: pytest.FixtureRequest) -> ProofBatches:
 @pytest.mark.jax
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_runs_under_jax(case: Case, proof_batches: ProofBatches) -> None:
-    assert problems(case, proof_batches.of(case)) == []
+    assert problems(case, proof_batches.of(case, Callbacks.DEFERRED)) == []
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("case", CALLING_BACK, ids=lambda c: c.id)
+def test_runs_under_jax_with_synchronous_callbacks(case: Case, proof_batches: ProofBatches) -> None:
+    assert problems(case, proof_batches.of(case, Callbacks.SYNCHRONOUS)) == []
+
+
+WAITING = [case for case in CASES if case.fixed and "effects_barrier()" in case.after.read_text()]
+
+
+@pytest.mark.jax
+def test_without_its_barriers_a_fixed_program_races_when_callbacks_are_deferred(
+    tmp_path: Path,
+) -> None:
+    """The cases whose fix waits for its callback prove that it must: their after.py less the
+    `jax.effects_barrier()` lines fails with deferred callbacks, and passes when they run at
+    once (as on a CPU, where the race was hidden)."""
+    stripped = []
+    for case in WAITING:
+        lines = case.after.read_text().splitlines(keepends=True)
+        program = tmp_path / f"{case.rule}-{case.name}.py"
+        program.write_text("".join(line for line in lines if "effects_barrier()" not in line))
+        stripped.append(program)
+    modes = [Callbacks.DEFERRED] * len(stripped) + [Callbacks.SYNCHRONOUS] * len(stripped)
+    runs = run_programs(stripped + stripped, callbacks=modes)
+    deferred, at_once = runs[: len(stripped)], runs[len(stripped) :]
+    passed = [
+        case.id
+        for case, run in zip(WAITING, deferred, strict=True)
+        if run.error is None and case.stdout is not None and same_output(run.stdout, case.stdout)
+    ]
+    assert len(WAITING) >= 30 and passed == []
+    assert [case.id for case, run in zip(WAITING, at_once, strict=True) if run.error] == []
 
 
 @pytest.mark.jax

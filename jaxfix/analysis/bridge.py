@@ -26,6 +26,7 @@ class Positions:
         self.lines = text.splitlines(keepends=True)
         self.expressions: dict[Span, ast.expr] = {}
         self.functions: dict[tuple[int, int], ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.statements: dict[tuple[int, int], ast.stmt] = {}
         self._statements = tree.body
         self._firsts = [first_line(statement) for statement in tree.body]
         self._indexed: set[int] = set()
@@ -44,6 +45,8 @@ class Positions:
         for node in ast.walk(statement):  # parents first: the outermost node wins a span
             if isinstance(node, ast.expr) and node.end_lineno is not None:
                 self.expressions.setdefault(self._span(node), node)
+            elif isinstance(node, ast.stmt):
+                self.statements.setdefault(self.start(node), node)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 line = self.lines[node.lineno - 1]
                 start = self._column(node.lineno, node.col_offset)
@@ -105,6 +108,15 @@ class Positions:
             if found is not None:
                 return found
         return None
+
+    def start(self, node: ast.stmt) -> tuple[int, int]:
+        """Where `node` starts: its line, and its column in code points."""
+        return node.lineno, self._column(node.lineno, node.col_offset)
+
+    def statement(self, line: int, column: int) -> ast.stmt | None:
+        """The statement (the first of a line's) that starts at (`line`, `column`)."""
+        self._index(line)
+        return self.statements.get((line, column))
 
     def function(self, line: int, column: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The `def` whose name starts at (`line`, `column`)."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.bridge import Positions, first_line
+from jaxfix.analysis.effects import EffectIndex
 from jaxfix.analysis.external import External
 from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse
 from jaxfix.analysis.tracing import KEYWORDS, Facts, trace
@@ -33,6 +34,7 @@ class FileAnalysis:
     _undone: set[ast.Call] | None = field(default=None, repr=False)
     _calls: dict[ast.Call, Call] | None = field(default=None, repr=False)  # in traced code
     _static_given_traced: set[ast.Call] | None = field(default=None, repr=False)
+    _effects: EffectIndex | None = field(default=None, repr=False)
 
     @property
     def positions(self) -> Positions:
@@ -52,6 +54,20 @@ class FileAnalysis:
             every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
             found.update(a.arg for a in every if a is not None)
         return found
+
+    def effects(self) -> EffectIndex:
+        """The file's host code, indexed for what a statement moved into a host callback
+        writes and where host code reads it (built when a fix needs it)."""
+        if self._effects is None:
+            self._effects = EffectIndex(
+                self.facts.module, self.traced_function_nodes(), self.is_traced
+            )
+        return self._effects
+
+    def is_traced(self, node: ast.AST) -> bool:
+        """Whether `node` is certainly a tracer where it stands."""
+        value = self.facts.module.value_of(node)
+        return value is not None and self.facts.kind(value) is Kind.TRACED
 
     def traced_calls(self) -> dict[ast.Call, Call]:
         """The unguarded calls in traced code given a certainly traced value, also one that

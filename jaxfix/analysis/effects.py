@@ -1,0 +1,295 @@
+"""What a statement moved into a host callback writes, and where host code reads it.
+
+A statement hoisted out of traced code into `jax.debug.callback` runs when the compiled function
+executes: on an accelerator after the call has returned, at a time that only
+`jax.effects_barrier()` bounds. What it writes is told by the *keys* it mentions (`Keys`): the
+module and closure variables, the attributes and the file-like strings (`"ckpt.pkl"`, `".tmp"`)
+it touches; host code that mentions a key reads what the callback wrote (or writes over it).
+Over-approximated on purpose: a barrier too many costs a wait, one too few a wrong answer.
+
+- `EffectIndex.keys_of`: the keys of statements of a traced function, a static parameter
+  followed to what the call sites give it (None when a call site does not say: the reads
+  cannot be found);
+- `EffectIndex.later_users`: the statements of the same function after them that mention
+  their keys (at trace time, so before the callback: they must move with it);
+- where host code must wait for them: `jaxfix.analysis.waits`, on this index.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeGuard
+
+from jaxfix.analysis.flow import FunctionNode, Module, params_of
+from jaxfix.analysis.names import dotted
+from jaxfix.analysis.statements import (
+    DEFINITIONS,
+    FUNCTIONS,
+    header,
+    inner_statements,
+    last_name,
+    target_names,
+    walk_code,
+    walk_statements,
+)
+
+_BUILTINS = frozenset(dir(builtins))
+# How many `a = b` steps a key is followed through to the strings it holds.
+_MAX_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class Keys:
+    """What host code mentions when it sees a host effect."""
+
+    names: frozenset[str] = frozenset()  # module and closure variables
+    attributes: frozenset[str] = frozenset()
+    paths: frozenset[str] = frozenset()  # file-like strings
+
+    def __or__(self, other: Keys) -> Keys:
+        return Keys(
+            self.names | other.names,
+            self.attributes | other.attributes,
+            self.paths | other.paths,
+        )
+
+    def seen_in(self, nodes: Iterable[ast.AST], pruned: Collection[int] = ()) -> bool:
+        """Whether the code of `nodes` (less the nodes under those whose ids are `pruned`)
+        mentions one of the keys."""
+        for node in walk_code(nodes, pruned):
+            if isinstance(node, ast.Name) and node.id in self.names:
+                return True
+            if isinstance(node, ast.Attribute) and node.attr in self.attributes:
+                return True
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and any(path in node.value for path in self.paths)
+            ):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class _Local:
+    """The traced function whose statements move, and what its own body binds."""
+
+    function: FunctionNode
+    names: frozenset[str]  # its parameters and the names its body binds
+    params: frozenset[str]
+    declared: frozenset[str]  # `global` / `nonlocal`
+
+
+class EffectIndex:
+    """One file's host code, indexed for the questions above."""
+
+    def __init__(
+        self, module: Module, traced: Collection[ast.AST], is_traced: Callable[[ast.AST], bool]
+    ) -> None:
+        """`traced`: the functions that run under a trace; `is_traced`: whether an expression
+        is certainly a tracer where it stands."""
+        self.module = module
+        self.is_traced = is_traced
+        self.tree = module.tree
+        in_trace: set[ast.AST] = set()  # traced functions and every function inside one
+        for function in traced:
+            in_trace.update(n for n in ast.walk(function) if isinstance(n, FUNCTIONS))
+        functions = [n for n in ast.walk(self.tree) if isinstance(n, FUNCTIONS)]
+        self.host_functions = [f for f in functions if f not in in_trace]
+        self.class_of = {
+            item: node.name
+            for node in ast.walk(self.tree)
+            if isinstance(node, ast.ClassDef)
+            for item in node.body
+            if isinstance(item, FUNCTIONS)
+        }
+        self.defined = {f.name for f in functions} | set(module.classes)
+        self.bound: dict[str, list[ast.expr]] = defaultdict(list)  # name -> values given it
+        self.assigned: list[tuple[str, ast.expr]] = []  # `name = value`, `obj.name = value`
+        for node in ast.walk(self.tree):
+            self._note_binding(node)
+        self.own_calls = {
+            f: [n for n in walk_statements(f.body) if isinstance(n, ast.Call)] for f in functions
+        }
+
+    def _note_binding(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            named = {n for t in targets for n in target_names(t)}
+            for name in named:
+                self.bound[name].append(node.value)
+            self.assigned += [(n, node.value) for t in targets for n in target_names(t, False)]
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            for name in target_names(node.target):
+                self.bound[name].append(node.iter)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            for name in target_names(node.optional_vars):
+                self.bound[name].append(node.context_expr)
+
+    # ----- what a statement writes ---------------------------------------------------------
+
+    def keys_of(self, statements: Sequence[ast.stmt], function: FunctionNode) -> Keys | None:
+        """The keys of `statements` of the traced `function`; None when one comes from a
+        parameter that a call site gives in a way the file does not show."""
+        fid = self.module.by_node.get(function)
+        scope = self.module.scope(fid) if fid is not None else None
+        params, _ = params_of(function)
+        local = _Local(
+            function,
+            frozenset(scope.assigned if scope is not None else ()) | frozenset(params),
+            frozenset(params),
+            frozenset(scope.declared if scope is not None else ()),
+        )
+        return self._keys(statements, local, 0)
+
+    def _keys(self, nodes: Iterable[ast.AST], local: _Local | None, depth: int) -> Keys | None:
+        """The keys of the code of `nodes`: its variables (followed `depth` steps further to
+        the strings they hold), its attributes other than methods called, its file-like
+        strings."""
+        if depth > _MAX_DEPTH:
+            return Keys()
+        walked = list(walk_code(nodes))
+        called = {id(node.func) for node in walked if isinstance(node, ast.Call)}
+        roots = {id(node.value) for node in walked if isinstance(node, ast.Attribute)}
+        keys = Keys()
+        for node in walked:
+            found: Keys | None = Keys()
+            if isinstance(node, ast.Name):
+                found = self._name_keys(node, local, depth, id(node) in roots)
+            elif isinstance(node, ast.Attribute) and id(node) not in called:
+                if not _is_import(node.value, self.module):
+                    found = Keys(attributes=frozenset({node.attr}))
+            elif isinstance(node, ast.Constant) and _path_like(node.value):
+                found = Keys(paths=frozenset({node.value}))
+            if found is None:
+                return None
+            keys |= found
+        return keys
+
+    def _name_keys(
+        self, node: ast.Name, local: _Local | None, depth: int, rooted: bool
+    ) -> Keys | None:
+        """The keys of a name; `rooted`: the name is read for an attribute (`self.x`), which
+        is a key of its own."""
+        name = node.id
+        if local is not None and name in local.names and name not in local.declared:
+            if self.is_traced(node) or (rooted and name in local.params):
+                return Keys()  # data the callback receives, or an object of the caller's
+            # The name itself: later statements of the function that use it move too.
+            if name in local.params:
+                found = self.call_arguments(local.function, name, depth)
+            else:
+                found = self._keys(self.bound.get(name, []), local, depth + 1)
+            return Keys(names=frozenset({name})) | found if found is not None else None
+        if name in self.module.imports or name in self.defined:
+            return Keys()  # code, not state: host code that uses it writes nothing of ours
+        if name in _BUILTINS and name not in self.bound:
+            return Keys()
+        return Keys(names=frozenset({name}), paths=self._strings(name, depth))
+
+    def _strings(self, name: str, depth: int) -> frozenset[str]:
+        """The file-like strings a variable may hold (`CKPT = os.path.join(DIR, "w.pkl")`)."""
+        if depth >= _MAX_DEPTH:
+            return frozenset()
+        found: set[str] = set()
+        for node in walk_code(self.bound.get(name, [])):
+            if isinstance(node, ast.Constant) and _path_like(node.value):
+                found.add(node.value)
+            elif isinstance(node, ast.Name) and node.id != name:
+                found |= self._strings(node.id, depth + 1)
+        return frozenset(found)
+
+    def call_arguments(self, function: FunctionNode, param: str, depth: int) -> Keys | None:
+        """The keys of what the file's call sites give `param` (its default where they give
+        nothing); None without a call site, or when one passes `*args` / `**kwargs`."""
+        if isinstance(function, ast.Lambda):
+            return None
+        _, positional = params_of(function)
+        shift = 1 if function in self.class_of else 0  # `self`, given by the receiver
+        index = positional.index(param) - shift if param in positional else -1
+        sites = list(self._calls_of(function.name))
+        keys = Keys() if sites else None
+        for call in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
+                return None
+            given = next((k.value for k in call.keywords if k.arg == param), None)
+            if given is None and 0 <= index < len(call.args):
+                given = call.args[index]
+            given = given or _default(function, param)
+            found = self._keys([given], None, depth + 1) if given is not None else None
+            if found is None or keys is None:
+                return None
+            keys |= found
+        return keys
+
+    def _calls_of(self, name: str) -> Iterator[ast.Call]:
+        """The calls, outside traced code, of something called `name`."""
+        for statement in self._host_statements():
+            for node in walk_code(header(statement)):
+                if isinstance(node, ast.Call) and last_name(node.func) == name:
+                    yield node
+
+    def _host_statements(self) -> Iterator[ast.stmt]:
+        pending: list[ast.stmt] = list(self.tree.body)
+        for function in self.host_functions:
+            pending.extend(function.body)
+        while pending:
+            statement = pending.pop()
+            yield statement
+            if not isinstance(statement, FUNCTIONS):
+                pending.extend(inner_statements(statement))
+
+    # ----- what moves with it --------------------------------------------------------------
+
+    def later_users(
+        self, statements: Sequence[ast.stmt], keys: Keys, function: FunctionNode
+    ) -> list[ast.stmt]:
+        """The statements of `function` after the last of `statements` that mention `keys`
+        (the outermost statement that does)."""
+        last = max(s.end_lineno or s.lineno for s in statements)
+        found: list[ast.stmt] = []
+        pending = list(function.body) if not isinstance(function, ast.Lambda) else []
+        while pending:
+            statement = pending.pop(0)
+            if statement in statements or isinstance(statement, DEFINITIONS):
+                continue
+            if statement.lineno > last and keys.seen_in(header(statement)):
+                found.append(statement)
+            elif (statement.end_lineno or statement.lineno) > last:
+                pending[:0] = inner_statements(statement)
+        return found
+
+
+def _is_import(node: ast.expr, module: Module) -> bool:
+    parts = dotted(node)
+    return parts is not None and parts[0] in module.imports
+
+
+def _default(function: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr | None:
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    offset = len(positional) - len(args.defaults)
+    for index, arg in enumerate(positional):
+        if arg.arg == param and index >= offset:
+            return args.defaults[index - offset]
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if arg.arg == param:
+            return default
+    return None
+
+
+def _path_like(text: object) -> TypeGuard[str]:
+    """A string that may name a file or a suffix of one (`"w.pkl"`, `".tmp"`, `"out/"`), not
+    a mode, a format or a message."""
+    return (
+        isinstance(text, str)
+        and 1 < len(text) <= 255
+        and ("." in text or "/" in text)
+        and not any(c.isspace() or c in "%{}" for c in text)
+    )

@@ -1,0 +1,262 @@
+"""Where host code must wait for host callbacks: the `jax.effects_barrier()`s that a hoist into
+`jax.debug.callback` needs (see `jaxfix.analysis.effects` for what the callback writes).
+
+One pass over the host code, statement by statement, tracks whether a callback may be pending:
+code that may run the traced function (a call of it, of a function that runs it, of a variable
+that may hold it, or a call given it) leaves one pending; a barrier clears it. The first
+statement that reads a key while one may be pending gets a barrier. A host function starts with
+none pending only when every call site in the file says so (a fixed point; one without a call
+site in the file starts unsure). A read in the statement that runs the function cannot wait:
+there is no place for a barrier between them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from jaxfix.analysis.effects import EffectIndex, Keys
+from jaxfix.analysis.flow import FunctionNode
+from jaxfix.analysis.names import dotted
+from jaxfix.analysis.statements import (
+    FUNCTIONS,
+    branches,
+    call_arguments,
+    called_names,
+    header,
+    inner_statements,
+    walk_code,
+    walk_statements,
+)
+
+BARRIER = "jax.effects_barrier"
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Passes over the host code before the functions' starting states settle (each pass can only
+# turn some from "none pending" to "unsure").
+_MAX_PASSES = 20
+
+
+@dataclass(frozen=True)
+class Barriers:
+    """Where host code must wait for the callbacks: before `before` (for the reads `reads`),
+    or nowhere when `blocked` is the statement at which that cannot be done."""
+
+    before: tuple[ast.stmt, ...] = ()
+    reads: tuple[ast.stmt, ...] = ()  # the first read each of them serves
+    blocked: ast.stmt | None = None
+
+
+def barriers(
+    index: EffectIndex, function: FunctionNode, keys: Keys, planned: Collection[ast.stmt] = ()
+) -> Barriers:
+    """Where `jax.effects_barrier()` must run for host code that reads `keys` after code that
+    may run `function`. `planned`: statements other fixes put a barrier before; one of them is
+    used when it stands between the call and the read."""
+    runners = _runners(index, function, keys)
+    entries: dict[str, bool] | None = None  # optimistic at first: a fixed point down
+    for _ in range(_MAX_PASSES):
+        scan = _Scan(index, keys, runners, entries, planned)
+        scan.block(index.tree.body, synced=True)
+        for host in index.host_functions:
+            scan.block(host.body, synced=scan.entry(host))
+        if scan.entries == entries or scan.blocked is not None:
+            break
+        entries = scan.entries
+    return Barriers(
+        tuple(dict.fromkeys(scan.before)), tuple(dict.fromkeys(scan.reads)), scan.blocked
+    )
+
+
+def _runners(index: EffectIndex, function: FunctionNode, keys: Keys) -> _Runners:
+    """The names through which host code may run `function`: its own (its class's, for a
+    `__call__`), those of the functions whose code runs one, and the variables that may hold
+    one (`step = jax.jit(f)`, `model = MLP()`, `opt = optax.chain(make_opt())`)."""
+    runners = _Runners(index.class_of)
+    if isinstance(function, FUNCTIONS):
+        runners.add_function(function)
+    grown = True
+    while grown:
+        before = len(runners.functions) + len(runners.aliases)
+        for node, calls in index.own_calls.items():
+            if node.name not in runners.functions and any(map(runners.runs, calls)):
+                runners.add_function(node)
+        for target, value in index.assigned:
+            if target not in keys.names and runners.holds(value):
+                runners.aliases.add(target)
+        grown = len(runners.functions) + len(runners.aliases) != before
+    return runners
+
+
+def _is_barrier(index: EffectIndex, statement: ast.stmt) -> bool:
+    """`jax.effects_barrier()` as a statement (through any import of it)."""
+    if not isinstance(statement, ast.Expr) or not isinstance(statement.value, ast.Call):
+        return False
+    parts = dotted(statement.value.func)
+    head = index.module.imports.get(parts[0]) if parts else None
+    return parts is not None and head is not None and ".".join([head, *parts[1:]]) == BARRIER
+
+
+@dataclass
+class _Runners:
+    """What may run the traced function: functions (by name, classes whose `__call__` does
+    among them) and variables that may hold one."""
+
+    class_of: dict[ast.FunctionDef | ast.AsyncFunctionDef, str]  # each method's class
+    functions: set[str] = field(default_factory=set)
+    aliases: set[str] = field(default_factory=set)
+    classes: set[str] = field(default_factory=set)
+
+    def add_function(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.functions.add(function.name)
+        if function.name == "__call__" and function in self.class_of:
+            self.functions.add(self.class_of[function])
+            self.classes.add(self.class_of[function])
+
+    def runs(self, call: ast.Call) -> bool:
+        """Whether `call` may run it: it calls, or is given, a runner (`step(x)`,
+        `jax.vmap(predict)(xs)`, `lax.scan(body, ...)`, `model.apply(...)`)."""
+        func = call.func
+        if self.refers(func) or (isinstance(func, ast.Call) and self.runs(func)):
+            return True
+        return any(self.refers(g, given=True) for g in call_arguments(call))
+
+    def refers(self, node: ast.expr, given: bool = False) -> bool:
+        """`node` names a runner: `step`, `obj.step`, `model.apply` of a variable `model` that
+        may hold one; a variable itself only when called (given to a call, `float(out)`, it
+        is data more often than not)."""
+        if isinstance(node, ast.Starred):
+            node = node.value
+        if isinstance(node, ast.Name):
+            return node.id in self.functions or (node.id in self.aliases and not given)
+        if isinstance(node, ast.Attribute):
+            root = node.value
+            return node.attr in self.functions or (
+                isinstance(root, ast.Name) and root.id in self.aliases | self.functions
+            )
+        return False
+
+    def holds(self, value: ast.expr) -> bool:
+        """Whether a variable given `value` may hold a runner: a runner itself, an instance
+        of a runner class, or what a call that is no runner makes of one (`jax.jit(f)`,
+        `hk.transform(f)`) — not what running one returns."""
+        if self.refers(value):
+            return True
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Name) and func.id in self.classes:
+            return True
+        running = self.refers(func) or (isinstance(func, ast.Call) and self.runs(func))
+        return not running and any(
+            (isinstance(n, ast.Call) and self.runs(n)) or self.refers(n, given=True)
+            for g in call_arguments(value)
+            for n in walk_code([g])
+            if isinstance(n, ast.expr)
+        )
+
+
+class _Scan:
+    """One pass over the host code: which statements may start with callbacks pending."""
+
+    def __init__(
+        self,
+        index: EffectIndex,
+        keys: Keys,
+        runners: _Runners,
+        known: dict[str, bool] | None,
+        planned: Collection[ast.stmt],
+    ) -> None:
+        self.index = index
+        self.keys = keys
+        self.runners = runners
+        self.known = known  # the last pass's: whether each function starts with none pending
+        self.planned = planned
+        self.votes: dict[str, list[bool]] = defaultdict(list)  # by the name called
+        self.before: list[ast.stmt] = []
+        self.reads: list[ast.stmt] = []
+        self.blocked: ast.stmt | None = None
+
+    @property
+    def entries(self) -> dict[str, bool]:
+        return {name: all(votes) for name, votes in self.votes.items()}
+
+    def entry(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether no callback is pending when `function` starts: every call site in the
+        file says so; unsure when it has none (it is called from elsewhere)."""
+        if self.known is None:
+            return True
+        names = [function.name]
+        if function.name == "__init__" and function in self.index.class_of:
+            names.append(self.index.class_of[function])
+        said = [self.known[name] for name in names if name in self.known]
+        return bool(said) and all(said)
+
+    def block(self, body: Sequence[ast.stmt], synced: bool) -> bool:
+        """The state after `body`, entered with `synced`: whether no callback can be pending.
+        A barrier another fix plans in the block, after the last call, serves a later read."""
+        candidate: ast.stmt | None = None
+        for statement in body:
+            if not synced and candidate is None and statement in self.planned:
+                candidate = statement
+            synced, runs = self.statement(statement, synced, candidate)
+            if synced or runs or inner_statements(statement):
+                candidate = None
+        return synced
+
+    def statement(
+        self, statement: ast.stmt, synced: bool, candidate: ast.stmt | None
+    ) -> tuple[bool, bool]:
+        """The state after `statement`, and whether it may run the traced function itself."""
+        if _is_barrier(self.index, statement):
+            return True, False
+        starting = header(statement)
+        runs = [n for n in walk_code(starting) if isinstance(n, ast.Call) and self.runners.runs(n)]
+        given = [g for call in runs for g in call_arguments(call)]  # evaluated before the call
+        for name in called_names(starting):
+            self.votes[name].append(synced)
+        after_run = self.keys.seen_in(starting, pruned={id(g) for g in given})
+        if runs and after_run:
+            self.blocked = self.blocked or statement  # read and run in one statement
+        # A file name given to the traced function is no read of the file.
+        state = Keys(self.keys.names, self.keys.attributes)
+        if not synced and (after_run or state.seen_in(given)):
+            self.before.append(candidate or statement)
+            self.reads.append(statement)
+            synced = True
+        if runs:
+            synced = False
+        return self._inside(statement, synced), bool(runs)
+
+    def _inside(self, statement: ast.stmt, synced: bool) -> bool:
+        """The state after the statements inside `statement`, entered with `synced`."""
+        if isinstance(statement, FUNCTIONS):
+            return synced  # its body runs when it is called: scanned on its own
+        if isinstance(statement, ast.ClassDef):
+            return self.block(statement.body, synced)
+        if isinstance(statement, _LOOPS):
+            first = self.block(statement.body, synced)
+            again = self.block(statement.body, synced and first)  # after an iteration
+            if (
+                isinstance(statement, ast.While)
+                and not again
+                and self.keys.seen_in([statement.test])
+            ):
+                self.blocked = self.blocked or statement  # the test runs again after a call
+            after = synced and first and again
+            return self.block(statement.orelse, after)
+        if isinstance(statement, ast.Try | ast.TryStar):
+            body = self.block(statement.body, synced)
+            calls = any(
+                isinstance(n, ast.Call) and self.runners.runs(n)
+                for n in walk_statements(statement.body)
+            )
+            handler_start = synced and not calls
+            ends = [self.block(statement.orelse, body)]
+            ends += [self.block(h.body, handler_start) for h in statement.handlers]
+            return self.block(statement.finalbody, all(ends) and handler_start)
+        ends = [self.block(branch, synced) for branch in branches(statement)]
+        if isinstance(statement, ast.Match):
+            ends.append(synced)  # no case matched
+        return all(ends) if ends else synced

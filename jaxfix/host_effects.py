@@ -1,0 +1,168 @@
+"""A host callback that races with nothing: the hoist of JF101 and JF103, planned whole.
+
+A statement moved into `jax.debug.callback(..., ordered=True)` runs when the compiled function
+executes; on an accelerator that is after the call has returned. So the plan:
+
+- moves with the statement the later statements of the traced function that use what it
+  writes (`os.replace(tmp, path)` after the dump into `tmp`): they ran at trace time, before the
+  callback; when one cannot move, nothing moves;
+- puts `jax.effects_barrier()` before the first host statement that reads what it writes after
+  code that may run the traced function (`jaxfix.analysis.effects`); when such a read cannot
+  be made to wait, or what it writes is not known, there is no fix: better none than a race.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import libcst as cst
+
+from jaxfix.analysis.effects import Keys
+from jaxfix.hoist import fresh_name, hoist_statements, jax_module_name, stored_names
+from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
+from jaxfix.tracing import Statement, TracedAnalysis, names_read
+
+# What to wrap in a moving statement (`y` -> `jax.device_get(y)`), given the name of `jax`.
+Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpression]]
+
+
+@dataclass(frozen=True)
+class Hoist:
+    """The statements a hoist moves, its edits, and the lines of the host reads it makes
+    wait."""
+
+    moved: tuple[Statement, ...]
+    replacements: Mapping[cst.CSTNode, Replacement]
+    imports: tuple[ImportNeeded, ...]
+    reads_at: tuple[int, ...]
+
+    def title(self, title: str) -> str:
+        """A fix title that says where the host waits."""
+        if not self.reads_at:
+            return title
+        lines = [str(n) for n in self.reads_at]
+        where = lines[0] if len(lines) == 1 else f"{', '.join(lines[:-1])} and {lines[-1]}"
+        s = "s" if len(lines) > 1 else ""
+        return f"{title}, with `jax.effects_barrier()` before the read{s} at line{s} {where}"
+
+
+class Hoists:
+    """A rule's hoists in one file: one fix per statement, shared by the statements that
+    move with it, each with a host function name of its own."""
+
+    def __init__(
+        self, rule: Rule, movable: Callable[[Statement], bool], wrapping: Wrapping
+    ) -> None:
+        self.rule = rule
+        self.movable = movable
+        self.wrapping = wrapping
+        self._fixes: dict[cst.CSTNode, Fix | str] = {}
+        self._reserved: list[str] = []
+
+    def fix(self, statement: Statement, base: str) -> Fix | str:
+        """The fix that moves `statement` into a host function named after `base`, or why
+        there is none ("" when the statement itself cannot move)."""
+        if statement in self._fixes:
+            return self._fixes[statement]
+        traced = self.rule.traced
+        host_name = fresh_name(traced, base, self._reserved)
+        planned = plan_hoist(traced, statement, self.movable, self.wrapping, host_name)
+        if isinstance(planned, str):
+            self._fixes[statement] = planned
+            return planned
+        self._reserved.append(host_name)
+        title = planned.title(self.rule.fix_title)
+        fix = self.rule.make_fix(planned.replacements, planned.imports, title=title)
+        self._fixes.update(dict.fromkeys(planned.moved, fix))
+        return fix
+
+
+def plan_hoist(
+    analysis: TracedAnalysis,
+    statement: Statement,
+    movable: Callable[[Statement], bool],
+    wrapping: Wrapping,
+    host_name: str,
+) -> Hoist | str:
+    """The hoist of `statement` of a traced function, or why there is none ("" when the
+    statement itself cannot move)."""
+    jax_name, imports = jax_module_name(analysis, statement)
+    if not jax_name:
+        return ""
+    moved = _moving_with(analysis, statement, movable)
+    if isinstance(moved, str):
+        return moved
+    group, keys = moved
+    payloads = {old: new for member in group for old, new in wrapping(member, jax_name).items()}
+    hoisted = hoist_statements(analysis, group, payloads, host_name, jax_name)
+    if hoisted is None:
+        return ""
+    reads = analysis.host_reads(statement, keys)
+    if reads is None or reads.blocked is not None:
+        where = f" at line {reads.blocked}" if reads is not None else ""
+        return f"host code reads what it writes{where} in the statement that runs the traced code"
+    replacements: dict[cst.CSTNode, Replacement] = {statement: cst.FlattenSentinel(hoisted)}
+    replacements.update((member, cst.RemovalSentinel.REMOVE) for member in group[1:])
+    for place in reads.before:
+        name, more = jax_module_name(analysis, place)
+        if not name or any(analysis.inside(member, place) for member in group):
+            line = analysis.line_of(place)
+            return f"no `jax.effects_barrier()` can be put before line {line}"
+        replacements[place] = cst.FlattenSentinel([_barrier(name, place), _bare(place)])
+        imports += more
+    analysis.plan_barriers(reads)
+    return Hoist(tuple(group), replacements, tuple(dict.fromkeys(imports)), reads.lines)
+
+
+def _moving_with(
+    analysis: TracedAnalysis, statement: Statement, movable: Callable[[Statement], bool]
+) -> tuple[list[Statement], Keys] | str:
+    """`statement` and the later statements of its function that use what it writes, in
+    order, with what they all write; or why they cannot move together."""
+    group = [statement]
+    keys = analysis.effect_keys(group)
+    while keys is not None:
+        users = analysis.later_users(group, keys)
+        if users is None:
+            break
+        new = [user for user in users if user not in group]
+        if not new:
+            block = analysis.parent(statement)
+            if _rebinds_between(analysis, block, group):
+                return "a statement between the ones that must move together rebinds a name"
+            return group, keys
+        for user in new:
+            if analysis.parent(user) is not analysis.parent(statement) or not movable(user):
+                return f"`{_code(user)}` uses what it writes and cannot move with it"
+        group += new
+        added = analysis.effect_keys(new)
+        keys = keys | added if added is not None else None
+    return "what it writes depends on a call site that the file does not show"
+
+
+def _rebinds_between(
+    analysis: TracedAnalysis, block: cst.CSTNode | None, group: list[Statement]
+) -> bool:
+    """Whether a statement of `block` between the first and the last of `group` binds a name
+    one of them reads (the host function, defined at the first, would read the old value)."""
+    body = list(block.body) if isinstance(block, cst.IndentedBlock) else []
+    at = [i for i, node in enumerate(body) if any(node is member for member in group)]
+    between = [body[i] for i in range(at[0], at[-1]) if i not in at] if at else []
+    read = {name.value for member in group for name in names_read(member)}
+    return any(stored_names(node) & read for node in between)
+
+
+def _barrier(jax_name: str, place: Statement) -> cst.SimpleStatementLine:
+    """`jax.effects_barrier()`, with the blank lines and comments that stood above `place`."""
+    call = cst.parse_expression(f"{jax_name}.effects_barrier()")
+    return cst.SimpleStatementLine([cst.Expr(call)], leading_lines=place.leading_lines)
+
+
+def _bare(place: Statement) -> Statement:
+    return place.with_changes(leading_lines=())
+
+
+def _code(statement: Statement) -> str:
+    """The first line of `statement`'s code."""
+    return cst.Module([]).code_for_node(statement).strip().splitlines()[0]

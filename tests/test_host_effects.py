@@ -1,0 +1,188 @@
+"""A hoist into a host callback races with nothing: the host waits with `jax.effects_barrier()`
+before it reads what the callback writes, statements that use that move with it, and where
+neither can be done there is no fix (`jaxfix.host_effects`, `jaxfix.analysis.effects`)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from jaxfix.engine import check_text, fix_text
+from jaxfix.registry import all_rules
+
+RULES = all_rules()
+
+STORE = """\
+import jax
+import jax.numpy as jnp
+
+LAST = None
+
+
+@jax.jit
+def step(x):
+    global LAST
+    LAST = x * 2
+    return x + 1
+
+"""
+
+
+def fixed(host: str, traced: str = STORE) -> str:
+    return fix_text(traced + textwrap.dedent(host), RULES, unsafe_fixes=True).text
+
+
+def host_part(text: str) -> str:
+    return text.split("return x + 1\n", 1)[1].strip()
+
+
+def only_finding(host: str, traced: str = STORE) -> tuple[str | None, str]:
+    """The fix title and message of the one finding in `traced` followed by `host`."""
+    (found,) = check_text(traced + textwrap.dedent(host), RULES)
+    return found.fix_title, found.message
+
+
+SAVE = """\
+import os
+import pickle
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@partial(jax.jit, static_argnames="path")
+def save(x, path):
+    pickle.dump(x * 2, open(path, "wb"))
+    return x + 1
+
+"""
+
+
+def test_the_host_waits_after_a_loop_of_calls_not_in_it() -> None:
+    host = """\
+        y = jnp.ones(2)
+        for _ in range(3):
+            y = step(y)
+        print(LAST)
+        """
+    assert host_part(fixed(host)) == textwrap.dedent("""\
+        y = jnp.ones(2)
+        for _ in range(3):
+            y = step(y)
+        jax.effects_barrier()
+        print(LAST)""")
+
+
+def test_a_read_at_the_top_of_the_loop_waits_for_the_last_iteration() -> None:
+    host = """\
+        y = jnp.ones(2)
+        for _ in range(3):
+            print(LAST)
+            y = step(y)
+        """
+    assert "    jax.effects_barrier()\n    print(LAST)\n    y = step(y)" in fixed(host)
+
+
+def test_a_function_that_reads_after_callers_that_call_waits_inside() -> None:
+    host = """\
+        def report():
+            print(LAST)
+
+
+        step(jnp.ones(2))
+        report()
+        """
+    assert "def report():\n    jax.effects_barrier()\n    print(LAST)" in fixed(host)
+
+
+def test_a_function_called_only_before_any_call_does_not_wait() -> None:
+    host = """\
+        def reset():
+            global LAST
+            LAST = None
+
+
+        reset()
+        step(jnp.ones(2))
+        """
+    text = fixed(host)
+    assert "effects_barrier" not in text
+    title, _ = only_finding(host)
+    assert title == "Move the statement to a host callback (`jax.debug.callback`)"
+
+
+def test_the_title_says_where_the_host_waits() -> None:
+    title, _ = only_finding("step(jnp.ones(2))\nprint(LAST)\n")
+    assert title is not None
+    assert title.endswith(", with `jax.effects_barrier()` before the read at line 14")
+
+
+def test_a_barrier_already_there_is_kept_and_not_doubled() -> None:
+    text = fixed("step(jnp.ones(2))\njax.effects_barrier()\nprint(LAST)\n")
+    assert text.count("effects_barrier()") == 1
+
+
+def test_a_read_in_the_statement_that_runs_the_trace_gets_no_fix() -> None:
+    title, message = only_finding("print(step(jnp.ones(2)), LAST)\n")
+    assert title is None
+    assert "host code reads what it writes at line 13 in the statement that runs" in message
+
+
+def test_a_file_whose_name_a_call_site_gives_is_waited_for_where_it_is_opened() -> None:
+    host = """\
+        save(jnp.ones(2), "a.pkl")
+        n = 3
+        print(open("a.pkl", "rb").read()[:1])
+        """
+    assert 'n = 3\njax.effects_barrier()\nprint(open("a.pkl"' in fixed(host, SAVE)
+
+
+def test_a_file_name_from_a_caller_the_file_does_not_show_gets_no_fix() -> None:
+    title, message = only_finding("", SAVE)
+    assert title is None
+    assert "what it writes depends on a call site that the file does not show" in message
+
+
+def test_a_later_statement_that_uses_the_file_and_cannot_move_blocks_the_fix() -> None:
+    traced = SAVE.replace(
+        "    return x + 1", "    size = os.path.getsize(path)\n    return x * size"
+    )
+    title, message = only_finding('save(jnp.ones(2), path="x.pkl")\n', traced)
+    assert title is None
+    assert "`size = os.path.getsize(path)` uses what it writes and cannot move with it" in message
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        pytest.param("step(jnp.ones(2))\n", id="nothing reads it"),
+        pytest.param("print(LAST)\nstep(jnp.ones(2))\n", id="read only before the call"),
+    ],
+)
+def test_no_read_after_a_call_needs_no_barrier(host: str) -> None:
+    assert "effects_barrier" not in fixed(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        pytest.param(
+            "def report():\n    print(LAST)\n\n\nstep(jnp.ones(2))\nreport()\n", id="reader"
+        ),
+        pytest.param(
+            "def main():\n    step(jnp.ones(2))\n    print(LAST)\n\n\nmain()\n", id="caller"
+        ),
+        pytest.param("run = step\nrun(jnp.ones(2))\nprint(LAST)\n", id="alias"),
+        pytest.param("step(jnp.ones(2))\nprint(HISTORY)\n", id="module-level list"),
+    ],
+)
+def test_the_sliced_check_offers_the_fix_the_whole_file_gives(host: str) -> None:
+    """LibCST sees a slice of the file: the module's code and what uses it are in it."""
+    text = STORE.replace("LAST = x * 2", "LAST = x * 2\n    HISTORY.append(x)") + host
+    text = text.replace("LAST = None", "LAST = None\nHISTORY = []")
+    sliced = [(d.message, d.fix_title) for d in check_text(text, RULES)]
+    assert sliced == [(d.message, d.fix_title) for d in check_text(text, RULES, slicing=False)]
+    assert any(title is not None and "effects_barrier" in title for _, title in sliced)
