@@ -114,6 +114,25 @@ def test_a_function_called_only_before_any_call_does_not_wait() -> None:
     assert title == "Move the statement to a host callback (`jax.debug.callback`)"
 
 
+def test_a_function_that_only_calls_on_hands_its_callers_state_on() -> None:
+    """`relay` neither runs the trace nor reads: it is not scanned, but the callback may be
+    pending when it calls `report`, which must wait although its other call site is synced."""
+    host = """\
+        def report():
+            print(LAST)
+
+
+        def relay():
+            report()
+
+
+        report()
+        step(jnp.ones(2))
+        relay()
+        """
+    assert "def report():\n    jax.effects_barrier()\n    print(LAST)" in fixed(host)
+
+
 def test_the_title_says_where_the_host_waits() -> None:
     title, _ = only_finding("step(jnp.ones(2))\nprint(LAST)\n")
     assert title is not None

@@ -22,7 +22,7 @@ import builtins
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from jaxfix.analysis.flow import FunctionNode, Module, params_of
 from jaxfix.analysis.names import dotted
@@ -36,6 +36,9 @@ from jaxfix.analysis.statements import (
     walk_code,
     walk_statements,
 )
+
+if TYPE_CHECKING:
+    from jaxfix.analysis.waits import Words
 
 _BUILTINS = frozenset(dir(builtins))
 # How many `a = b` steps a key is followed through to the strings it holds.
@@ -115,6 +118,8 @@ class EffectIndex:
         self.own_calls = {
             f: [n for n in walk_statements(f.body) if isinstance(n, ast.Call)] for f in functions
         }
+        # What each host function's code mentions (`jaxfix.analysis.waits.Words`), found once.
+        self.host_words: dict[ast.AST, Words] = {}
 
     def _note_binding(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value:

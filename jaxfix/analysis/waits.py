@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.effects import EffectIndex, Keys
@@ -27,6 +27,7 @@ from jaxfix.analysis.statements import (
     called_names,
     header,
     inner_statements,
+    last_name,
     walk_code,
     walk_statements,
 )
@@ -60,7 +61,11 @@ def barriers(
         scan = _Scan(index, keys, runners, entries, planned)
         scan.block(index.tree.body, synced=True)
         for host in index.host_functions:
-            scan.block(host.body, synced=scan.entry(host))
+            words = _words_of(index, host)
+            if words.concern(index, keys, runners):
+                scan.block(host.body, synced=scan.entry(host))
+            else:  # nothing in it runs, waits or reads: it only hands its state on
+                scan.vote(words.called, scan.entry(host))
         if scan.entries == entries or scan.blocked is not None:
             break
         entries = scan.entries
@@ -96,6 +101,52 @@ def _is_barrier(index: EffectIndex, statement: ast.stmt) -> bool:
     parts = dotted(statement.value.func)
     head = index.module.imports.get(parts[0]) if parts else None
     return parts is not None and head is not None and ".".join([head, *parts[1:]]) == BARRIER
+
+
+@dataclass(frozen=True)
+class Words:
+    """What the code of a host function's body mentions (the code the scan walks: not the
+    bodies of functions defined in it), to skip the functions that cannot matter."""
+
+    names: frozenset[str]
+    attributes: frozenset[str]
+    strings: tuple[str, ...]
+    called: frozenset[str]
+
+    def concern(self, index: EffectIndex, keys: Keys, runners: _Runners) -> bool:
+        """Whether the code may run the traced function, wait for it or read a key."""
+        return (
+            not self.names.isdisjoint(keys.names | runners.functions | runners.aliases)
+            or not self.attributes.isdisjoint(keys.attributes | runners.functions)
+            or any(path in text for path in keys.paths for text in self.strings)
+            or "effects_barrier" in self.attributes
+            or any(index.module.imports.get(name) == BARRIER for name in self.names)
+        )
+
+
+def _words_of(index: EffectIndex, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Words:
+    """`Words` of `function`'s body, found once per index."""
+    words = index.host_words.get(function)
+    if words is None:
+        nodes = list(_scanned_code(function.body))
+        words = index.host_words[function] = Words(
+            frozenset(n.id for n in nodes if isinstance(n, ast.Name)),
+            frozenset(n.attr for n in nodes if isinstance(n, ast.Attribute)),
+            tuple(
+                n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            ),
+            frozenset(filter(None, (last_name(n.func) for n in nodes if isinstance(n, ast.Call)))),
+        )
+    return words
+
+
+def _scanned_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """The code `_Scan.block` walks in `body`: each statement's header and the statements
+    inside it, not the bodies of the functions it defines."""
+    for statement in body:
+        yield from walk_code(header(statement))
+        if not isinstance(statement, FUNCTIONS):
+            yield from _scanned_code(inner_statements(statement))
 
 
 @dataclass
@@ -192,6 +243,11 @@ class _Scan:
             names.append(self.index.class_of[function])
         said = [self.known[name] for name in names if name in self.known]
         return bool(said) and all(said)
+
+    def vote(self, called: Collection[str], synced: bool) -> None:
+        """Code that calls `called` with `synced` as its state throughout."""
+        for name in called:
+            self.votes[name].append(synced)
 
     def block(self, body: Sequence[ast.stmt], synced: bool) -> bool:
         """The state after `body`, entered with `synced`: whether no callback can be pending.
