@@ -124,7 +124,7 @@ def _last_name(dotted: str) -> str:
 
 def _anchored_rules(text: str, rules: Sequence[type[Rule]], options: Options) -> list[type[Rule]]:
     """The rules one of whose anchors `text` mentions (any text may store: `STORES`)."""
-    mentioned = set(_WORD.findall(text))  # once: a rule has up to a thousand anchors
+    mentioned = _words_in(text)
     return [
         rule
         for rule in rules
@@ -134,8 +134,15 @@ def _anchored_rules(text: str, rules: Sequence[type[Rule]], options: Options) ->
     ]
 
 
+@functools.lru_cache(maxsize=2)
+def _words_in(text: str) -> frozenset[str]:
+    """The words of `text`, read once for every rule's anchors (up to a thousand) and for
+    both gates a check asks (`applicable_rules`, `_follows_calls`)."""
+    return frozenset(_WORD.findall(text))
+
+
 def _mentions(
-    text: str, mentioned: set[str], names: frozenset[str], fragments: frozenset[str]
+    text: str, mentioned: frozenset[str], names: frozenset[str], fragments: frozenset[str]
 ) -> bool:
     """Whether `text` names one of `names` (one of its `mentioned` words) or holds one of
     `fragments`."""
