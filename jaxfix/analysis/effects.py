@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import builtins
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeGuard
 
@@ -34,7 +34,6 @@ from jaxfix.analysis.statements import (
     last_name,
     target_names,
     walk_code,
-    walk_statements,
 )
 
 if TYPE_CHECKING:
@@ -98,28 +97,23 @@ class EffectIndex:
         self.module = module
         self.is_traced = is_traced
         self.tree = module.tree
-        in_trace: set[ast.AST] = set()  # traced functions and every function inside one
-        for function in traced:
-            in_trace.update(n for n in ast.walk(function) if isinstance(n, FUNCTIONS))
-        functions = [n for n in ast.walk(self.tree) if isinstance(n, FUNCTIONS)]
-        self.host_functions = [f for f in functions if f not in in_trace]
+        # Everything below comes from the analysis' walk of the module (`flow._Declarations`).
+        functions = {fid: node for fid, node in module.nodes.items() if isinstance(node, FUNCTIONS)}
+        in_trace = _nested_in(module, {module.by_node[f] for f in traced if f in module.by_node})
+        self.host_functions = [f for fid, f in functions.items() if fid not in in_trace]
+        self.scope_of = {f: module.scope(fid) for fid, f in functions.items()}
         self.class_of = {
-            item: node.name
-            for node in ast.walk(self.tree)
-            if isinstance(node, ast.ClassDef)
-            for item in node.body
-            if isinstance(item, FUNCTIONS)
+            f: module.owners[fid] for fid, f in functions.items() if fid in module.owners
         }
-        self.defined = {f.name for f in functions} | set(module.classes)
+        self.defined = {f.name for f in functions.values()} | set(module.classes)
         self.bound: dict[str, list[ast.expr]] = defaultdict(list)  # name -> values given it
         self.assigned: list[tuple[str, ast.expr]] = []  # `name = value`, `obj.name = value`
-        for node in ast.walk(self.tree):
+        for node in module.binders:
             self._note_binding(node)
-        self.own_calls = {
-            f: [n for n in walk_statements(f.body) if isinstance(n, ast.Call)] for f in functions
-        }
+        self.own_calls = {f: self.scope_of[f].calls for f in functions.values()}
         # What each host function's code mentions (`jaxfix.analysis.waits.Words`), found once.
         self.host_words: dict[ast.AST, Words] = {}
+        self._host_calls: dict[str, list[ast.Call]] | None = None
 
     def _note_binding(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value:
@@ -233,22 +227,15 @@ class EffectIndex:
             keys |= found
         return keys
 
-    def _calls_of(self, name: str) -> Iterator[ast.Call]:
+    def _calls_of(self, name: str) -> list[ast.Call]:
         """The calls, outside traced code, of something called `name`."""
-        for statement in self._host_statements():
-            for node in walk_code(header(statement)):
-                if isinstance(node, ast.Call) and last_name(node.func) == name:
-                    yield node
-
-    def _host_statements(self) -> Iterator[ast.stmt]:
-        pending: list[ast.stmt] = list(self.tree.body)
-        for function in self.host_functions:
-            pending.extend(function.body)
-        while pending:
-            statement = pending.pop()
-            yield statement
-            if not isinstance(statement, FUNCTIONS):
-                pending.extend(inner_statements(statement))
+        if self._host_calls is None:
+            self._host_calls = defaultdict(list)
+            scopes = [self.module.scope("<module>"), *map(self.scope_of.get, self.host_functions)]
+            for scope in scopes:
+                for call in scope.calls if scope is not None else ():
+                    self._host_calls[last_name(call.func) or ""].append(call)
+        return self._host_calls.get(name, [])
 
     # ----- what moves with it --------------------------------------------------------------
 
@@ -269,6 +256,18 @@ class EffectIndex:
             elif (statement.end_lineno or statement.lineno) > last:
                 pending[:0] = inner_statements(statement)
         return found
+
+
+def _nested_in(module: Module, fids: Collection[str]) -> set[str]:
+    """`fids` and the ids of every function defined, at any depth, inside one of them."""
+    found = set(fids)
+    for fid in module.nodes:
+        chain = [fid]
+        while chain[-1] not in found and chain[-1] in module.declared_in:
+            chain.append(module.declared_in[chain[-1]])
+        if chain[-1] in found:
+            found.update(chain)
+    return found
 
 
 def _is_import(node: ast.expr, module: Module) -> bool:

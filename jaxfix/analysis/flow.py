@@ -194,12 +194,15 @@ class Bindings:
 @dataclass
 class Scope:
     """What one function's own body does (not its nested functions'): the names it binds, the
-    names it declares `global` / `nonlocal`, its assignments and calls."""
+    names it declares `global` / `nonlocal`, its assignments and calls, and the names and
+    attribute names its code mentions (a class body's count for the function defining it)."""
 
     assigned: set[str] = field(default_factory=set)
     declared: set[str] = field(default_factory=set)
     assigns: list[ast.Assign] = field(default_factory=list)
     calls: list[ast.Call] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+    attributes: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -235,6 +238,9 @@ class Module:
     # Expressions under a tracer guard or in a `try:` catching concretization errors: code
     # that knows what it holds, which rules leave alone.
     guarded: set[ast.AST] = field(default_factory=set)
+    # Every statement or clause that binds a value (assignments, `for`, comprehensions, `with
+    # ... as`), anywhere in the module, in the order of the walk.
+    binders: list[ast.AST] = field(default_factory=list)
     _values: dict[ast.AST, Value] = field(default_factory=dict)
     _values_of: int = 0  # how many summaries `_values` holds the values of
 
@@ -386,7 +392,11 @@ class _Declarations:
         def enter() -> None:
             self.classes.append(len(self.stack))
             self.stack.append(node.name)
-            self.scopes.append(Scope())  # a class body binds no local of the enclosing function
+            # A class body binds no local of the enclosing function; its code is the function's.
+            outer = self.scopes[-1]
+            self.scopes.append(
+                Scope(names=outer.names, attributes=outer.attributes, calls=outer.calls)
+            )
 
         def leave() -> None:
             self.scopes.pop()
@@ -399,6 +409,7 @@ class _Declarations:
         work.extend(reversed([*node.decorator_list, *node.bases, *node.keywords]))
 
     def visit_Name(self, node: ast.Name, work: Work) -> None:
+        self.scopes[-1].names.add(node.id)
         if isinstance(node.ctx, ast.Load):
             self.module.names_read.add(node.id)
             self.names.mentions.add(node.id)
@@ -436,8 +447,20 @@ class _Declarations:
 
     visit_Nonlocal = visit_Global
 
+    def visit_Attribute(self, node: ast.Attribute, work: Work) -> None:
+        self.scopes[-1].attributes.add(node.attr)
+        work.append(node.value)
+
+    def visit_AnnAssign(self, node: ast.AST, work: Work) -> None:
+        self.module.binders.append(node)
+        work.extend(reversed(list(children(node))))
+
+    visit_AugAssign = visit_For = visit_AsyncFor = visit_comprehension = visit_AnnAssign
+    visit_withitem = visit_AnnAssign
+
     def visit_Assign(self, node: ast.Assign, work: Work) -> None:
         self.scopes[-1].assigns.append(node)
+        self.module.binders.append(node)
         if isinstance(node.value, ast.Lambda):
             self.function_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         work.extend(reversed(list(children(node))))

@@ -103,39 +103,49 @@ def _is_barrier(index: EffectIndex, statement: ast.stmt) -> bool:
     return parts is not None and head is not None and ".".join([head, *parts[1:]]) == BARRIER
 
 
-@dataclass(frozen=True)
+@dataclass
 class Words:
     """What the code of a host function's body mentions (the code the scan walks: not the
-    bodies of functions defined in it), to skip the functions that cannot matter."""
+    bodies of functions defined in it), to skip the functions that cannot matter. The names
+    come from the analysis' walk; the strings are looked for only when a key is a path."""
 
-    names: frozenset[str]
-    attributes: frozenset[str]
-    strings: tuple[str, ...]
+    names: Collection[str]
+    attributes: Collection[str]
     called: frozenset[str]
+    body: Sequence[ast.stmt]
+    _strings: tuple[str, ...] | None = None
 
     def concern(self, index: EffectIndex, keys: Keys, runners: _Runners) -> bool:
         """Whether the code may run the traced function, wait for it or read a key."""
         return (
-            not self.names.isdisjoint(keys.names | runners.functions | runners.aliases)
-            or not self.attributes.isdisjoint(keys.attributes | runners.functions)
-            or any(path in text for path in keys.paths for text in self.strings)
+            not keys.names.isdisjoint(self.names)
+            or not runners.functions.isdisjoint(self.names)
+            or not runners.aliases.isdisjoint(self.names)
+            or not keys.attributes.isdisjoint(self.attributes)
+            or not runners.functions.isdisjoint(self.attributes)
             or "effects_barrier" in self.attributes
             or any(index.module.imports.get(name) == BARRIER for name in self.names)
+            or (bool(keys.paths) and self._mentions_path(keys.paths))
         )
+
+    def _mentions_path(self, paths: Collection[str]) -> bool:
+        if self._strings is None:
+            self._strings = tuple(
+                n.value
+                for n in _scanned_code(self.body)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            )
+        return any(path in text for path in paths for text in self._strings)
 
 
 def _words_of(index: EffectIndex, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Words:
     """`Words` of `function`'s body, found once per index."""
     words = index.host_words.get(function)
     if words is None:
-        nodes = list(_scanned_code(function.body))
+        scope = index.scope_of[function]
+        called = frozenset(filter(None, (last_name(call.func) for call in scope.calls)))
         words = index.host_words[function] = Words(
-            frozenset(n.id for n in nodes if isinstance(n, ast.Name)),
-            frozenset(n.attr for n in nodes if isinstance(n, ast.Attribute)),
-            tuple(
-                n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            ),
-            frozenset(filter(None, (last_name(n.func) for n in nodes if isinstance(n, ast.Call)))),
+            scope.names, scope.attributes, called, function.body
         )
     return words
 
