@@ -37,7 +37,7 @@ from jaxfix.analysis.statements import (
 )
 
 if TYPE_CHECKING:
-    from jaxfix.analysis.waits import Words
+    from jaxfix.analysis.waits import HeaderCode, Words
 
 _BUILTINS = frozenset(dir(builtins))
 # How many `a = b` steps a key is followed through to the strings it holds.
@@ -113,6 +113,7 @@ class EffectIndex:
         self.own_calls = {f: self.scope_of[f].calls for f in functions.values()}
         # What each host function's code mentions (`jaxfix.analysis.waits.Words`), found once.
         self.host_words: dict[ast.AST, Words] = {}
+        self.header_code: dict[ast.stmt, HeaderCode] = {}  # the same, of a statement's header
         self._host_calls: dict[str, list[ast.Call]] | None = None
 
     def _note_binding(self, node: ast.AST) -> None:

@@ -24,7 +24,6 @@ from jaxfix.analysis.statements import (
     FUNCTIONS,
     branches,
     call_arguments,
-    called_names,
     header,
     inner_statements,
     last_name,
@@ -159,6 +158,45 @@ def _scanned_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
             yield from _scanned_code(inner_statements(statement))
 
 
+@dataclass(frozen=True)
+class HeaderCode:
+    """What runs when a statement starts (`statements.header`), found once per index: its
+    calls and the names, attribute names and strings it mentions."""
+
+    barrier: bool
+    calls: tuple[ast.Call, ...]
+    called: tuple[str, ...]
+    names: frozenset[str]
+    attributes: frozenset[str]
+    strings: tuple[str, ...]
+
+    def mentions(self, keys: Keys) -> bool:
+        """`keys.seen_in(header(statement))`, from what was found."""
+        return (
+            not keys.names.isdisjoint(self.names)
+            or not keys.attributes.isdisjoint(self.attributes)
+            or any(path in text for path in keys.paths for text in self.strings)
+        )
+
+
+def _header_code(index: EffectIndex, statement: ast.stmt) -> HeaderCode:
+    code = index.header_code.get(statement)
+    if code is None:
+        nodes = list(walk_code(header(statement)))
+        calls = tuple(n for n in nodes if isinstance(n, ast.Call))
+        code = index.header_code[statement] = HeaderCode(
+            _is_barrier(index, statement),
+            calls,
+            tuple(filter(None, (last_name(call.func) for call in calls))),
+            frozenset(n.id for n in nodes if isinstance(n, ast.Name)),
+            frozenset(n.attr for n in nodes if isinstance(n, ast.Attribute)),
+            tuple(
+                n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            ),
+        )
+    return code
+
+
 @dataclass
 class _Runners:
     """What may run the traced function: functions (by name, classes whose `__call__` does
@@ -275,19 +313,22 @@ class _Scan:
         self, statement: ast.stmt, synced: bool, candidate: ast.stmt | None
     ) -> tuple[bool, bool]:
         """The state after `statement`, and whether it may run the traced function itself."""
-        if _is_barrier(self.index, statement):
+        code = _header_code(self.index, statement)
+        if code.barrier:
             return True, False
-        starting = header(statement)
-        runs = [n for n in walk_code(starting) if isinstance(n, ast.Call) and self.runners.runs(n)]
-        given = [g for call in runs for g in call_arguments(call)]  # evaluated before the call
-        for name in called_names(starting):
+        runs = [call for call in code.calls if self.runners.runs(call)]
+        for name in code.called:
             self.votes[name].append(synced)
-        after_run = self.keys.seen_in(starting, pruned={id(g) for g in given})
-        if runs and after_run:
-            self.blocked = self.blocked or statement  # read and run in one statement
-        # A file name given to the traced function is no read of the file.
-        state = Keys(self.keys.names, self.keys.attributes)
-        if not synced and (after_run or state.seen_in(given)):
+        if runs:
+            given = [g for call in runs for g in call_arguments(call)]  # evaluated before it
+            after_run = self.keys.seen_in(header(statement), pruned={id(g) for g in given})
+            # A file name given to the traced function is no read of the file.
+            read = after_run or Keys(self.keys.names, self.keys.attributes).seen_in(given)
+            if after_run:
+                self.blocked = self.blocked or statement  # read and run in one statement
+        else:
+            read = code.mentions(self.keys)
+        if not synced and read:
             self.before.append(candidate or statement)
             self.reads.append(statement)
             synced = True
