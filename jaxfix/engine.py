@@ -524,6 +524,7 @@ def _run(
     analysis = TracedAnalysis(
         wrapper, _transforms(options), options.entries, project, analysed, line_of
     )
+    analysis.plan_waits = options.plan_waits
     instances = [
         rule(analysis, options.for_rule(rule.code, rule.name), options.sinks) for rule in rules
     ]

@@ -38,6 +38,10 @@ class Options:
     # and whether the other modules' calls of this file's such functions can be rewritten.
     serialized_imports: tuple[SerializedImport, ...] = ()
     foreign_calls: tuple[ForeignCalls, ...] = ()
+    # Where a hoist into a host callback makes host code wait (`jax.effects_barrier()`) is a
+    # scan of the file's host code; an editor's check, which shows no fix, leaves it to the
+    # request for the fix (which may then find that there is none).
+    plan_waits: bool = True
 
     def for_rule(self, code: str, name: str) -> Mapping[str, tuple[str, ...]]:
         """The options set for the rule with this code and name."""

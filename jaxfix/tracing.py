@@ -176,6 +176,7 @@ class TracedAnalysis:
         self.functions: dict[FunctionNode, TracedFunction] = self._traced_functions()
         self._statements: dict[tuple[int, int], Statement] | None = None
         self._planned: set[ast.stmt] = set()  # statements fixes put a barrier before
+        self.plan_waits = True  # `Options.plan_waits`: without, no host code waits
 
     def _traced_functions(self) -> dict[FunctionNode, TracedFunction]:
         """The facts' traced functions, by their LibCST nodes."""
@@ -437,6 +438,8 @@ class TracedAnalysis:
     def host_reads(self, statement: Statement, keys: Keys) -> HostReads | None:
         """Where host code must wait for what `statement` (moved into a host callback)
         writes; None when a place to wait is not a statement of a block."""
+        if not self.plan_waits:
+            return HostReads()
         found = self._ast_statements([statement])
         if found is None or found[1] is None:
             return None
