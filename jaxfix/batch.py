@@ -89,11 +89,35 @@ def run_paths(
     file's jit wrapper, and files whose functions other files' traced code calls, are analysed
     again, until no round traces anything new."""
     items = list(items)
+    outcomes, _ = _run(items, jobs, cache, progress, replay=True)
+    for index, item in enumerate(items):
+        yield item if isinstance(item, Outcome) else outcomes[index]
+
+
+def project_jobs(
+    items: Iterable[tuple[Path, Job] | Outcome], *, jobs: int, cache: Cache | None
+) -> dict[Path, Job]:
+    """The job each file of the run was last analysed with: what the other files of the run
+    tell it (the parameters their traced code traces, their jit wrappers, their call sites)
+    added to its own. A file checked alone with its job gets the findings this run gives it."""
+    tasks = _run(list(items), jobs, cache, None, replay=False)[1]
+    return dict(tasks.values())
+
+
+def _run(
+    items: Sequence[tuple[Path, Job] | Outcome],
+    jobs: int,
+    cache: Cache | None,
+    progress: Progress | None,
+    replay: bool,
+) -> tuple[dict[int, Outcome], dict[int, tuple[Path, Job]]]:
+    """The outcome of each file, by its index in `items`, and the task it was last analysed
+    as; `replay`: the findings of an identical earlier run, when the cache holds them."""
     places = {item[0]: project.place_of(item[0]) for item in items if not isinstance(item, Outcome)}
     packages = project.packages_of(places.values())
     tasks = _first_round(items, packages)
     key = _run_key(tasks, places)
-    outcomes = _replayed(cache, key, tasks, progress) if cache is not None else None
+    outcomes = _replayed(cache, key, tasks, progress) if cache is not None and replay else None
     if outcomes is None:
         analyser = _Analyser(jobs, cache, progress)
         outcomes = analyser.outcomes(tasks)
@@ -103,8 +127,7 @@ def run_paths(
             _trace_across_modules(run, tasks, outcomes, packages, analyser)
             _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
         analyser.record(key, tasks, outcomes)
-    for index, item in enumerate(items):
-        yield item if isinstance(item, Outcome) else outcomes[index]
+    return outcomes, tasks
 
 
 def _first_round(

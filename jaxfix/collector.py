@@ -10,17 +10,29 @@ that file, and the collector catches up as soon as the file is done.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+_lock = threading.Lock()
+_pauses = 0  # blocks inside `paused()` now, in every thread (the language server runs two)
+_was_enabled = True
 
 
 @contextmanager
 def paused() -> Iterator[None]:
-    """No automatic collection inside the block; restores the collector's previous state."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    """No automatic collection inside the block; once no thread is inside one, the collector
+    is as it was before the first began."""
+    global _pauses, _was_enabled
+    with _lock:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _lock:
+            _pauses -= 1
+            if _pauses == 0 and _was_enabled:
+                gc.enable()

@@ -120,6 +120,44 @@ async def fresh_client(lsp_client: Client) -> AsyncIterator[None]:
     yield
 
 
+HELPERS = """\
+import pickle
+
+BLOBS = []
+
+
+def record(x):
+    BLOBS.append(pickle.dumps(x))
+    return x
+"""
+TRAIN = """\
+import jax
+
+from pkg.helpers import record
+
+
+@jax.jit
+def step(x):
+    record(x * 2)
+    return x
+"""
+
+
+@pytest_lsp.fixture(config=server_config("-m", "jaxfix.lsp"), loop_scope="module")
+async def project_client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[None]:
+    """A server whose workspace is `tmp_path`, holding a package in which a jitted function
+    of one module calls a function of another that pickles what it is given."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "helpers.py").write_text(HELPERS)
+    (tmp_path / "pkg" / "train.py").write_text(TRAIN)
+    folder = types.WorkspaceFolder(uri=tmp_path.as_uri(), name="project")
+    params = types.InitializeParams(capabilities=capabilities(), workspace_folders=[folder])
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
 def uri_of(tmp_path: Path, name: str = "doc.py") -> str:
     return (tmp_path / name).as_uri()
 
@@ -358,6 +396,25 @@ async def test_suppress_on_this_line(client: Client, tmp_path: Path) -> None:
 
 
 @asyncio_module
+async def test_where_host_code_waits_is_planned_when_the_fix_is_asked_for(
+    client: Client, tmp_path: Path
+) -> None:
+    """The check leaves the scan for `jax.effects_barrier()` places to the code action: here
+    the read of `BLOBS` is in the statement that runs `f`, so the hoist has no fix there."""
+    uri = uri_of(tmp_path)
+    text = WIDE + "\n\nprint(f(1.0), len(BLOBS))\n"
+    (found,) = await opened(client, uri, text)
+    assert found.code == "JF101" and "no host callback" not in found.message
+    actions = await code_actions(client, uri, found.range, ["quickfix"])
+    assert [a.title for a in actions] == ["Suppress JF101 on this line"]
+    (fixable,) = await opened(client, uri_of(tmp_path, "waits.py"), WIDE + "\nprint(f(1.0))\n")
+    (fix, _) = await code_actions(client, uri_of(tmp_path, "waits.py"), fixable.range)
+    assert fix.title.startswith("jaxfix (JF101): Move the serialization to a host callback")
+    for name in ("doc.py", "waits.py"):
+        close_document(client, uri_of(tmp_path, name))
+
+
+@asyncio_module
 async def test_utf16_positions_before_the_fix(client: Client, tmp_path: Path) -> None:
     uri = uri_of(tmp_path)
     (found,) = await opened(client, uri, WIDE)
@@ -465,3 +522,40 @@ async def test_shutdown_then_exit_ends_the_server(fresh_client: Client, tmp_path
     change_document(fresh_client, uri, 2, CLEAN)  # a check still pending at shutdown
     await fresh_client.shutdown_session()
     assert fresh_client._server is not None and fresh_client._server.returncode == 0
+
+
+# The workspace.
+
+
+def shown_codes(client: Client, uri: str) -> list[str | int | None]:
+    return [d.code for d in client.diagnostics.get(uri, [])]
+
+
+def save(client: Client, path: Path, version: int, text: str) -> None:
+    """The editor changes an open document and saves it."""
+    change_document(client, path.as_uri(), version, text)
+    path.write_text(text)
+    document = types.TextDocumentIdentifier(uri=path.as_uri())
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=document))
+
+
+@asyncio_module
+async def test_a_finding_from_another_file_follows_that_file(
+    project_client: Client, tmp_path: Path
+) -> None:
+    """`record` pickles a tracer only because `train.py` jits its caller: the finding in the
+    open `helpers.py` appears with the workspace's analysis, goes when `train.py` is saved
+    without the jit, and comes back with it; its fix is offered as in `jaxfix check .`."""
+    helpers, train = tmp_path / "pkg" / "helpers.py", tmp_path / "pkg" / "train.py"
+    open_document(project_client, helpers.as_uri(), HELPERS)
+    await until(lambda: shown_codes(project_client, helpers.as_uri()) == ["JF101"], "JF101")
+    (found,) = project_client.diagnostics[helpers.as_uri()]
+    assert "called from traced `pkg.train.step`" in found.message
+    (fix, _) = await code_actions(project_client, helpers.as_uri(), found.range)
+    assert fix.title.startswith("jaxfix (JF101): Move the serialization to a host callback")
+
+    open_document(project_client, train.as_uri(), TRAIN)
+    save(project_client, train, 2, TRAIN.replace("@jax.jit\n", ""))
+    await until(lambda: shown_codes(project_client, helpers.as_uri()) == [], "no finding")
+    save(project_client, train, 3, TRAIN)
+    await until(lambda: shown_codes(project_client, helpers.as_uri()) == ["JF101"], "JF101")

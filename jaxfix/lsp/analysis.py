@@ -1,8 +1,9 @@
 """Running jaxfix on one version of an editor's buffer, with the settings of the project's
 `pyproject.toml` read afresh each time (so that editing it applies at once).
 
-Checking (what diagnostics show) skips the fixes' edits, which cost a LibCST parse per fix;
-they are computed only when the editor asks for code actions, for the findings it asks about.
+Checking (what diagnostics show) skips the fixes' edits, which cost a LibCST parse per fix, and
+where a hoist makes host code wait; they are computed only when the editor asks for code
+actions, for the findings it asks about (a finding whose hoist cannot wait then has no fix).
 These functions are CPU-bound and run in worker threads; `PerVersion` computes each once per
 document version.
 """
@@ -20,6 +21,7 @@ from jaxfix.batch import Job
 from jaxfix.config import Config, ConfigError, ConfigFinder, Overrides, job_for, validate
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.edits import EditsWanted
+from jaxfix.outcome import Outcome
 from jaxfix.runner import run_job
 from jaxfix.sourcefile import SourceFile
 
@@ -35,6 +37,8 @@ class Snapshot:
     text: str
     path: Path
     generation: int = 0  # bumped when a pyproject.toml changes
+    # What the workspace's other files tell this one (`jaxfix.lsp.workspace`), if known.
+    project: Job | None = None
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,11 @@ class Analysis:
 
 
 def check(snapshot: Snapshot) -> Analysis:
-    """The findings of the snapshot's text, without their edits."""
-    job, config_error = _job(snapshot.path, fix=False, edits=False)
-    outcome = run_job(_source(snapshot), job)
+    """The findings of the snapshot's text, without their edits (nor the scan that places
+    the waits of a hoist: `Options.plan_waits`)."""
+    job, config_error = _job(snapshot, fix=False, edits=False)
+    options = dataclasses.replace(job.options, plan_waits=False)
+    outcome = _run(snapshot, dataclasses.replace(job, options=options))
     return Analysis(tuple(outcome.diagnostics), outcome.error, config_error)
 
 
@@ -73,33 +79,38 @@ class FixRequest:
 def with_edits(request: FixRequest) -> tuple[Diagnostic, ...]:
     """The findings of the snapshot's text, the fixes of those the request names with their
     edits; none when the text cannot be analysed (never a fix computed for another text)."""
-    job, _ = _job(request.snapshot.path, fix=False, edits=request.lines)
-    outcome = run_job(_source(request.snapshot), job)
+    job, _ = _job(request.snapshot, fix=False, edits=request.lines)
+    outcome = _run(request.snapshot, job)
     return () if outcome.error else tuple(outcome.diagnostics)
 
 
 def fixed_text(snapshot: Snapshot) -> str | None:
     """The snapshot's text with every safe fix applied, or None when nothing changes (or a
     fix fails: then nothing is applied)."""
-    job, _ = _job(snapshot.path, fix=True, edits=False)
-    outcome = run_job(_source(snapshot), dataclasses.replace(job, unsafe_fixes=False))
+    job, _ = _job(snapshot, fix=True, edits=False)
+    outcome = _run(snapshot, dataclasses.replace(job, unsafe_fixes=False))
     return None if outcome.error else outcome.new_text
 
 
-def _source(snapshot: Snapshot) -> SourceFile:
+def _run(snapshot: Snapshot, job: Job) -> Outcome:
+    """The outcome of `job` on the snapshot's text (without a place in the workspace: what
+    the document tells the other files is the workspace run's to find, from the saved file)."""
     raw = snapshot.text.encode("utf-8", "surrogatepass")
-    return SourceFile(snapshot.path, raw, snapshot.text, "utf-8")
+    return run_job(SourceFile(snapshot.path, raw, snapshot.text, "utf-8"), job)
 
 
-def _job(path: Path, *, fix: bool, edits: EditsWanted) -> tuple[Job, str | None]:
-    """The job the nearest `pyproject.toml` gives `path`; the defaults and the problem when
-    that file is unusable."""
+def _job(snapshot: Snapshot, *, fix: bool, edits: EditsWanted) -> tuple[Job, str | None]:
+    """The job the workspace gives the snapshot's file, or else the nearest `pyproject.toml`;
+    the defaults and the problem when that file is unusable."""
+    path = snapshot.path
     finder = ConfigFinder(Overrides())
     try:
         config = finder.for_path(path)
         validate(finder.loaded())
     except ConfigError as error:
         return job_for(Config(), path, fix=fix, edits=edits), str(error)
+    if snapshot.project is not None:
+        return dataclasses.replace(snapshot.project, fix=fix, edits=edits), None
     return job_for(config, path, fix=fix, edits=edits), None
 
 

@@ -3,7 +3,9 @@
 Diagnostics are published on open and save, and on change after a short debounce; each
 analysis runs in a worker thread, one at a time per document, and its result is dropped when
 the document changed (or closed) meanwhile. Code actions and hover answer for the text the
-editor has now, from results computed once per document version.
+editor has now, from results computed once per document version. What the workspace's other
+files tell a document (`jaxfix.lsp.workspace`) is found again whenever a Python file or a
+configuration is saved, and the open documents are checked again with it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 
 from jaxfix import __version__
 from jaxfix.engine import prepare_fixes
@@ -25,6 +28,7 @@ from jaxfix.lsp.hover import hover as hover_at
 from jaxfix.lsp.positions import UTF16, LineIndex
 from jaxfix.lsp.protocol import JaxfixProtocol
 from jaxfix.lsp.settings import Settings, read_settings
+from jaxfix.lsp.workspace import Workspace
 
 # Seconds without a change before a changed document is checked: enough to take a burst of
 # changes sent together as one. Typing faster than a check takes queues no work: a document is
@@ -32,6 +36,7 @@ from jaxfix.lsp.settings import Settings, read_settings
 DEBOUNCE = 0.01
 PYPROJECT = "pyproject.toml"
 PYTHON_SUFFIXES = (".py", ".pyi")
+WATCHED = (PYPROJECT, "*.py")  # the files whose changes the client is asked to report
 
 
 class JaxfixServer(LanguageServer):
@@ -53,6 +58,7 @@ class JaxfixServer(LanguageServer):
         self._pending: dict[str, asyncio.Task[None]] = {}
         self._preparing_fixes: asyncio.Future[None] | None = None
         self._shown: set[str] = set()
+        self.project = Workspace(self.schedule_all, self.log)
 
     def snapshot(self, uri: str) -> Snapshot | None:
         """The document's current version, if it is an open Python document."""
@@ -60,7 +66,8 @@ class JaxfixServer(LanguageServer):
             return None
         document = self.workspace.get_text_document(uri)
         path = Path(document.path)
-        return Snapshot(uri, document.version, document.source, path, self.generation)
+        project = self.project.job(path)
+        return Snapshot(uri, document.version, document.source, path, self.generation, project)
 
     def index(self, snapshot: Snapshot) -> LineIndex:
         return LineIndex(snapshot.text, self.workspace.position_encoding or UTF16)
@@ -89,6 +96,7 @@ class JaxfixServer(LanguageServer):
         self.generation += 1
         self._shown.clear()
         self.schedule_all()
+        self.project.refresh()
 
     def _task_done(self, uri: str, task: asyncio.Task[None]) -> None:
         if self._pending.get(uri) is task:
@@ -170,21 +178,28 @@ def initialize(ls: JaxfixServer, params: types.InitializeParams) -> None:
 
 
 async def initialized(ls: JaxfixServer, params: types.InitializedParams) -> None:
-    """Ask the client to report changes of pyproject.toml files, where it can."""
+    """Check the workspace's files, and ask the client to report changes of them and of
+    pyproject.toml files, where it can."""
+    folders = [to_fs_path(folder.uri) for folder in ls.workspace.folders.values()]
+    roots = [Path(f) for f in folders if f] or (
+        [Path(ls.workspace.root_path)] if ls.workspace.root_path else []
+    )
+    ls.project.roots = tuple(roots)
+    ls.project.refresh()
     workspace = ls.client_capabilities.workspace
     watched = workspace.did_change_watched_files if workspace else None
     if watched is None or not watched.dynamic_registration:
         return
-    watcher = types.FileSystemWatcher(glob_pattern=f"**/{PYPROJECT}")
+    watchers = [types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in WATCHED]
     registration = types.Registration(
-        id="jaxfix-pyproject",
+        id="jaxfix-files",
         method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-        register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=[watcher]),
+        register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
     )
     try:
         await ls.client_register_capability_async(types.RegistrationParams([registration]))
-    except JsonRpcException as error:  # saving pyproject.toml in the editor still applies it
-        ls.log(f"cannot watch {PYPROJECT} files: {error}")
+    except JsonRpcException as error:  # saving the files in the editor still applies them
+        ls.log(f"cannot watch {' and '.join(WATCHED)} files: {error}")
 
 
 def did_open(ls: JaxfixServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -203,8 +218,10 @@ def did_save(ls: JaxfixServer, params: types.DidSaveTextDocumentParams) -> None:
     uri = params.text_document.uri
     if uri.endswith(f"/{PYPROJECT}"):
         ls.project_changed()
-    elif uri in ls.open:
-        ls.schedule(uri, 0)
+    elif uri.endswith(PYTHON_SUFFIXES):
+        ls.project.refresh()  # other documents may depend on it
+        if uri in ls.open:
+            ls.schedule(uri, 0)
 
 
 def did_close(ls: JaxfixServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -221,6 +238,8 @@ def did_close(ls: JaxfixServer, params: types.DidCloseTextDocumentParams) -> Non
 def did_change_watched_files(ls: JaxfixServer, params: types.DidChangeWatchedFilesParams) -> None:
     if any(change.uri.endswith(f"/{PYPROJECT}") for change in params.changes):
         ls.project_changed()
+    elif any(change.uri.endswith(PYTHON_SUFFIXES) for change in params.changes):
+        ls.project.refresh()
 
 
 def did_change_configuration(ls: JaxfixServer, params: types.DidChangeConfigurationParams) -> None:
