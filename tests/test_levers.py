@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfix import engine, runner, stamps
+from jaxfix import collector, engine, runner, stamps
 from jaxfix.cli import main
 from jaxfix.proofs import load_cases
 
@@ -229,6 +230,26 @@ def test_the_cycle_collector_is_paused_only_while_a_file_is_analysed(
     code, stdout, _ = jaxfix(tmp_path, "check", "--no-cache", "--jobs", "1")
     assert code == 1 and "JF101" in stdout  # the same finding with the collector paused
     assert seen == [False] and gc.isenabled()
+
+
+def test_the_collector_stays_paused_until_every_thread_is_done() -> None:
+    """The language server analyses a document while it checks the workspace: the first
+    thread to finish must not restart the collector under the other."""
+    inside, finish = threading.Event(), threading.Event()
+
+    def analyse() -> None:
+        with collector.paused():
+            inside.set()
+            finish.wait()
+
+    other = threading.Thread(target=analyse)
+    with collector.paused():
+        other.start()
+        inside.wait()
+    still_paused = not gc.isenabled()  # the other thread is still inside
+    finish.set()
+    other.join()
+    assert still_paused and gc.isenabled()
 
 
 HELPER = """\
