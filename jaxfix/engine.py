@@ -406,6 +406,14 @@ def _follows_calls(
     return _FollowCalls(place, facts, anchors)
 
 
+@functools.lru_cache(maxsize=1)
+def _parsed(text: str, filename: str) -> ast.Module:
+    """CPython's tree of `text`, kept for the next analysis of the same text: a file that
+    other modules' traced code calls is analysed again in each round of tracing across modules
+    (see `jaxfix.batch`), and nothing changes the tree."""
+    return firstpass.parse(text, filename)
+
+
 def _parse(
     text: str,
     filename: str,
@@ -415,7 +423,7 @@ def _parse(
 ) -> ast.Module:
     """CPython's tree of `text` (a syntax error is reported in every file, whatever the rules);
     in a run over packages, its top level noted in `facts` for the other modules' calls."""
-    tree = firstpass.parse(text, filename)
+    tree = _parsed(text, filename)
     if place is not None and facts is not None and options.packages:
         note_top_level(tree, facts)
     return tree
