@@ -25,6 +25,7 @@ from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.flow import Bindings
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
+from jaxfix.imports import add_imports
 from jaxfix.metadata import Wrapper, transform
 from jaxfix.options import DEFAULT, Options
 from jaxfix.project import ModuleFacts, Place, ProjectContext, note_top_level, traced_calls
@@ -236,7 +237,7 @@ def fix_text(
         if not fixes:
             return Result(diagnostics, module.code, fixed)
         chosen = _non_overlapping(wrapper, fixes)
-        new_code = _apply(wrapper, chosen)
+        new_code = _apply(wrapper, chosen, options.packages)
         codes = sorted({d.code for d in diagnostics if d.fix in chosen})
         module = _reparse(new_code, filename, codes)
         analysed = None
@@ -273,7 +274,7 @@ def _with_edits(
         fix = fixes.get(_place(diagnostic))
         wanted_here = lines is None or diagnostic.line in lines
         if diagnostic.fix_safety is not None and fix is not None and wanted_here:
-            new_code = _apply(wrapper, [fix])
+            new_code = _apply(wrapper, [fix], options.packages)
             _reparse(new_code, filename, [diagnostic.code])
             edits = [_edit_in_file(e, piece) for e in line_edits(piece.text, new_code)]
             diagnostic = dataclasses.replace(diagnostic, edits=tuple(edits))
@@ -590,26 +591,28 @@ def prepare_fixes() -> None:
     import libcst.codemod.visitors  # noqa: F401
 
 
-def _apply(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> str:
-    """The module's code with `fixes` applied and their imports added or removed."""
+def _apply(
+    wrapper: MetadataWrapper, fixes: Sequence[Fix], first_party: Collection[str] = ()
+) -> str:
+    """The module's code with `fixes` applied and their imports added (where isort would put
+    them, `first_party` being the project's packages) or removed."""
     # Imported here: `libcst.codemod` pulls in `libcst.matchers` (half a second), which only
     # applying a fix needs.
     from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+    from libcst.codemod.visitors import RemoveImportsVisitor
 
     context = CodemodContext(wrapper=wrapper)
     replacements: dict[cst.CSTNode, Replacement] = {}
     for fix in fixes:
         replacements.update(fix.replacements)
-        for needed in fix.imports_needed:
-            AddImportsVisitor.add_needed_import(context, needed.module, needed.obj)
         for node in fix.removed_nodes:
             RemoveImportsVisitor.remove_unused_import_by_node(context, node)
     module = wrapper.module.visit(_ReplaceNodes(replacements))
-    # Each visitor re-resolves the metadata of the whole module: run it only when needed (an
+    module = add_imports(
+        module, [needed for fix in fixes for needed in fix.imports_needed], first_party
+    )
+    # The visitor re-resolves the metadata of the whole module: run it only when needed (an
     # import becomes unused only if a name the removed nodes read is read nowhere else).
-    if any(fix.imports_needed for fix in fixes):
-        module = transform(AddImportsVisitor(context), module)
     removed = [node for fix in fixes for node in fix.removed_nodes]
     if removed and not _names_in(removed) <= _names_read(module.code):
         module = transform(RemoveImportsVisitor(context), module)

@@ -168,7 +168,7 @@ def test_hoist_adds_import_jax_when_only_names_from_jax_are_imported() -> None:
             return x
         """)
     fixed = fix_text(source, RULES, unsafe_fixes=True).text
-    assert fixed.startswith("import pickle\nfrom jax import jit\nimport jax\n")
+    assert fixed.startswith("import pickle\nimport jax\nfrom jax import jit\n")
     assert "jax.debug.callback(_host_pickle_dumps, x, ordered=True)" in fixed
 
 
