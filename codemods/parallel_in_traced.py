@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import Assignment
 
+from jaxfix.diagnostic import FixSafety
 from jaxfix.models.sinks import Sink, SinkKind, names_of
-from jaxfix.rule import Rule, command_hooks
+from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
 from jaxfix.syntax import calls_in, source_of
 
 
@@ -119,6 +122,54 @@ HINTS = {
 Found = tuple[Kind, list[cst.BaseExpression]]
 
 
+class Family(enum.Enum):
+    """Whose pool a receiver is: what its methods return."""
+
+    POOL = "multiprocessing"  # `map` gives a list
+    EXECUTOR = "concurrent.futures"  # `map` gives an iterator
+
+
+# How each method's work is written when it runs in the trace, one call after another: the
+# template (`{f}` the function, `{args}` the rest of the positional arguments), and the pool
+# options dropped; an `_async` method only when its result is taken at once (`.get()`), and
+# `submit` only with `.result()`.
+@dataclass(frozen=True)
+class Sequential:
+    template: str
+    dropped: frozenset[str] = frozenset({"chunksize", "timeout"})
+    taken_by: str | None = None  # the method of the result that waits for it
+
+
+APPLY = "{f}({call})"  # `pool.apply(f, args, kwds)`: `f(*args, **kwds)`
+APPLY_KEYWORDS = frozenset({"args", "kwds"})
+SEQUENTIAL: dict[Family, dict[str, Sequential]] = {
+    Family.POOL: {
+        "map": Sequential("list(map({f}, {args}))"),
+        "imap": Sequential("map({f}, {args})"),
+        "imap_unordered": Sequential("map({f}, {args})"),
+        "starmap": Sequential("list(itertools.starmap({f}, {args}))"),
+        "map_async": Sequential("list(map({f}, {args}))", taken_by="get"),
+        "starmap_async": Sequential("list(itertools.starmap({f}, {args}))", taken_by="get"),
+        "apply": Sequential(APPLY),
+        "apply_async": Sequential(APPLY, taken_by="get"),
+    },
+    Family.EXECUTOR: {
+        "map": Sequential("map({f}, {args})"),
+        "submit": Sequential("{f}({args})", frozenset(), taken_by="result"),
+    },
+}
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A pool call (`original`: the method call, or the `.get()` / `.result()` that takes its
+    result) and what it becomes."""
+
+    original: cst.Call
+    new: cst.BaseExpression
+    imports: tuple[ImportNeeded, ...] = ()
+
+
 class ParallelInTraced(Rule):
     """
     ## What it does
@@ -170,8 +221,17 @@ class ParallelInTraced(Rule):
     calling thread) are not reported.
 
     ## Fix safety
-    No fix: whether the work can be vmapped, moved out of the trace or wrapped in a callback
-    depends on what it does.
+    Unsafe. The work of a `multiprocessing` pool or a `concurrent.futures` executor runs in
+    the trace, one call after another, and the pool is no longer made: `pool.map(f, xs)`
+    becomes `list(map(f, xs))` (`ex.map` becomes `map`, as it gave an iterator), `starmap`
+    `list(itertools.starmap(f, xs))`, `apply(f, (x,))` and `ex.submit(f, x).result()` become
+    `f(x)`. The values are those the pool gave; the function must be JAX code, since it is
+    now traced (host work, file or network access, fails there or runs once per trace). A
+    pool made by `with Pool() as pool:` is removed with its block when nothing else uses it,
+    one made inline (`Pool().map(...)`) with the call; any other pool (assigned and shut down
+    later, made by a project's constructor), queues, pipes, threads, processes and `joblib`
+    have no fix: whether the work can be vmapped, moved out of the trace or wrapped in a
+    callback depends on what it does.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
@@ -183,8 +243,8 @@ class ParallelInTraced(Rule):
     name = "parallel-in-traced"
     summary = "Host processes, threads or queues given traced values inside traced code"
     message = "`{call}` hands a traced value to {where} inside `{function}` ({reason}): {why}"
-    fix_title = "Map with `jax.vmap`, or move the parallel work outside the trace"
-    fix_safety = None
+    fix_title = "Run the pool's work in the trace, one call after another"
+    fix_safety = FixSafety.UNSAFE
     anchors_receive_traced = False  # the pool made in traced code, not its `map`, is anchored
     sinks = SINKS
     anchors = (
@@ -211,7 +271,147 @@ class ParallelInTraced(Rule):
             reason=context.reasons[0],
             why=WHY[kind],
         )
-        self.report(node, f"{message}; {HINTS[kind]}")
+        fix = self._fix(node) if kind in (Kind.PROCESSES, Kind.THREADS) else None
+        self.report(node, f"{message}; {HINTS[kind]}", fix)
+
+    # ----- the fix: the work in the trace, one call after another ---------------------------
+
+    def _fix(self, call: cst.Call) -> Fix | None:
+        """The pool call, and with it the pool: inline (`Pool(2).map(f, xs)`) or the `with`
+        block that makes it, when every use of the pool in the block can be rewritten."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None  # `joblib.Parallel(...)(...)`
+        if isinstance(func.value, cst.Call):
+            rewrite = self._sequential(call, func.value)
+            if rewrite is None:
+                return None
+            return self._made_fix({rewrite.original: rewrite.new}, func.value, rewrite)
+        block = self._with_block(func.value)
+        if block is None:
+            return None
+        if block not in self._block_fixes:
+            self._block_fixes[block] = self._block_fix(block)
+        return self._block_fixes[block]
+
+    def _made_fix(
+        self,
+        replacements: Mapping[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.BaseStatement]],
+        maker: cst.BaseExpression,
+        *rewrites: Rewrite,
+    ) -> Fix:
+        """The fix, which drops the pool's constructor (and its import, if now unused)."""
+        imports = tuple(dict.fromkeys(i for r in rewrites for i in r.imports))
+        return self.make_fix(replacements, imports, removed_nodes=[maker])
+
+    def _block_fix(self, block: cst.With) -> Fix | None:
+        """`with Pool() as pool: body` -> `body`, each use of `pool` rewritten."""
+        item = block.items[0]
+        assert item.asname is not None and isinstance(item.asname.name, cst.Name)
+        name = item.asname.name
+        scope = self.traced.scope_of(name)
+        bindings = [a for a in scope[name.value] if isinstance(a, Assignment)] if scope else []
+        if len(bindings) != 1:
+            return None
+        rewrites: list[Rewrite] = []
+        for reference in bindings[0].references:
+            use = self.traced.parent(reference.node)
+            call = self.traced.parent(use) if use is not None else None
+            if not (
+                isinstance(use, cst.Attribute)
+                and use.value is reference.node
+                and isinstance(call, cst.Call)
+                and call.func is use
+                and self.traced.inside(call, block.body)
+            ):
+                return None
+            rewrite = self._sequential(call, item.item)
+            if rewrite is None:
+                return None
+            rewrites.append(rewrite)
+        body = block.body.visit(_Replace({r.original: r.new for r in rewrites}))
+        if not isinstance(body, cst.IndentedBlock) or any(line.comment for line in body.footer):
+            return None  # comments after the last statement have nowhere to go
+        statements = list(body.body)
+        first = statements[0]
+        assert isinstance(first, cst.SimpleStatementLine | cst.BaseCompoundStatement)
+        # The comments above the `with` and on its line go above what was its first statement.
+        said = body.header.comment
+        on_with = [cst.EmptyLine(comment=said)] if said is not None else []
+        statements[0] = first.with_changes(
+            leading_lines=[*block.leading_lines, *on_with, *first.leading_lines]
+        )
+        return self._made_fix({block: cst.FlattenSentinel(statements)}, item.item, *rewrites)
+
+    def _with_block(self, receiver: cst.BaseExpression) -> cst.With | None:
+        """The `with maker as receiver:` (its only item) that binds the name `receiver`."""
+        if not isinstance(receiver, cst.Name):
+            return None
+        scope = self.traced.scope_of(receiver)
+        bindings = [a for a in scope[receiver.value] if isinstance(a, Assignment)] if scope else []
+        if len(bindings) != 1:
+            return None
+        alias = self.traced.parent(bindings[0].node)
+        item = self.traced.parent(alias) if isinstance(alias, cst.AsName) else None
+        block = self.traced.parent(item) if isinstance(item, cst.WithItem) else None
+        if not isinstance(block, cst.With) or block.asynchronous or len(block.items) != 1:
+            return None
+        return block
+
+    def _sequential(self, call: cst.Call, maker: cst.BaseExpression) -> Rewrite | None:
+        """`call` (a method of the pool `maker` makes) run in the trace, one call after
+        another."""
+        family = self._family(maker)
+        func = call.func
+        if family is None or not isinstance(func, cst.Attribute):
+            return None
+        how = SEQUENTIAL[family].get(func.attr.value)
+        if how is None or any(a.star for a in call.args):
+            return None
+        positional = [a for a in call.args if a.keyword is None]
+        keywords = [a for a in call.args if a.keyword is not None]
+        allowed = how.dropped | (APPLY_KEYWORDS if how.template == APPLY else frozenset())
+        if not positional or any(k.keyword and k.keyword.value not in allowed for k in keywords):
+            return None
+        original = call
+        if how.taken_by is not None:
+            taken = self.traced.parent(call)
+            waits = self.traced.parent(taken) if taken is not None else None
+            if not (
+                isinstance(taken, cst.Attribute)
+                and taken.attr.value == how.taken_by
+                and isinstance(waits, cst.Call)
+                and waits.func is taken
+                and not waits.args
+            ):
+                return None
+            original = waits
+        f = source_of(positional[0].value)
+        rest = [source_of(a.value) for a in positional[1:]]
+        code = how.template.format(
+            f=f, args=", ".join(rest), call=_applied(positional[1:], keywords)
+        )
+        imports = (ImportNeeded("itertools"),) if "itertools." in code else ()
+        new = cst.parse_expression(code)
+        return Rewrite(original, new.with_changes(lpar=original.lpar, rpar=original.rpar), imports)
+
+    def _family(self, maker: cst.BaseExpression) -> Family | None:
+        """Whose pool `maker` (a constructor call) makes: `multiprocessing`'s (also through a
+        context) or `concurrent.futures`'; None for a project's own."""
+        if not isinstance(maker, cst.Call):
+            return None
+        names = self.qualified_names(maker.func)
+        for family in Family:
+            if any(n.startswith(family.value + ".") for n in names):
+                return family
+        func = maker.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "Pool"
+            and self._factory(func.value)
+        ):
+            return Family.POOL
+        return None
 
     # ----- what the call is -------------------------------------------------------------------
 
@@ -337,7 +537,9 @@ class ParallelInTraced(Rule):
         return isinstance(expr, cst.Call) and self._kind_of_name(expr.func) is Kind.FACTORY
 
     def prepare(self) -> None:
-        """What each constructor makes, the project's (worker processes unless built in) too."""
+        """What each constructor makes, the project's (worker processes unless built in) too;
+        the fixes of the `with` blocks seen so far."""
+        self._block_fixes: dict[cst.With, Fix | None] = {}
         self._constructors = {
             row.callable: Kind[row.detail] if row.detail else Kind.PROCESSES
             for row in self.sink_rows(SinkKind.PARALLEL)
@@ -387,6 +589,35 @@ class ParallelInTraced(Rule):
         ):
             return None  # only `a, b = Pipe()` unpacks into what it constructs
         return assign.value
+
+
+class _Replace(cst.CSTTransformer):
+    """Replace nodes (the originals, by identity) with new ones."""
+
+    def __init__(self, replacements: Mapping[cst.CSTNode, cst.BaseExpression]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(  # type: ignore[override]
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode:
+        return self.replacements.get(original_node, updated_node)
+
+
+def _applied(positional: list[cst.Arg], keywords: list[cst.Arg]) -> str:
+    """The arguments of `f` for `pool.apply(f, args, kwds)`: a tuple literal's elements,
+    else `*args`; a dict of `**kwds`."""
+    given = {k.keyword.value: k.value for k in keywords if k.keyword is not None}
+    args = positional[0].value if positional else given.get("args")
+    kwds = positional[1].value if len(positional) > 1 else given.get("kwds")
+    parts: list[str] = []
+    if isinstance(args, cst.Tuple):
+        parts += [source_of(e.value) for e in args.elements]
+    elif args is not None:
+        parts.append(f"*{source_of(args)}")
+    if kwds is not None:
+        parts.append(f"**{source_of(kwds)}")
+    return ", ".join(parts)
 
 
 def _top_level(rule: ParallelInTraced, node: cst.CSTNode) -> cst.CSTNode:

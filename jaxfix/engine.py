@@ -620,13 +620,19 @@ def _apply(
 
 
 def _tidy_top(before: cst.Module, after: cst.Module) -> cst.Module:
-    """Drop the blank lines a removed first import leaves at the top of the file."""
-    if not before.body or not after.body or before.body[0].leading_lines:
+    """Drop the blank lines that a removed statement with none above it leaves: the first
+    import of the file, or the first after its docstring, keeps its place flush."""
+    old = [before.code_for_node(statement) for statement in before.body]
+    new = [after.code_for_node(statement) for statement in after.body]
+    index = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), None)
+    if index is None or old[index + 1 : index + 2] != new[index : index + 1]:
+        return after  # the first difference is no removal
+    removed, first = before.body[index], after.body[index]
+    if removed.leading_lines or any(line.comment for line in first.leading_lines):
         return after
-    first = after.body[0]
-    if not first.leading_lines or any(line.comment for line in first.leading_lines):
-        return after
-    return after.with_changes(body=[first.with_changes(leading_lines=()), *after.body[1:]])
+    body = list(after.body)
+    body[index] = first.with_changes(leading_lines=())
+    return after.with_changes(body=body)
 
 
 def _reparse(code: str, filename: str, codes: Sequence[str]) -> cst.Module:
