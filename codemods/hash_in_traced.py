@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import Assignment
+from libcst.metadata import Assignment, GlobalScope
 
 from jaxfix.analysis.reasons import Via
 from jaxfix.candidates import HASHED_KEYS
-from jaxfix.rule import Rule, command_hooks
+from jaxfix.diagnostic import FixSafety
+from jaxfix.hoist import jax_numpy_name
+from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedFunction
 
@@ -64,6 +66,10 @@ HASH = (
     "tracers are unhashable; for a random seed derive a key inside the trace"
     " (`jax.random.fold_in(key, x)`), or hash a static argument"
 )
+# What code may do with a lookup table that the fix reads as an array: read it (these methods,
+# `len` and `list` of it). A method that changes it, an item store or delete, or handing it to
+# a function (which may change it) would make the array a copy that goes stale.
+TABLE_READS = frozenset({"get", "keys", "values", "items", "copy"})
 STATIC = (
     "jax raises `ValueError: Non-hashable static arguments are not supported`; pass it as a"
     " traced argument, or make it static in the caller too"
@@ -117,7 +123,15 @@ class HashInTraced(Rule):
     For a seed, use `jax.random.fold_in(key, x)` instead of `hash(x)`.
 
     ## Fix safety
-    No fix. The rewrite depends on what the table holds and on the values the key takes.
+    Unsafe. A lookup table (`SCALE[level]`, `SCALE.get(level, 0.0)`) bound once at module
+    level to a dict display (or `dict([...])` of pairs) whose keys are `0, 1, ..., n-1` in order
+    and whose values are numbers, and that nothing changes, becomes an array index:
+    `jnp.asarray(list(SCALE.values()))[level]`, and `.get(level, d)` keeps its default with
+    `jnp.where((level >= 0) & (level < n), ..., d)`. A key out of range no longer raises
+    `KeyError` (the array clamps it), and the values become an array of jax's default dtype
+    (`float32`), where Python floats were weakly typed: an `x` of `bfloat16` times a value is
+    `float32`. Other tables, sets, `hash(x)` and static arguments have no fix: the rewrite
+    depends on what they hold and on the values the key takes.
 
     ## References
     - https://docs.jax.dev/en/latest/faq.html#jit-and-caching
@@ -129,8 +143,8 @@ class HashInTraced(Rule):
     name = "hash-in-traced"
     summary = "A traced value used as a dict key, a set element, a hash or a static argument"
     message = "`{site}` hashes the traced `{key}` inside `{function}` ({reason}): {advice}"
-    fix_title = "Index an array, or keep the key static"
-    fix_safety = None
+    fix_title = "Index an array of the table's values"
+    fix_safety = FixSafety.UNSAFE
     anchors = frozenset({HASHED_KEYS})
 
     # ----- the sites ------------------------------------------------------------------------
@@ -210,7 +224,89 @@ class HashInTraced(Rule):
             reason=context.reasons[0],
             advice=advice,
         )
-        self.report(site, message)
+        self.report(site, message, self._table_fix(site))
+
+    # ----- the fix: a lookup table as an array ----------------------------------------------
+
+    def _table_fix(self, site: cst.CSTNode) -> Fix | None:
+        """`T[k]` -> `jnp.asarray(list(T.values()))[k]`; `T.get(k, d)` (`k` a name) ->
+        `jnp.where((k >= 0) & (k < n), jnp.asarray(list(T.values()))[k], d)`."""
+        default: cst.BaseExpression | None = None
+        if isinstance(site, cst.Subscript) and len(site.slice) == 1:
+            table, index = site.value, site.slice[0].slice
+            if not isinstance(index, cst.Index):
+                return None
+            key = index.value
+        elif (
+            isinstance(site, cst.Call)
+            and isinstance(site.func, cst.Attribute)
+            and site.func.attr.value == "get"
+            and len(site.args) == 2
+            and all(a.keyword is None and not a.star for a in site.args)
+            and isinstance(site.args[0].value, cst.Name)
+        ):
+            table, key, default = site.func.value, site.args[0].value, site.args[1].value
+        else:
+            return None
+        size = self._table_size(table)
+        jnp, imports = jax_numpy_name(self.traced, site) if size else ("", [])
+        if not isinstance(table, cst.Name) or not jnp:
+            return None
+        array = f"{jnp}.asarray(list({table.value}.values()))[{source_of(key)}]"
+        if default is not None:
+            k = source_of(key)
+            array = f"{jnp}.where(({k} >= 0) & ({k} < {size}), {array}, {source_of(default)})"
+        new = cst.parse_expression(array)
+        return self.make_fix({site: new.with_changes(lpar=site.lpar, rpar=site.rpar)}, imports)
+
+    def _table_size(self, table: cst.BaseExpression) -> int | None:
+        """The number of entries of a module-level lookup table the fix can read as an array
+        (see the rule's docs), or None."""
+        if not isinstance(table, cst.Name):
+            return None
+        bindings = self.traced.assignments(table)
+        if len(bindings) != 1 or not isinstance(bindings[0].scope, GlobalScope):
+            return None
+        target = self.traced.parent(bindings[0].node)
+        assign = self.traced.parent(target) if isinstance(target, cst.AssignTarget) else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return None
+        pairs = self._pairs(assign.value)
+        if pairs is None or [k for k, _ in pairs] != list(range(len(pairs))):
+            return None
+        if not all(map(_is_number, (v for _, v in pairs))):
+            return None
+        if not self.traced.only_read(table.value, TABLE_READS, ("len", "list")):
+            return None
+        return len(pairs)
+
+    def _pairs(self, value: cst.BaseExpression) -> list[tuple[object, cst.BaseExpression]] | None:
+        """The (key, value) entries of `{k: v, ...}` or `dict([(k, v), ...])`, integer keys
+        only."""
+        if isinstance(value, cst.Dict):
+            entries = [(e.key, e.value) for e in value.elements if isinstance(e, cst.DictElement)]
+            if len(entries) != len(value.elements):
+                return None
+        elif (
+            isinstance(value, cst.Call)
+            and "builtins.dict" in self.qualified_names(value.func)
+            and len(value.args) == 1
+            and isinstance(value.args[0].value, cst.List | cst.Tuple)
+        ):
+            entries = []
+            for element in value.args[0].value.elements:
+                pair = element.value
+                if not isinstance(pair, cst.Tuple) or len(pair.elements) != 2:
+                    return None
+                entries.append((pair.elements[0].value, pair.elements[1].value))
+        else:
+            return None
+        found: list[tuple[object, cst.BaseExpression]] = []
+        for key, item in entries:
+            if not isinstance(key, cst.Integer):
+                return None
+            found.append((key.evaluated_value, item))
+        return found
 
     def _check_elements(self, call: cst.Call, iterable: cst.BaseExpression) -> None:
         """`set([x, y])`, `set(v for v in ...)`, `set(jnp.unique(x))`: not `set(name)`, which
@@ -334,6 +430,12 @@ class HashInTraced(Rule):
         if isinstance(annotation, cst.Subscript):
             annotation = annotation.value
         return bool(self.qualified_names(annotation) & KEYED_ANNOTATIONS)
+
+
+def _is_number(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, cst.Integer | cst.Float)
 
 
 def _code(node: cst.CSTNode) -> str:

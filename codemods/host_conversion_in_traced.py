@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import Assignment, BaseAssignment, Scope
+from libcst.metadata import Assignment, Scope
 
 from jaxfix.analysis.reasons import Via
 from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import jax_module_name
+from jaxfix.hoist import jax_module_name, jax_numpy_name
 from jaxfix.models import numpy_scipy
 from jaxfix.models.sinks import FIRST, Sink, SinkKind, names_of
 from jaxfix.returns import DUMPS
-from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
+from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
 from jaxfix.syntax import calls_in, payload_of, source_of
 from jaxfix.tracing import TracedFunction
@@ -438,7 +437,7 @@ class HostConversionInTraced(Rule):
             return None
         if not self._stays_traced(call):
             return None
-        jnp_name, imports = self._jnp_module(call)
+        jnp_name, imports = jax_numpy_name(self.traced, call)
         if not jnp_name:
             return None
         new = call.with_changes(func=cst.parse_expression(f"{jnp_name}.{short}"))
@@ -492,33 +491,6 @@ class HostConversionInTraced(Rule):
         return isinstance(target, cst.Name) and target.value not in (
             self.traced.declared_outer_names(owner)
         )
-
-    def _jnp_module(self, at: cst.CSTNode) -> tuple[str, list[ImportNeeded]]:
-        """How `at` can refer to `jax.numpy`: an alias the module imports it as, or through
-        `jax` (imported if needed)."""
-        alias = self._jnp_alias(at)
-        if alias is not None:
-            return alias, []
-        jax_name, imports = jax_module_name(self.traced, at)
-        return (f"{jax_name}.numpy", imports) if jax_name else ("", [])
-
-    def _jnp_alias(self, at: cst.CSTNode) -> str | None:
-        top = at
-        while (parent := self.traced.parent(top)) is not None and not isinstance(
-            parent, cst.Module
-        ):
-            top = parent
-        scope = self.traced.scope_of(at)
-        for statement in self.traced.module.body:
-            if statement is top:
-                break
-            if not isinstance(statement, cst.SimpleStatementLine):
-                continue
-            for small in statement.body:
-                name = _jax_numpy_binding(small)
-                if name is not None and (scope is None or _only_imports(scope[name])):
-                    return name
-        return None
 
     def _print_fix(self, call: cst.Call) -> Fix | None:
         converted = self._debug_print_arguments(call)
@@ -656,28 +628,6 @@ def _literal(text: str) -> str:
     if literal.startswith("'") and '"' not in text:
         literal = '"' + literal[1:-1].replace("\\'", "'") + '"'
     return literal
-
-
-def _jax_numpy_binding(small: cst.BaseSmallStatement) -> str | None:
-    """The name `import jax.numpy as jnp` / `from jax import numpy as jnp` binds."""
-    if isinstance(small, cst.Import):
-        for alias in small.names:
-            if alias.evaluated_name == "jax.numpy" and alias.asname is not None:
-                return alias.evaluated_alias
-    if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-        module = source_of(small.module) if small.module else ""
-        if module == "jax" and not small.relative:
-            for alias in small.names:
-                if alias.evaluated_name == "numpy":
-                    return alias.evaluated_alias or "numpy"
-    return None
-
-
-def _only_imports(assignments: Collection[BaseAssignment]) -> bool:
-    found = list(assignments)
-    return bool(found) and all(
-        isinstance(a, Assignment) and isinstance(a.node, cst.Import | cst.ImportFrom) for a in found
-    )
 
 
 def _abstract_only(context: TracedFunction) -> bool:

@@ -5,10 +5,10 @@ concrete values. Shared by every rule whose fix is "do this on the host".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import libcst as cst
-from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope, Scope
+from libcst.metadata import Assignment, BaseAssignment, BuiltinAssignment, FunctionScope, Scope
 
 from jaxfix.rule import ImportNeeded
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
@@ -32,11 +32,55 @@ def jax_module_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, lis
     return "jax", [ImportNeeded("jax")]
 
 
-def _imported_jax_name(analysis: TracedAnalysis, at: cst.CSTNode) -> str | None:
-    """The name that a module-level `import jax` before the statement holding `at` binds."""
+def jax_numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list[ImportNeeded]]:
+    """How `at` can refer to `jax.numpy`: the alias a module-level import before it binds
+    (`import jax.numpy as jnp`, `from jax import numpy as jnp`), or through `jax` (imported
+    if needed); ("", []) when neither can be named."""
+    top = _top_statement(analysis, at)
+    scope = analysis.scope_of(at)
+    for statement in analysis.module.body:
+        if statement is top:
+            break
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            name = _jax_numpy_binding(small)
+            if name is not None and (scope is None or _only_imports(scope[name])):
+                return name, []
+    jax_name, imports = jax_module_name(analysis, at)
+    return (f"{jax_name}.numpy", imports) if jax_name else ("", [])
+
+
+def _top_statement(analysis: TracedAnalysis, at: cst.CSTNode) -> cst.CSTNode:
     top = at
     while (parent := analysis.parent(top)) is not None and not isinstance(parent, cst.Module):
         top = parent
+    return top
+
+
+def _jax_numpy_binding(small: cst.BaseSmallStatement) -> str | None:
+    """The name `import jax.numpy as jnp` / `from jax import numpy as jnp` binds."""
+    if isinstance(small, cst.Import):
+        for alias in small.names:
+            if alias.evaluated_name == "jax.numpy" and alias.asname is not None:
+                return alias.evaluated_alias
+    if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+        module = small.module
+        if module is not None and not small.relative and module.deep_equals(cst.Name("jax")):
+            for alias in small.names:
+                if alias.evaluated_name == "numpy":
+                    return alias.evaluated_alias or "numpy"
+    return None
+
+
+def _only_imports(assignments: Collection[BaseAssignment]) -> bool:
+    found = list(assignments)
+    return bool(found) and all(
+        isinstance(a, Assignment) and isinstance(a.node, cst.Import | cst.ImportFrom) for a in found
+    )
+
+
+def _imported_jax_name(analysis: TracedAnalysis, at: cst.CSTNode) -> str | None:
+    """The name that a module-level `import jax` before the statement holding `at` binds."""
+    top = _top_statement(analysis, at)
     for statement in analysis.module.body:
         if statement is top:
             break

@@ -329,6 +329,11 @@ class TracedAnalysis:
     def scope_of(self, node: cst.CSTNode) -> Scope | None:
         return self._scopes.get(node)
 
+    def only_read(self, name: str, methods: Collection[str], builtins: Collection[str]) -> bool:
+        """Whether the module-level `name` is a constant of the file: bound once at its top
+        level and only read (see `FileAnalysis.only_read`; the whole file, not the slice)."""
+        return self._analysed.only_read(name, methods, builtins)
+
     def all_names(self) -> set[str]:
         """Every identifier the module mentions (to pick names that clash with none)."""
         if self._all_names is None:

@@ -214,7 +214,7 @@ def test_explain_and_rules() -> None:
         ["JF103", "leak-in-traced", "unsafe", "on"],
         ["JF104", "host-conversion-in-traced", "unsafe", "on"],
         ["JF105", "parallel-in-traced", "unsafe", "on"],
-        ["JF106", "hash-in-traced", "none", "on"],
+        ["JF106", "hash-in-traced", "unsafe", "on"],
         ["JF107", "serialized-return", "unsafe", "on"],
         ["JF108", "pickled-device-array", "safe", "opt-in"],
     ]
@@ -227,7 +227,7 @@ def test_explain_and_rules() -> None:
         ("JF103", "unsafe", "on"),
         ("JF104", "unsafe", "on"),
         ("JF105", "unsafe", "on"),
-        ("JF106", "none", "on"),
+        ("JF106", "unsafe", "on"),
         ("JF107", "unsafe", "on"),
         ("JF108", "safe", "opt-in"),
     ]

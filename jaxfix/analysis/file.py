@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import bisect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.bridge import Positions, first_line
@@ -42,6 +42,26 @@ class FileAnalysis:
         if self._positions is None:
             self._positions = Positions(self.tree, self.text)
         return self._positions
+
+    def only_read(self, name: str, methods: Collection[str], builtins: Collection[str]) -> bool:
+        """Whether the module-level `name` is bound once, at the top level, and every other
+        use of it in the file reads it: `name[k]` loaded, one of `methods` called on it, or
+        given to one of `builtins` (`len`). A module constant: what it holds at import time it
+        holds for good (as far as the file tells)."""
+        bound = 0
+        for parent in ast.walk(self.tree):
+            if isinstance(parent, ast.Global | ast.Nonlocal) and name in parent.names:
+                return False
+            for child in ast.iter_child_nodes(parent):
+                if not isinstance(child, ast.Name) or child.id != name:
+                    continue
+                if not isinstance(child.ctx, ast.Load):
+                    bound += 1
+                    if not (isinstance(parent, ast.Assign) and parent in self.tree.body):
+                        return False
+                elif not _reads(parent, child, methods, builtins):
+                    return False
+        return bound == 1
 
     def identifiers(self) -> set[str]:
         """Every name the file binds or reads (fresh names must clash with none of them)."""
@@ -283,6 +303,20 @@ def _expression_calls(statements: Sequence[ast.stmt]) -> Iterator[ast.Call]:
     for statement in statements:
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             yield statement.value
+
+
+def _reads(
+    parent: ast.AST, use: ast.Name, methods: Collection[str], builtins: Collection[str]
+) -> bool:
+    """Whether `use` (a loaded name) is read by `parent`, not changed or handed on."""
+    if isinstance(parent, ast.Subscript):
+        return parent.value is use and isinstance(parent.ctx, ast.Load)
+    if isinstance(parent, ast.Attribute):
+        return parent.attr in methods
+    if isinstance(parent, ast.Call):
+        func = parent.func
+        return isinstance(func, ast.Name) and func.id in builtins and use is not func
+    return False
 
 
 def statement_index(tree: ast.Module) -> Callable[[ast.AST], int | None]:
