@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import Assignment, GlobalScope
+from libcst.metadata import Assignment
 
+from jaxfix.call_sites import assigned, call_sites, count_returns, only_here
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
 from jaxfix.project import SerializedImport
@@ -129,7 +130,8 @@ class SerializedReturn(Rule):
             if arg.value is not payload
         )
         name = context.node.name.value
-        why = "" if isinstance(fix_or_why, Fix) or fix_or_why == _public(name) else fix_or_why
+        public = only_here(self.traced, context.node)
+        why = "" if isinstance(fix_or_why, Fix) or fix_or_why == public else fix_or_why
         facts.serialized_returns.append(Returns(name, qualified, where.part, extra, why))
 
     def leave_Module(self, original_node: cst.Module) -> None:
@@ -211,9 +213,9 @@ class SerializedReturn(Rule):
         function = context.node
         if not isinstance(function, cst.FunctionDef):
             return "a lambda has no call sites to rewrite"
-        if _count_returns(function.body) != 1:
+        if count_returns(function.body) != 1:
             return f"`{function.name.value}` returns in more than one place"
-        sites = self._call_sites(function)
+        sites = call_sites(self.traced, function)
         if isinstance(sites, str):
             return sites
         replacements: dict[cst.CSTNode, Replacement] = {serializer: payload}
@@ -223,36 +225,10 @@ class SerializedReturn(Rule):
             if isinstance(rewritten, str):
                 return rewritten
             replacements.update(rewritten)
-        name = function.name.value
-        foreign = {calls.function for calls in self.traced.project.foreign_calls}
-        if name not in foreign and not name.startswith("_") and not _is_script(self.traced.module):
-            return _public(name)  # last: every other reason is the run's to know
+        why = only_here(self.traced, function)
+        if why:
+            return why  # last: every other reason is the run's to know
         return self.make_fix(replacements, imports, removed_nodes=[serializer.func])
-
-    def _call_sites(self, function: cst.FunctionDef) -> list[cst.Call] | str:
-        """Every call of `function`, when those are all its uses and no other module can call
-        it; else why not."""
-        name = function.name.value
-        scope = self.traced.scope_of(function)
-        if not isinstance(scope, GlobalScope):
-            return f"`{name}` is not a module-level function"
-        bindings = [a for a in scope.assignments[name] if isinstance(a, Assignment)]
-        if len(bindings) != 1 or bindings[0].node is not function:
-            return f"`{name}` is bound more than once"
-        if name in _exported(self.traced.module):
-            return f"`{name}` is in `__all__`: other code may call it"
-        foreign = {calls.function: calls.why_not for calls in self.traced.project.foreign_calls}
-        if foreign.get(name):
-            return foreign[name]
-        calls: list[cst.Call] = []
-        for access in bindings[0].references:
-            parent = self.traced.parent(access.node)
-            if not isinstance(parent, cst.Call) or parent.func is not access.node:
-                return f"`{name}` is used as a value, not only called"
-            if self.traced.context_of(parent) is not None:
-                return f"`{name}` is called from traced code"
-            calls.append(parent)
-        return calls
 
     def _rewrite_site(
         self,
@@ -276,7 +252,7 @@ class SerializedReturn(Rule):
         if part is None:
             wrapped = serialized(site)
             return {} if self._is_code_around(site, wrapped, levels=4) else {site: wrapped}
-        line, target = self._assigned(site)
+        line, target = assigned(self.traced, site)
         if line is None or target is None:
             return "a call site does not assign the result to names"
         item: cst.Name | cst.Subscript
@@ -303,30 +279,6 @@ class SerializedReturn(Rule):
         for _ in range(levels):
             around = self.traced.parent(around) if around is not None else None
         return around is not None and _code(around) == _code(expected)
-
-    def _assigned(
-        self, site: cst.Call
-    ) -> tuple[cst.SimpleStatementLine | None, cst.BaseAssignTargetExpression | None]:
-        """For `target = f(...)` alone on its line: the line and the target."""
-        assign = self.traced.parent(site)
-        line = self.traced.parent(assign) if assign is not None else None
-        if (
-            isinstance(assign, cst.Assign)
-            and len(assign.targets) == 1
-            and isinstance(line, cst.SimpleStatementLine)
-            and len(line.body) == 1
-        ):
-            return line, assign.targets[0].target
-        return None, None
-
-
-def _public(name: str) -> str:
-    """Why a public function of a module is not rewritten when no other module of the run
-    imports it."""
-    return (
-        f"`{name}` is public: other modules may call it (make it private, or run jaxfix over"
-        " every module that imports it)"
-    )
 
 
 def _code(node: cst.CSTNode | None) -> str | None:
@@ -357,52 +309,6 @@ def _is_constant(value: cst.BaseExpression) -> bool:
     if isinstance(value, _LITERALS):
         return True
     return isinstance(value, cst.Name) and value.value in {"True", "False", "None"}
-
-
-def _count_returns(node: cst.CSTNode) -> int:
-    """Return statements in a function's own body (not in nested functions)."""
-    count = 0
-    for child in node.children:
-        if isinstance(child, cst.FunctionDef | cst.Lambda | cst.ClassDef):
-            continue
-        count += isinstance(child, cst.Return) + _count_returns(child)
-    return count
-
-
-def _exported(module: cst.Module) -> set[str]:
-    """The names a module-level `__all__ = [...]` lists."""
-    names: set[str] = set()
-    for statement in module.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if (
-                isinstance(small, cst.Assign | cst.AugAssign)
-                and isinstance(target := _target(small), cst.Name)
-                and target.value == "__all__"
-                and isinstance(small.value, cst.List | cst.Tuple)
-            ):
-                names.update(
-                    e.value.evaluated_value
-                    for e in small.value.elements
-                    if isinstance(e.value, cst.SimpleString)
-                    and isinstance(e.value.evaluated_value, str)
-                )
-    return names
-
-
-def _target(small: cst.Assign | cst.AugAssign) -> cst.BaseExpression:
-    return small.targets[0].target if isinstance(small, cst.Assign) else small.target
-
-
-def _is_script(module: cst.Module) -> bool:
-    """Whether the module runs as a program (`if __name__ == "__main__":`)."""
-    return any(
-        isinstance(statement, cst.If)
-        and "__main__" in source_of(statement.test)
-        and "__name__" in source_of(statement.test)
-        for statement in module.body
-    )
 
 
 # `SerializedReturnCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

@@ -1,0 +1,129 @@
+"""The call sites of a module's function, when a fix may rewrite them all.
+
+A fix that changes what a function returns must rewrite every call: it is made when every use
+of the function is a call outside traced code, alone on its line or assigned to names, and no
+other module can call it: its name is private (`_encode`), or the module is a script
+(`if __name__ == "__main__":`), or a run over the whole project tells that every module that
+imports it is rewritten too (`Options.foreign_calls`), and it is not in `__all__`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import Assignment, GlobalScope
+
+from jaxfix.syntax import source_of
+from jaxfix.tracing import TracedAnalysis
+
+
+def call_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.Call] | str:
+    """Every call of `function`, when those are all its uses and no other module's code in
+    the run calls it (`Options.foreign_calls`); else why not."""
+    name = function.name.value
+    scope = analysis.scope_of(function)
+    if not isinstance(scope, GlobalScope):
+        return f"`{name}` is not a module-level function"
+    bindings = [a for a in scope.assignments[name] if isinstance(a, Assignment)]
+    if len(bindings) != 1 or bindings[0].node is not function:
+        return f"`{name}` is bound more than once"
+    if name in exported(analysis.module):
+        return f"`{name}` is in `__all__`: other code may call it"
+    foreign = {calls.function: calls.why_not for calls in analysis.project.foreign_calls}
+    if foreign.get(name):
+        return foreign[name]
+    calls: list[cst.Call] = []
+    for access in bindings[0].references:
+        parent = analysis.parent(access.node)
+        if not isinstance(parent, cst.Call) or parent.func is not access.node:
+            return f"`{name}` is used as a value, not only called"
+        if analysis.context_of(parent) is not None:
+            return f"`{name}` is called from traced code"
+        calls.append(parent)
+    return calls
+
+
+def only_here(analysis: TracedAnalysis, function: cst.FunctionDef) -> str:
+    """Why other modules may call `function` ("" when they cannot: see the module's docs)."""
+    name = function.name.value
+    foreign = {calls.function for calls in analysis.project.foreign_calls}
+    if name in foreign or name.startswith("_") or is_script(analysis.module):
+        return ""
+    return (
+        f"`{name}` is public: other modules may call it (make it private, or run jaxfix over"
+        " every module that imports it)"
+    )
+
+
+def assigned(
+    analysis: TracedAnalysis, site: cst.Call
+) -> tuple[cst.SimpleStatementLine | None, cst.BaseAssignTargetExpression | None]:
+    """For `target = f(...)` alone on its line: the line and the target."""
+    assign = analysis.parent(site)
+    line = analysis.parent(assign) if assign is not None else None
+    if (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and isinstance(line, cst.SimpleStatementLine)
+        and len(line.body) == 1
+    ):
+        return line, assign.targets[0].target
+    return None, None
+
+
+def alone(analysis: TracedAnalysis, site: cst.Call) -> cst.SimpleStatementLine | None:
+    """For `f(...)` alone on its line, its result dropped: the line."""
+    expression = analysis.parent(site)
+    line = analysis.parent(expression) if expression is not None else None
+    if (
+        isinstance(expression, cst.Expr)
+        and isinstance(line, cst.SimpleStatementLine)
+        and len(line.body) == 1
+    ):
+        return line
+    return None
+
+
+def count_returns(node: cst.CSTNode) -> int:
+    """Return statements in a function's own body (not in nested functions)."""
+    count = 0
+    for child in node.children:
+        if isinstance(child, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+            continue
+        count += isinstance(child, cst.Return) + count_returns(child)
+    return count
+
+
+def exported(module: cst.Module) -> set[str]:
+    """The names a module-level `__all__ = [...]` lists."""
+    names: set[str] = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, cst.Assign | cst.AugAssign)
+                and isinstance(target := _target(small), cst.Name)
+                and target.value == "__all__"
+                and isinstance(small.value, cst.List | cst.Tuple)
+            ):
+                names.update(
+                    e.value.evaluated_value
+                    for e in small.value.elements
+                    if isinstance(e.value, cst.SimpleString)
+                    and isinstance(e.value.evaluated_value, str)
+                )
+    return names
+
+
+def _target(small: cst.Assign | cst.AugAssign) -> cst.BaseExpression:
+    return small.targets[0].target if isinstance(small, cst.Assign) else small.target
+
+
+def is_script(module: cst.Module) -> bool:
+    """Whether the module runs as a program (`if __name__ == "__main__":`)."""
+    return any(
+        isinstance(statement, cst.If)
+        and "__main__" in source_of(statement.test)
+        and "__name__" in source_of(statement.test)
+        for statement in module.body
+    )
