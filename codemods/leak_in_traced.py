@@ -146,7 +146,14 @@ class LeakInTraced(Rule):
     value from the traced function and store or log it after the call.
 
     ## Fix safety
-    Unsafe. The statement moves into a host callback that runs when the compiled function
+    Unsafe. When every call site of the function is in view (it is private, or the module is
+    a script: see JF107) and jitted by its decorator, the statement moves *after* each call:
+    the function returns the traced values it needs as extra outputs, and each call site
+    (`out = f(x)` or `f(x)` alone on its line) unpacks them and runs it on their host copies
+    (`jax.device_get`, which waits for them: the same on every backend, with no callback).
+    A caller jaxfix did not see would get a tuple. Otherwise:
+
+    the statement moves into a host callback that runs when the compiled function
     *executes*, with concrete arrays, not when it is traced: once per call (not once per
     compilation), once per element under `vmap` and once per iteration under `lax.scan`.
     `ordered=True` keeps the effects in program order, but transformations such as
@@ -169,7 +176,8 @@ class LeakInTraced(Rule):
     log_message = "`{what}` logs a traced value inside `{function}` ({reason})"
     fix_title = "Move the statement to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
-    reads_users = True  # whether traced code reads the state back
+    after_call_title = "Return the traced values and run the statement on them after each call"
+    reads_users = True  # whether traced code reads the state back; the call sites
     reads_after_calls = True  # the fix waits for the callback where host code reads the state
     anchors = frozenset(
         {STORES, *LOGGER_METHODS, *METRICS_METHODS}

@@ -115,7 +115,14 @@ class SerializeInTraced(Rule):
     serialize `jax.device_get(out)` after the call.
 
     ## Fix safety
-    Unsafe. The statement moves into a host callback that runs when the compiled function
+    Unsafe. When every call site of the function is in view (it is private, or the module is
+    a script: see JF107) and jitted by its decorator, the statement moves *after* each call:
+    the function returns the traced values it needs as extra outputs, and each call site
+    (`out = f(x)` or `f(x)` alone on its line) unpacks them and runs it on their host copies
+    (`jax.device_get`, which waits for them: the same on every backend, with no callback).
+    A caller jaxfix did not see would get a tuple. Otherwise:
+
+    the statement moves into a host callback that runs when the compiled function
     *executes*, not when it is traced: once per call, once per element under `vmap` and once per
     iteration under `lax.scan`. `ordered=True` keeps the effects in program order, but
     transformations such as rematerialisation may repeat them. `jax.device_get` hands the
@@ -141,6 +148,8 @@ class SerializeInTraced(Rule):
     message = "`{call}` serializes a traced value inside `{function}` ({reason})"
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
+    after_call_title = "Return the traced values and serialize their host copies after each call"
+    reads_users = True  # the call sites, where the serialization may move
     reads_after_calls = True  # the fix waits for the callback where host code reads its file
     sinks = SINKS
     anchors = names_of(SINKS, SinkKind.SERIALIZE) | SERIALIZING_METHODS | {"save"}

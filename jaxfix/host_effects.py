@@ -1,5 +1,8 @@
 """A host callback that races with nothing: the hoist of JF101 and JF103, planned whole.
 
+When every call site of the function is in view, the statement moves after the call instead
+(`jaxfix.after_call`): deterministic on every backend, no callback at all. Otherwise:
+
 A statement moved into `jax.debug.callback(..., ordered=True)` runs when the compiled function
 executes; on an accelerator that is after the call has returned. So the plan:
 
@@ -18,13 +21,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from jaxfix.after_call import AfterCall, Wrapping, plan_after_call
 from jaxfix.analysis.effects import Keys
 from jaxfix.hoist import fresh_name, hoist_statements, jax_module_name, stored_names
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
-
-# What to wrap in a moving statement (`y` -> `jax.device_get(y)`), given the name of `jax`.
-Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpression]]
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,16 @@ class Hoists:
         if statement in self._fixes:
             return self._fixes[statement]
         traced = self.rule.traced
+        moved = _moving_with(traced, statement, self.movable)
+        title = self.rule.after_call_title
+        if not isinstance(moved, str) and title is not None:
+            after = plan_after_call(traced, moved[0], self.wrapping)
+            if isinstance(after, AfterCall):
+                fix = self.rule.make_fix(after.replacements, after.imports, title=title)
+                self._fixes.update(dict.fromkeys(moved[0], fix))
+                return fix
         host_name = fresh_name(traced, base, self._reserved)
-        planned = plan_hoist(traced, statement, self.movable, self.wrapping, host_name)
+        planned = plan_hoist(traced, statement, moved, self.wrapping, host_name)
         if isinstance(planned, str):
             self._fixes[statement] = planned
             return planned
@@ -81,16 +90,16 @@ class Hoists:
 def plan_hoist(
     analysis: TracedAnalysis,
     statement: Statement,
-    movable: Callable[[Statement], bool],
+    moved: tuple[list[Statement], Keys] | str,
     wrapping: Wrapping,
     host_name: str,
 ) -> Hoist | str:
-    """The hoist of `statement` of a traced function, or why there is none ("" when the
-    statement itself cannot move)."""
+    """The hoist of `statement` of a traced function with the statements that move with it
+    (`moved`, or why they cannot), or why there is none ("" when the statement itself cannot
+    move)."""
     jax_name, imports = jax_module_name(analysis, statement)
     if not jax_name:
         return ""
-    moved = _moving_with(analysis, statement, movable)
     if isinstance(moved, str):
         return moved
     group, keys = moved

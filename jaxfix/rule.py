@@ -59,6 +59,9 @@ class Rule(cst.BatchableCSTVisitor):
     message: ClassVar[str]
     fix_title: ClassVar[str]
     fix_safety: ClassVar[FixSafety | None]
+    # The title of the fix that moves a host statement after each call of its function (see
+    # `jaxfix.after_call`), for a rule whose findings are such statements.
+    after_call_title: ClassVar[str | None] = None
     # The callees (of calls and decorators) at which the rule reports: full names as imports
     # give them (`pickle.dumps`) and method names matched on any receiver (`tobytes`). A file
     # or top-level statement that calls none of them is never analysed; empty means the rule

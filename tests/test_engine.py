@@ -464,3 +464,79 @@ def test_a_rule_runs_where_the_text_names_one_of_its_anchors(
     text: str, code: str, runs: bool
 ) -> None:
     assert (code in {rule.code for rule in applicable_rules(text, all_rules())}) is runs
+
+
+# Host effects after the call (`jaxfix.after_call`), or else in a host callback.
+
+AFTER_CALL = """\
+import pickle
+
+import jax
+import jax.numpy as jnp
+
+BLOBS = []
+
+
+@jax.jit
+def _step(x, scale):
+    h = jnp.tanh(x)
+    BLOBS.append(pickle.dumps(h))
+    return h * 2
+
+
+out = _step(jnp.ones(2), 2.0)
+"""
+CALLBACK = "Move the serialization to a host callback"
+AFTER = "Return the traced values and serialize their host copies after each call"
+
+
+@pytest.mark.parametrize(
+    ("change", "title"),
+    [
+        pytest.param(("", ""), AFTER, id="private function, every call site a statement"),
+        pytest.param(("def _step", "def step"), CALLBACK, id="public: other modules may call it"),
+        pytest.param(
+            ("out = _step(jnp.ones(2), 2.0)", "print(_step(jnp.ones(2), 2.0))"),
+            CALLBACK,
+            id="a call site inside an expression",
+        ),
+        pytest.param(
+            (
+                "    BLOBS.append(pickle.dumps(h))",
+                '    tag = "act"\n    BLOBS.append((tag, pickle.dumps(h)))',
+            ),
+            CALLBACK,
+            id="it reads a local Python value that the call site does not have",
+        ),
+        pytest.param(
+            ("    return h * 2", "    h = h + 1\n    return h * 2"),
+            CALLBACK,
+            id="the value it needs is bound again after it",
+        ),
+        pytest.param(
+            (
+                "    BLOBS.append(pickle.dumps(h))",
+                "    if True:\n        BLOBS.append(pickle.dumps(h))",
+            ),
+            CALLBACK,
+            id="it runs in a branch",
+        ),
+        pytest.param(("@jax.jit\n", "@jax.vmap\n"), CALLBACK, id="traced by vmap, not jit"),
+    ],
+)
+def test_an_effect_moves_after_the_call_only_where_that_means_the_same(
+    change: tuple[str, str], title: str
+) -> None:
+    (found,) = check_text(AFTER_CALL.replace(*change), RULES)
+    assert found.fix_title is not None and found.fix_title.startswith(title)
+
+
+def test_an_effect_after_the_call_runs_on_the_host_copy_at_every_call_site() -> None:
+    fixed = fix_text(AFTER_CALL + "_step(jnp.zeros(2), 1.0)\n", RULES, unsafe_fixes=True).text
+    assert "    return h * 2, h\n" in fixed
+    assert fixed.endswith(
+        "out, h = _step(jnp.ones(2), 2.0)\n"
+        "BLOBS.append(pickle.dumps(jax.device_get(h)))\n"
+        "_, h = _step(jnp.zeros(2), 1.0)\n"
+        "BLOBS.append(pickle.dumps(jax.device_get(h)))\n"
+    )

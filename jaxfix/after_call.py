@@ -1,0 +1,240 @@
+"""Host effects after the call: the fix that is deterministic on every backend.
+
+A host statement in a jitted function (`BLOBS.append(pickle.dumps(h))`) cannot run in the
+trace. When every call site of the function is in view (`jaxfix.call_sites`), the statement
+moves *out*: the function returns the values it needs as extra outputs, and each caller runs
+it right after the call on their host copies:
+
+    @jax.jit                                   @jax.jit
+    def step(x):                               def step(x):
+        h = jnp.tanh(x)                  ->        h = jnp.tanh(x)
+        BLOBS.append(pickle.dumps(h))              return h * 2, h
+        return h * 2
+                                               out, h = step(xs)
+    out = step(xs)                             BLOBS.append(pickle.dumps(jax.device_get(h)))
+
+`jax.device_get` waits for the values, so the effect has run when the next line does: no host
+callback, no `jax.effects_barrier()`. The plan is made only where this means the same:
+
+- the function is jitted by its decorator (under `vmap` or `scan` the values would be stacked)
+  and returns once, at the end; the statements run once per call (not in a branch or a loop);
+- they read only the traced values they are given (names not rebound after them), names of
+  the module (which mean the same where the function is called) and what they bind themselves;
+- every call site is `target = f(...)` or `f(...)` alone on its line.
+
+Otherwise the caller's rule falls back to a host callback (`jaxfix.host_effects`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import Assignment, BuiltinAssignment, GlobalScope, ImportAssignment
+
+from jaxfix.analysis.reasons import Via
+from jaxfix.call_sites import alone, assigned, call_sites, count_returns, only_here
+from jaxfix.hoist import jax_module_name
+from jaxfix.rule import ImportNeeded, Replacement
+from jaxfix.tracing import Statement, TracedAnalysis, names_read
+
+JIT = "jax.jit"
+# What to wrap in a moving statement (`y` -> `jax.device_get(y)`), given the name of `jax`.
+Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpression]]
+
+
+@dataclass(frozen=True)
+class AfterCall:
+    """The edits of the function and of its call sites, and the imports they need."""
+
+    replacements: Mapping[cst.CSTNode, Replacement]
+    imports: tuple[ImportNeeded, ...]
+
+
+def plan_after_call(
+    analysis: TracedAnalysis, group: Sequence[Statement], wrapping: Wrapping
+) -> AfterCall | str:
+    """The move of `group` (statements of one jitted function, in order) to after each call
+    of the function, or why it cannot be made."""
+    function = analysis.owner_function(group[0])
+    context = analysis.functions.get(function) if function is not None else None
+    if not isinstance(function, cst.FunctionDef) or context is None:
+        return "it is not in a function"
+    if not all(r.via is Via.DECORATED and r.name == JIT for r in context.reasons):
+        return "the function is traced other than by its `@jax.jit` decorator"
+    body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
+    if not all(any(member is s for s in body) for member in group):
+        return "it runs in a branch or a loop of the function"
+    last = body[-1] if body else None
+    returned = _returned(last)
+    if returned is None or count_returns(function.body) != 1:
+        return "the function does not return once, at its end"
+    payloads = _payloads(analysis, group)
+    if isinstance(payloads, str):
+        return payloads
+    why = _reads_only_module_names(analysis, function, group, payloads)
+    if why:
+        return why
+    sites = call_sites(analysis, function)
+    if isinstance(sites, str):
+        return sites
+    why = only_here(analysis, function)
+    if why:
+        return why
+    replacements: dict[cst.CSTNode, Replacement] = {
+        member: cst.RemovalSentinel.REMOVE for member in group
+    }
+    assert isinstance(last, cst.SimpleStatementLine) and returned is not None
+    values = [_parenthesized(returned), *(cst.Name(p) for p in payloads)]
+    new_return = cst.Return(cst.Tuple([cst.Element(v) for v in values], lpar=[], rpar=[]))
+    replacements[last] = last.with_changes(body=[new_return])
+    imports: list[ImportNeeded] = []
+    for site in sites:
+        rewritten = _rewrite_site(analysis, site, group, payloads, wrapping, imports)
+        if isinstance(rewritten, str):
+            return rewritten
+        replacements.update(rewritten)
+    return AfterCall(replacements, tuple(dict.fromkeys(imports)))
+
+
+def _returned(last: cst.BaseStatement | None) -> cst.BaseExpression | None:
+    if not isinstance(last, cst.SimpleStatementLine) or len(last.body) != 1:
+        return None
+    small = last.body[0]
+    return small.value if isinstance(small, cst.Return) else None
+
+
+def _parenthesized(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`value` as one element of a tuple (`a, b` -> `(a, b)`)."""
+    if isinstance(value, cst.Tuple) and not value.lpar:
+        return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return value
+
+
+def _payloads(analysis: TracedAnalysis, group: Sequence[Statement]) -> list[str] | str:
+    """The names of the traced values the statements read, each bound before them and not
+    rebound after."""
+    names: list[str] = []
+    first = analysis.line_of(group[0])
+    for member in group:
+        for node in names_read(member):
+            if node.value in names or not analysis.is_traced(node):
+                continue
+            scope = analysis.scope_of(node)
+            bound = list(scope[node.value]) if scope is not None else []
+            if any(isinstance(a, Assignment) and analysis.line_of(a.node) > first for a in bound):
+                return f"`{node.value}` is bound again after it"
+            names.append(node.value)
+    return names
+
+
+def _reads_only_module_names(
+    analysis: TracedAnalysis,
+    function: cst.FunctionDef,
+    group: Sequence[Statement],
+    payloads: Sequence[str],
+) -> str:
+    """Why the statements cannot run at a call site: they read a local of the function other
+    than the values they are given ("" when they can)."""
+    for member in group:
+        for name in names_read(member):
+            if name.value in payloads:
+                continue
+            scope = analysis.scope_of(name)
+            for assignment in scope[name.value] if scope is not None else ():
+                if isinstance(assignment, BuiltinAssignment) or isinstance(
+                    assignment.scope, GlobalScope
+                ):
+                    continue
+                if isinstance(assignment, Assignment) and any(
+                    analysis.inside(assignment.node, m) for m in group
+                ):
+                    continue  # bound by the statements themselves (`with open(...) as f`)
+                return f"it reads `{name.value}`, a local of `{function.name.value}`"
+    return ""
+
+
+def _rewrite_site(
+    analysis: TracedAnalysis,
+    site: cst.Call,
+    group: Sequence[Statement],
+    payloads: Sequence[str],
+    wrapping: Wrapping,
+    imports: list[ImportNeeded],
+) -> dict[cst.CSTNode, Replacement] | str:
+    """`target = f(...)` -> `target, p = f(...)` and the statements after it, on `p`."""
+    line, target = assigned(analysis, site)
+    if line is None:
+        line, target = alone(analysis, site), None
+    if line is None:
+        return "a call site is not `target = f(...)` or `f(...)` alone on its line"
+    jax_name, needed = jax_module_name(analysis, site)
+    if not jax_name:
+        return "the name `jax` is taken where the function is called"
+    imports.extend(needed)
+    scope = analysis.scope_of(site)
+    for member in group:
+        for name in names_read(member):
+            if name.value in payloads or scope is None:
+                continue
+            if any(not _module_level(a) for a in scope[name.value]):
+                return f"`{name.value}` means something else where the function is called"
+    renamed = {p: _free_name(analysis, site, p, payloads) for p in payloads}
+    given = cst.Name("_") if target is None else _parenthesized(target)
+    targets = [given, *(cst.Name(renamed[p]) for p in payloads)]
+    unpack = cst.Tuple([cst.Element(t) for t in targets], lpar=[], rpar=[])
+    call_line = line.with_changes(body=[cst.Assign([cst.AssignTarget(unpack)], site)])
+    moved = [_on_host(member, renamed, wrapping, jax_name) for member in group]
+    return {line: cst.FlattenSentinel([call_line, *moved])}
+
+
+def _module_level(assignment: object) -> bool:
+    return isinstance(assignment, BuiltinAssignment | ImportAssignment) or (
+        isinstance(assignment, Assignment) and isinstance(assignment.scope, GlobalScope)
+    )
+
+
+def _free_name(analysis: TracedAnalysis, site: cst.Call, name: str, taken: Sequence[str]) -> str:
+    """`name`, or a variant, unbound where `site` is (and no other payload's name)."""
+    scope = analysis.scope_of(site)
+    candidate, number = name, 1
+    while (scope is not None and scope[candidate]) or (candidate != name and candidate in taken):
+        number += 1
+        candidate = f"{name}_{number}"
+    return candidate
+
+
+def _on_host(
+    member: Statement, renamed: Mapping[str, str], wrapping: Wrapping, jax_name: str
+) -> Statement:
+    """`member` at a call site: each value it is given read from the call's extra output
+    (`jax.device_get(h)` where the rule wraps it), without the lines above it."""
+    wrapped: set[cst.CSTNode] = set(wrapping(member, jax_name))
+    moved = member.visit(_Payloads(renamed, wrapped, jax_name))
+    assert isinstance(moved, cst.SimpleStatementLine | cst.BaseCompoundStatement)
+    return moved.with_changes(leading_lines=())
+
+
+class _Payloads(cst.CSTTransformer):
+    """The payloads renamed, and what the rule wraps (`pickle.dumps(h)`'s `h`) read through
+    `jax.device_get`."""
+
+    def __init__(
+        self, renamed: Mapping[str, str], wrapped: set[cst.CSTNode], jax_name: str
+    ) -> None:
+        super().__init__()
+        self.renamed = renamed
+        self.wrapped = wrapped
+        self.jax_name = jax_name
+
+    def on_leave(  # type: ignore[override]
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode:
+        if isinstance(updated_node, cst.Name) and updated_node.value in self.renamed:
+            updated_node = updated_node.with_changes(value=self.renamed[updated_node.value])
+        if original_node not in self.wrapped:
+            return updated_node
+        host = cst.parse_expression(f"{self.jax_name}.device_get(x)")
+        assert isinstance(host, cst.Call) and isinstance(updated_node, cst.BaseExpression)
+        return host.with_changes(args=[cst.Arg(updated_node)])
