@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 from libcst.metadata import Assignment, FunctionScope, GlobalScope
 
+from jaxfix.after_call import rewrite_imported_sites
 from jaxfix.candidates import OUTER, STORES
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target
@@ -178,6 +179,7 @@ class LeakInTraced(Rule):
     fix_safety = FixSafety.UNSAFE
     after_call_title = "Return the traced values and run the statement on them after each call"
     reads_users = True  # whether traced code reads the state back; the call sites
+    project_aware = True  # other modules' calls of a function whose statements move after them
     reads_after_calls = True  # the fix waits for the callback where host code reads the state
     anchors = frozenset(
         {STORES, *LOGGER_METHODS, *METRICS_METHODS}
@@ -194,6 +196,9 @@ class LeakInTraced(Rule):
         self._logger_makers = self.sink_names(SinkKind.LOGGER)
 
     # ----- what leaks -------------------------------------------------------------------------
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        rewrite_imported_sites(self)  # the call sites of other modules' functions
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.traced.context_of(node) is None:

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from jaxfix.after_call import rewrite_imported_sites
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target
 from jaxfix.host_effects import Hoists
@@ -150,6 +151,7 @@ class SerializeInTraced(Rule):
     fix_safety = FixSafety.UNSAFE
     after_call_title = "Return the traced values and serialize their host copies after each call"
     reads_users = True  # the call sites, where the serialization may move
+    project_aware = True  # other modules' calls of a function whose statements move after them
     reads_after_calls = True  # the fix waits for the callback where host code reads its file
     sinks = SINKS
     anchors = names_of(SINKS, SinkKind.SERIALIZE) | SERIALIZING_METHODS | {"save"}
@@ -165,6 +167,9 @@ class SerializeInTraced(Rule):
             row.callable: row.payload for row in self.sink_rows(SinkKind.SERIALIZE)
         }
         self._checkpointers = self.sink_names(SinkKind.CHECKPOINTER)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        rewrite_imported_sites(self)  # the call sites of other modules' functions
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.traced.context_of(node)

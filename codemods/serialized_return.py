@@ -136,9 +136,11 @@ class SerializedReturn(Rule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for imported in self.traced.project.serialized_imports:
-            self._rewrite_callers(imported)
+            if isinstance(imported.returned, Returns):
+                self._rewrite_callers(imported)
 
     def _rewrite_callers(self, imported: SerializedImport) -> None:
+        assert isinstance(imported.returned, Returns)
         """The call sites of a function defined in another module of the run that JF107
         rewrites there: reported with their half of the fix when every call site of the run
         can be rewritten; what the run needs to decide is noted."""

@@ -36,7 +36,8 @@ from libcst.metadata import Assignment, BuiltinAssignment, GlobalScope, ImportAs
 from jaxfix.analysis.reasons import Via
 from jaxfix.call_sites import alone, assigned, call_sites, count_returns, only_here
 from jaxfix.hoist import jax_module_name
-from jaxfix.rule import ImportNeeded, Replacement
+from jaxfix.project import JAX, PAYLOAD, EffectAfterCall, SerializedImport
+from jaxfix.rule import ImportNeeded, Replacement, Rule
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
 
 JIT = "jax.jit"
@@ -53,10 +54,12 @@ class AfterCall:
 
 
 def plan_after_call(
-    analysis: TracedAnalysis, group: Sequence[Statement], wrapping: Wrapping
+    analysis: TracedAnalysis, group: Sequence[Statement], wrapping: Wrapping, rule: str
 ) -> AfterCall | str:
-    """The move of `group` (statements of one jitted function, in order) to after each call
-    of the function, or why it cannot be made."""
+    """The move of `group` (statements of one jitted function, in order, a finding of `rule`)
+    to after each call of the function, or why it cannot be made. When only other modules'
+    calls are in the way, the run hears of it (`EffectAfterCall`): it rewrites those too
+    when it can, and says so (`Options.foreign_calls`)."""
     function = analysis.owner_function(group[0])
     context = analysis.functions.get(function) if function is not None else None
     if not isinstance(function, cst.FunctionDef) or context is None:
@@ -80,7 +83,11 @@ def plan_after_call(
     if isinstance(sites, str):
         return sites
     why = only_here(analysis, function)
-    if why:
+    project = analysis.project
+    published = _published(analysis, function, group, payloads, wrapping, rule)
+    if published is not None and project.facts is not None:
+        project.facts.effects_after_call.append(published)
+    if why:  # a run in which other modules call it tells them, then this module, again
         return why
     replacements: dict[cst.CSTNode, Replacement] = {
         member: cst.RemovalSentinel.REMOVE for member in group
@@ -96,6 +103,171 @@ def plan_after_call(
             return rewritten
         replacements.update(rewritten)
     return AfterCall(replacements, tuple(dict.fromkeys(imports)))
+
+
+def _published(
+    analysis: TracedAnalysis,
+    function: cst.FunctionDef,
+    group: Sequence[Statement],
+    payloads: Sequence[str],
+    wrapping: Wrapping,
+    rule: str,
+) -> EffectAfterCall | None:
+    """What other modules' call sites must run, in their own names; None when a name the
+    statements read cannot be imported as it is (an alias, a relative import)."""
+    names: dict[str, tuple[str, str, str | None]] = {}
+    for member in group:
+        for node in names_read(member):
+            if node.value in payloads or node.value in names:
+                continue
+            scope = analysis.scope_of(node)
+            found = [a for a in scope[node.value]] if scope is not None else []
+            if all(isinstance(a, BuiltinAssignment) for a in found):
+                continue
+            origin = _origin(node.value, found)
+            if origin is None:
+                return None
+            names[node.value] = origin
+    renamed = {p: PAYLOAD.format(i) for i, p in enumerate(payloads)}
+    code = "".join(
+        cst.Module([]).code_for_node(_on_host(member, renamed, wrapping, JAX)) for member in group
+    )
+    return EffectAfterCall(function.name.value, rule, code, tuple(payloads), tuple(names.values()))
+
+
+def _origin(name: str, assignments: Sequence[object]) -> tuple[str, str, str | None] | None:
+    """How a caller binds module-level `name` as the defining module does: (name, module,
+    obj) for `import module` / `from module import obj`, module "" for a name the module
+    defines itself."""
+    if len(assignments) != 1 or not isinstance(assignments[0], Assignment):
+        return None
+    node = assignments[0].node
+    if isinstance(node, cst.Import):
+        alias = next((a for a in node.names if a.evaluated_alias is None), None)
+        if alias is None or alias.evaluated_name.split(".")[0] != name:
+            return None
+        return name, alias.evaluated_name, None
+    if isinstance(node, cst.ImportFrom):
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return None
+        if not any(a.evaluated_name == name and a.asname is None for a in node.names):
+            return None
+        return name, cst.Module([]).code_for_node(node.module), name
+    return name, "", name
+
+
+def rewrite_imported_sites(rule: Rule) -> None:
+    """In a module that imports functions whose host statements (`rule`'s findings where they
+    are defined) move after their calls: the statements after each call of them."""
+    for imported in rule.traced.project.serialized_imports:
+        effect = imported.returned
+        if isinstance(effect, EffectAfterCall) and effect.rule == rule.code:
+            _rewrite_imported(rule, imported, effect)
+
+
+def _rewrite_imported(rule: Rule, imported: SerializedImport, effect: EffectAfterCall) -> None:
+    """Reported with the fix when every call site of the run can be rewritten; what the run
+    needs to decide is noted."""
+    analysis = rule.traced
+    replacements: dict[cst.CSTNode, Replacement] = {}
+    imports: list[ImportNeeded] = []
+    why = ""
+    sites: list[cst.Call] = []
+    for reference in analysis.references_to([imported.name]):
+        site = analysis.parent(reference)
+        if not isinstance(site, cst.Call) or site.func is not reference:
+            why = f"`{effect.function}` is used as a value in another module"
+        elif analysis.context_of(site) is not None:
+            why = f"`{effect.function}` is called from traced code in another module"
+        else:
+            rewritten = _rewrite_imported_site(analysis, site, effect, imported.definer, imports)
+            if isinstance(rewritten, str):
+                why = rewritten
+            else:
+                replacements.update(rewritten)
+                sites.append(site)
+    facts = analysis.project.facts
+    if facts is not None:
+        facts.call_sites[imported.name] = why
+    if why or not imported.allowed or not replacements:
+        return
+    fix = rule.make_fix(replacements, imports, title=rule.after_call_title)
+    message = (
+        f"`{effect.function}` will return the traced values its host statements need"
+        f" ({effect.rule} moves them here from `{imported.definer}`): run them after the call"
+    )
+    for site in sites:
+        rule.report(site, message, fix)
+
+
+def _rewrite_imported_site(
+    analysis: TracedAnalysis,
+    site: cst.Call,
+    effect: EffectAfterCall,
+    definer: str,
+    imports: list[ImportNeeded],
+) -> dict[cst.CSTNode, Replacement] | str:
+    line, target = assigned(analysis, site)
+    if line is None:
+        line, target = alone(analysis, site), None
+    if line is None:
+        return "a call site is not `target = f(...)` or `f(...)` alone on its line"
+    jax_name, needed = jax_module_name(analysis, site)
+    if not jax_name:
+        return "the name `jax` is taken where the function is called"
+    imports.extend(needed)
+    scope = analysis.scope_of(site)
+    for name, module, obj in effect.names:
+        module = module or definer
+        bound = list(scope[name]) if scope is not None else []
+        if not bound:
+            imports.append(ImportNeeded(module, obj))
+        elif _origin(name, bound) not in {(name, module, obj)}:
+            return f"`{name}` means something else where `{effect.function}` is called"
+    if _moved_already(analysis, line, target, effect, jax_name):
+        return {}
+    free = [_free_name(analysis, site, p, effect.payloads) for p in effect.payloads]
+    code = _code_at_site(effect, jax_name, free)
+    given = cst.Name("_") if target is None else _parenthesized(target)
+    unpack = cst.Tuple([cst.Element(t) for t in [given, *map(cst.Name, free)]], lpar=[], rpar=[])
+    call_line = line.with_changes(body=[cst.Assign([cst.AssignTarget(unpack)], site)])
+    return {line: cst.FlattenSentinel([call_line, *cst.parse_module(code).body])}
+
+
+def _code_at_site(effect: EffectAfterCall, jax_name: str, payloads: Sequence[str]) -> str:
+    code = effect.code.replace(JAX, jax_name)
+    for index, name in enumerate(payloads):
+        code = code.replace(PAYLOAD.format(index), name)
+    return code
+
+
+def _moved_already(
+    analysis: TracedAnalysis,
+    line: cst.SimpleStatementLine,
+    target: cst.BaseAssignTargetExpression | None,
+    effect: EffectAfterCall,
+    jax_name: str,
+) -> bool:
+    """Whether the call site reads `..., p = f(...)` followed by the statements on `p`: an
+    earlier pass of the fix made it so (the call site's finding stays while its module is
+    told about the function)."""
+    count = len(effect.payloads)
+    elements = target.elements if isinstance(target, cst.Tuple) else []
+    given = [e.value for e in elements[-count:]] if count and len(elements) > count else []
+    names = [n.value for n in given if isinstance(n, cst.Name)]
+    if len(names) != count:
+        return False
+    expected = cst.parse_module(_code_at_site(effect, jax_name, names))
+    block = analysis.parent(line)
+    body = list(block.body) if isinstance(block, cst.Module | cst.IndentedBlock) else []
+    at = next((i for i, statement in enumerate(body) if statement is line), len(body))
+    following = body[at + 1 : at + 1 + len(expected.body)]
+    code = "".join(
+        expected.code_for_node(s.with_changes(leading_lines=()))
+        for s in following
+        if isinstance(s, cst.SimpleStatementLine | cst.BaseCompoundStatement)
+    )
+    return code == expected.code
 
 
 def _returned(last: cst.BaseStatement | None) -> cst.BaseExpression | None:

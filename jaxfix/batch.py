@@ -248,14 +248,15 @@ def _serialize_at_foreign_call_sites(
     outcomes: dict[int, Outcome],
     analyser: _Analyser,
 ) -> None:
-    """JF107 across modules: a function that returns a serialization and is imported by other
-    files of the run is rewritten with its call sites there, when every one of them can be
-    rewritten. The callers are analysed once to tell, then each side once more with the
-    verdict."""
-    users = _importers_of_serialized_returns(index, tasks, outcomes)
+    """A function whose return changes with a fix (JF107's serialization, JF101/JF103's host
+    effects after the call) and that other files of the run import is rewritten with its call
+    sites there, when every one of them can be rewritten. The callers are analysed once to
+    tell, then each side once more with the verdict."""
+    users = _importers_of_return_changes(index, tasks, outcomes)
     if not users:
         return
-    _rerun(tasks, outcomes, analyser, _imports_options(users, {}))
+    definers = {i: index.places[tasks[i][0]].module for i, _ in users}
+    _rerun(tasks, outcomes, analyser, _imports_options(users, {}, definers))
     verdicts: dict[tuple[int, str], str] = {}
     for (definer, returned), callers in users.items():
         why = returned.why_not or next(
@@ -263,7 +264,7 @@ def _serialize_at_foreign_call_sites(
             "",
         )
         verdicts[definer, returned.function] = why
-    _rerun(tasks, outcomes, analyser, _verdict_options(users, verdicts))
+    _rerun(tasks, outcomes, analyser, _verdict_options(users, verdicts, definers))
     # Both sides are written or neither: a side that failed cancels its group's rewrite.
     failed = False
     for (definer, returned), callers in users.items():
@@ -271,22 +272,25 @@ def _serialize_at_foreign_call_sites(
         errors = [outcomes[i].error for i in group if outcomes[i].error]
         errors += [  # the function itself, for a reason only its own module tells
             r.why_not
-            for r in outcomes[definer].facts.serialized_returns
+            for r in outcomes[definer].facts.return_changes()
             if r.function == returned.function and r.why_not
         ]
         if errors and not verdicts[definer, returned.function]:
             verdicts[definer, returned.function] = f"it could not be rewritten: {errors[0]}"
             failed = True
     if failed:
-        _rerun(tasks, outcomes, analyser, _verdict_options(users, verdicts))
+        _rerun(tasks, outcomes, analyser, _verdict_options(users, verdicts, definers))
+
+
+Changed = project.SerializedReturn | project.EffectAfterCall
+Users = dict[tuple[int, Changed], list[tuple[int, str]]]
 
 
 def _verdict_options(
-    users: dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]],
-    verdicts: dict[tuple[int, str], str],
+    users: Users, verdicts: dict[tuple[int, str], str], definers: dict[int, str]
 ) -> dict[int, dict[str, tuple[object, ...]]]:
     """The options of every file of a group: its callers' imports, its definer's verdicts."""
-    changes = _imports_options(users, verdicts)
+    changes = _imports_options(users, verdicts, definers)
     for (definer, function), why in verdicts.items():
         calls = project.ForeignCalls(function, why)
         known = changes.setdefault(definer, {}).get("foreign_calls", ())
@@ -294,17 +298,17 @@ def _verdict_options(
     return changes
 
 
-def _importers_of_serialized_returns(
+def _importers_of_return_changes(
     index: project.ProjectIndex, tasks: dict[int, tuple[Path, Job]], outcomes: dict[int, Outcome]
-) -> dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]]:
-    """For each function returning a serialization: the other files that import it, with the
+) -> Users:
+    """For each function whose return a fix changes: the other files that import it, with the
     name they read it by (`encode`, `enc.encode`)."""
     defined = {
         (tasks[i][0], returned.function): (i, returned)
         for i, outcome in outcomes.items()
-        for returned in outcome.facts.serialized_returns
+        for returned in outcome.facts.return_changes()
     }
-    users: dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]] = {}
+    users: Users = {}
     if not defined:
         return users
     modules = {index.places[path].module: path for path, _ in defined}
@@ -331,8 +335,7 @@ def _caller_verdict(
 
 
 def _imports_options(
-    users: dict[tuple[int, project.SerializedReturn], list[tuple[int, str]]],
-    verdicts: dict[tuple[int, str], str],
+    users: Users, verdicts: dict[tuple[int, str], str], definers: dict[int, str]
 ) -> dict[int, dict[str, tuple[object, ...]]]:
     """The `serialized_imports` of each caller; allowed where the verdict is known and clean."""
     changes: dict[int, dict[str, tuple[object, ...]]] = {}
@@ -340,7 +343,7 @@ def _imports_options(
         allowed = verdicts.get((definer, returned.function)) == ""
         for caller, name in callers:
             imports = changes.setdefault(caller, {}).get("serialized_imports", ())
-            new = project.SerializedImport(name, returned, allowed)
+            new = project.SerializedImport(name, returned, allowed, definers[definer])
             changes[caller]["serialized_imports"] = (*imports, new)
     return changes
 
@@ -356,7 +359,7 @@ def _rerun(
     for i, change in changes.items():
         path, job = tasks[i]
         options = dataclasses.replace(job.options, **change)  # type: ignore[arg-type]
-        again[i] = (path, dataclasses.replace(job, options=options))
+        again[i] = tasks[i] = (path, dataclasses.replace(job, options=options))
     outcomes.update(analyser.outcomes(again))
 
 

@@ -36,7 +36,7 @@ from jaxfix.project import ModuleFacts
 from jaxfix.stamps import Stamps, digest
 
 DEFAULT_FOLDER = Path(".jaxfix_cache")
-FORMAT = 4
+FORMAT = 5
 # Results kept per file: a file that other modules concern is analysed under several jobs (alone,
 # then with what the run tells it in each round, see `jaxfix.batch`); a warm run needs them all.
 JOBS_PER_FILE = 12

@@ -70,9 +70,11 @@ class Hoists:
         moved = _moving_with(traced, statement, self.movable)
         title = self.rule.after_call_title
         if not isinstance(moved, str) and title is not None:
-            after = plan_after_call(traced, moved[0], self.wrapping)
+            after = plan_after_call(traced, moved[0], self.wrapping, self.rule.code)
             if isinstance(after, AfterCall):
-                fix = self.rule.make_fix(after.replacements, after.imports, title=title)
+                fix = self.rule.make_fix(
+                    after.replacements, after.imports, removed_nodes=moved[0], title=title
+                )
                 self._fixes.update(dict.fromkeys(moved[0], fix))
                 return fix
         host_name = fresh_name(traced, base, self._reserved)

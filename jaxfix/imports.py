@@ -67,6 +67,9 @@ def _present(module: cst.Module, wanted: ImportNeeded) -> bool:
 
 
 def _insert(module: cst.Module, wanted: ImportNeeded, first_party: Collection[str]) -> cst.Module:
+    merged = _merged(module, wanted, first_party)
+    if merged is not None:
+        return merged
     statement = _statement(wanted)
     section = _section(wanted.module, 0, first_party)
     key = (wanted.obj is not None, wanted.module.lower())
@@ -107,6 +110,47 @@ def _insert(module: cst.Module, wanted: ImportNeeded, first_party: Collection[st
             leading_lines=[cst.EmptyLine()] * max(missing, 0) + lines
         )
     return module.with_changes(body=body)
+
+
+def _merged(
+    module: cst.Module, wanted: ImportNeeded, first_party: Collection[str]
+) -> cst.Module | None:
+    """`module` with `wanted.obj` added to a leading `from wanted.module import ...` (at its
+    place in Ruff's order: constants, classes, then the rest), or None when there is none."""
+    if wanted.obj is None:
+        return None
+    for placed in _leading_imports(module, first_party):
+        statement = module.body[placed.index]
+        assert isinstance(statement, cst.SimpleStatementLine)
+        small = statement.body[0]
+        if (
+            not isinstance(small, cst.ImportFrom)
+            or small.relative
+            or isinstance(small.names, cst.ImportStar)
+            or _module_of(small) != wanted.module
+        ):
+            continue
+        names = list(small.names)
+        keys = [_member_key(_name(a)) for a in names]
+        new = cst.ImportAlias(cst.Name(wanted.obj))
+        at = len(names)
+        if keys == sorted(keys):
+            at = next((i for i, k in enumerate(keys) if k > _member_key(wanted.obj)), len(names))
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        if at == len(names):
+            names = [*names[:-1], names[-1].with_changes(comma=comma), new]
+        else:
+            names.insert(at, new.with_changes(comma=comma))
+        body = list(module.body)
+        body[placed.index] = statement.with_changes(body=[small.with_changes(names=names)])
+        return module.with_changes(body=body)
+    return None
+
+
+def _member_key(name: str) -> tuple[int, str]:
+    """Ruff's (and isort's) `order-by-type`: CONSTANTS, then Classes, then the rest."""
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return kind, name.lower()
 
 
 def _leading_imports(module: cst.Module, first_party: Collection[str]) -> list[_Placed]:

@@ -55,19 +55,47 @@ class SerializedReturn:
 
 
 @dataclass(frozen=True)
+class EffectAfterCall:
+    """A function of a module whose host statements move after each of its calls (JF101,
+    JF103; see `jaxfix.after_call`): the function will return `payloads` too, and each call
+    site runs `code` on them. In `code`, `PAYLOAD.format(i)` stands for the i-th payload and
+    `JAX` for the caller's name of `jax`; `names` are the module-level names it reads, each
+    with the import that binds it in a caller ((name, module, obj); module "" for the
+    defining module itself)."""
+
+    function: str
+    rule: str
+    code: str
+    payloads: tuple[str, ...]
+    names: tuple[tuple[str, str, str | None], ...] = ()
+    why_not: str = ""
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> EffectAfterCall:
+        names = tuple((n, m, o) for n, m, o in data["names"])
+        return cls(**{**data, "payloads": tuple(data["payloads"]), "names": names})
+
+
+PAYLOAD = "__jaxfix_payload_{}__"
+JAX = "__jaxfix_jax__"
+
+
+@dataclass(frozen=True)
 class SerializedImport:
-    """For a caller: a name it imports (as it imports it: `.enc.encode`) whose function
-    returns a serialization; `allowed` when every call site of the run may be rewritten."""
+    """For a caller: a name it imports (as it imports it: `.enc.encode`) whose function will
+    return something else (a serialization's array, a host effect's values); `allowed` when
+    every call site of the run may be rewritten. `definer`: the defining module's name."""
 
     name: str
-    returned: SerializedReturn
+    returned: SerializedReturn | EffectAfterCall
     allowed: bool = False
+    definer: str = ""
 
 
 @dataclass(frozen=True)
 class ForeignCalls:
-    """For the module defining a `SerializedReturn`: whether other modules' calls of the
-    function can all be rewritten, or why not."""
+    """For the module defining a `SerializedReturn` or an `EffectAfterCall`: whether other
+    modules' calls of the function can all be rewritten, or why not."""
 
     function: str
     why_not: str = ""
@@ -102,6 +130,13 @@ class ModuleFacts:
     # `SerializedImport`s, whether every call site here can be rewritten ("" or why not).
     serialized_returns: list[SerializedReturn] = field(default_factory=list)
     call_sites: dict[str, str] = field(default_factory=dict)
+    # JF101/JF103: functions whose host statements would move after their calls, if every
+    # call site of the run can be rewritten (checked as JF107's are).
+    effects_after_call: list[EffectAfterCall] = field(default_factory=list)
+
+    def return_changes(self) -> list[SerializedReturn | EffectAfterCall]:
+        """The functions whose callers in other modules must change with them."""
+        return [*self.serialized_returns, *self.effects_after_call]
 
     def plain(self) -> dict[str, Any]:
         """As JSON values, for the cache."""
@@ -124,6 +159,7 @@ class ModuleFacts:
             imported={(a, b) for a, b in data["imported"]},
             serialized_returns=[SerializedReturn(**r) for r in data["serialized_returns"]],
             call_sites=dict(data["call_sites"]),
+            effects_after_call=[EffectAfterCall.from_plain(e) for e in data["effects_after_call"]],
         )
 
 

@@ -82,6 +82,13 @@ def test_from_imports_and_first_party_sections() -> None:
         "import os\nimport pickle\n\nimport jax\n\nfrom shop import prices\n"
         "from shop.util import fmt\n"
     )
+    merged = "from lab.steps import forward\n\nX = 1\n"
+    assert added(merged, ImportNeeded("lab.steps", "SNAPSHOTS")) == (
+        "from lab.steps import SNAPSHOTS, forward\n\nX = 1\n"
+    )
+    assert added(merged, ImportNeeded("lab.steps", "run")) == (
+        "from lab.steps import forward, run\n\nX = 1\n"
+    )
     star = "from shop.util import *\n"
     assert added(star, ImportNeeded("shop.util", "fmt")) == star
 
@@ -109,7 +116,7 @@ def test_isort_clean_files_stay_clean(tmp_path: Path) -> None:
             text = "".join(chosen) + "\n\ndef f(x):\n    return x\n"
             (sorted_folder / f"m{size}_{number}.py").write_text(text)
     subprocess.run([*ruff, "--fix", str(sorted_folder)], check=False, capture_output=True)
-    wanted = [JAX, ImportNeeded("pickle"), ImportNeeded("jax.numpy")]
+    wanted = [JAX, ImportNeeded("pickle"), ImportNeeded("jax.numpy"), ImportNeeded("jax", "lax")]
     for path in sorted_folder.iterdir():
         for index, needed in enumerate(wanted):
             (added_folder / f"{path.stem}_{index}.py").write_text(added(path.read_text(), needed))

@@ -506,6 +506,79 @@ def test_the_multi_module_example_fails_before_and_runs_after(tmp_path: Path) ->
     assert after.stdout == "ndarray [1.2, 3.0, 12.0]\ntotal 16.20\n"
 
 
+@pytest.mark.jax
+def test_the_after_call_example_fails_before_and_runs_after(tmp_path: Path) -> None:
+    """The pickling moves out of the jitted function in `lab/steps.py` to after its call in
+    `lab/run.py`, which reads the snapshot right after the call."""
+    copy = tmp_path / "after_call"
+    shutil.copytree(Path(__file__).parent.parent / "examples" / "after_call", copy)
+
+    def run() -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "lab.run"]
+        return subprocess.run(command, cwd=copy, capture_output=True, text=True, timeout=300)
+
+    assert "ConcretizationTypeError" in run().stderr
+    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(copy)).exit_code == 0
+    after = run()
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "0.9242 [0.4621, 0.4621]\n1.5232 [0.7616, 0.7616]\n"
+
+
+STEPS = """\
+import pickle
+
+import jax
+import jax.numpy as jnp
+
+SNAPSHOTS = []
+
+
+@jax.jit
+def forward(x):
+    h = jnp.tanh(x)
+    SNAPSHOTS.append(pickle.dumps(h))
+    return h.sum()
+"""
+RUN = """\
+import jax.numpy as jnp
+
+from lab.steps import forward
+
+total = forward(jnp.ones(2))
+"""
+
+
+def after_call_project(tmp_path: Path, run: str) -> Path:
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "__init__.py").write_text("")
+    (tmp_path / "lab" / "steps.py").write_text(STEPS)
+    (tmp_path / "lab" / "run.py").write_text(run)
+    return tmp_path
+
+
+def test_a_host_effect_moves_after_the_calls_in_other_modules(tmp_path: Path) -> None:
+    root = after_call_project(tmp_path, RUN)
+    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(root)).exit_code == 0
+    steps = (root / "lab" / "steps.py").read_text()
+    assert "import pickle" not in steps and "    return h.sum(), h\n" in steps
+    assert (root / "lab" / "run.py").read_text() == (
+        "import pickle\n\nimport jax\nimport jax.numpy as jnp\n\n"
+        "from lab.steps import SNAPSHOTS, forward\n\n"
+        "total, h = forward(jnp.ones(2))\n"
+        "SNAPSHOTS.append(pickle.dumps(jax.device_get(h)))\n"
+    )
+    again = invoke("check", "--no-cache", str(root))
+    assert again.exit_code == 0, again.output  # nothing left, nothing rewritten twice
+
+
+def test_a_call_site_that_cannot_move_leaves_the_effect_in_a_callback(tmp_path: Path) -> None:
+    root = after_call_project(tmp_path, RUN.replace("total = forward", "print(forward"))
+    (root / "lab" / "run.py").write_text((root / "lab" / "run.py").read_text() + ")\n")
+    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(root)).exit_code == 0
+    assert "jax.debug.callback(" in (root / "lab" / "steps.py").read_text()
+    assert (root / "lab" / "run.py").read_text().startswith("import jax.numpy as jnp\n")
+
+
 FOLLOWED = """\
 import functools
 
