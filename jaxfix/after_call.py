@@ -207,15 +207,10 @@ def _rewrite_imported_site(
     definer: str,
     imports: list[ImportNeeded],
 ) -> dict[cst.CSTNode, Replacement] | str:
-    line, target = assigned(analysis, site)
-    if line is None:
-        line, target = alone(analysis, site), None
-    if line is None:
-        return "a call site is not `target = f(...)` or `f(...)` alone on its line"
-    jax_name, needed = jax_module_name(analysis, site)
-    if not jax_name:
-        return "the name `jax` is taken where the function is called"
-    imports.extend(needed)
+    found = _site(analysis, site, imports)
+    if isinstance(found, str):
+        return found
+    line, target, jax_name = found
     scope = analysis.scope_of(site)
     for name, module, obj in effect.names:
         module = module or definer
@@ -228,10 +223,8 @@ def _rewrite_imported_site(
         return {}
     free = [_free_name(analysis, site, p, effect.payloads) for p in effect.payloads]
     code = _code_at_site(effect, jax_name, free)
-    given = cst.Name("_") if target is None else _parenthesized(target)
-    unpack = cst.Tuple([cst.Element(t) for t in [given, *map(cst.Name, free)]], lpar=[], rpar=[])
-    call_line = line.with_changes(body=[cst.Assign([cst.AssignTarget(unpack)], site)])
-    return {line: cst.FlattenSentinel([call_line, *cst.parse_module(code).body])}
+    moved = cst.parse_module(code).body
+    return {line: cst.FlattenSentinel([_unpacking(line, target, site, free), *moved])}
 
 
 def _code_at_site(effect: EffectAfterCall, jax_name: str, payloads: Sequence[str]) -> str:
@@ -336,6 +329,28 @@ def _rewrite_site(
     imports: list[ImportNeeded],
 ) -> dict[cst.CSTNode, Replacement] | str:
     """`target = f(...)` -> `target, p = f(...)` and the statements after it, on `p`."""
+    found = _site(analysis, site, imports)
+    if isinstance(found, str):
+        return found
+    line, target, jax_name = found
+    scope = analysis.scope_of(site)
+    for member in group:
+        for name in names_read(member):
+            if name.value in payloads or scope is None:
+                continue
+            if any(not _module_level(a) for a in scope[name.value]):
+                return f"`{name.value}` means something else where the function is called"
+    renamed = {p: _free_name(analysis, site, p, payloads) for p in payloads}
+    call_line = _unpacking(line, target, site, [renamed[p] for p in payloads])
+    moved = [_on_host(member, renamed, wrapping, jax_name) for member in group]
+    return {line: cst.FlattenSentinel([call_line, *moved])}
+
+
+def _site(
+    analysis: TracedAnalysis, site: cst.Call, imports: list[ImportNeeded]
+) -> tuple[cst.SimpleStatementLine, cst.BaseAssignTargetExpression | None, str] | str:
+    """The line of a call site, its target (None for `f(...)` alone) and the name of `jax`
+    there (its import added to `imports` if needed); or why it cannot be rewritten."""
     line, target = assigned(analysis, site)
     if line is None:
         line, target = alone(analysis, site), None
@@ -345,20 +360,20 @@ def _rewrite_site(
     if not jax_name:
         return "the name `jax` is taken where the function is called"
     imports.extend(needed)
-    scope = analysis.scope_of(site)
-    for member in group:
-        for name in names_read(member):
-            if name.value in payloads or scope is None:
-                continue
-            if any(not _module_level(a) for a in scope[name.value]):
-                return f"`{name.value}` means something else where the function is called"
-    renamed = {p: _free_name(analysis, site, p, payloads) for p in payloads}
+    return line, target, jax_name
+
+
+def _unpacking(
+    line: cst.SimpleStatementLine,
+    target: cst.BaseAssignTargetExpression | None,
+    site: cst.Call,
+    payloads: Sequence[str],
+) -> cst.SimpleStatementLine:
+    """`target, p1, ... = f(...)` (`_, p1, ...` for a call alone on its line)."""
     given = cst.Name("_") if target is None else _parenthesized(target)
-    targets = [given, *(cst.Name(renamed[p]) for p in payloads)]
+    targets = [given, *map(cst.Name, payloads)]
     unpack = cst.Tuple([cst.Element(t) for t in targets], lpar=[], rpar=[])
-    call_line = line.with_changes(body=[cst.Assign([cst.AssignTarget(unpack)], site)])
-    moved = [_on_host(member, renamed, wrapping, jax_name) for member in group]
-    return {line: cst.FlattenSentinel([call_line, *moved])}
+    return line.with_changes(body=[cst.Assign([cst.AssignTarget(unpack)], site)])
 
 
 def _module_level(assignment: object) -> bool:
