@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 from libcst.metadata import Assignment, Scope
@@ -97,6 +97,8 @@ SINKS = tuple(
     ]
 )
 PRINT = "builtins.print"
+# Conversions to a Python number: printed, they show what `jax.debug.print` shows of the array.
+SCALARS = frozenset({"builtins.float", "builtins.int"})
 DEVICE_GET = "jax.device_get"
 # Array methods that need the values on the host (both raise `ConcretizationTypeError`).
 CONVERTING_METHODS = frozenset({"item", "tolist"})
@@ -187,9 +189,13 @@ class HostConversionInTraced(Rule):
     NumPy's formatting of the values. A NumPy call with a `jax.numpy` namesake of the same
     meaning (`np.sin`, `np.asarray`, `np.concatenate`...) becomes that call when its result
     stays in the traced computation; a function that is also called outside a trace then
-    returns a `jax.Array`, and float64 becomes float32 unless x64 is enabled. `float()`,
-    `.item()`, SciPy and the other NumPy functions are diagnostic only; the message names
-    their `jax.numpy` / `jax.scipy` namesake when there is one, which may differ in meaning.
+    returns a `jax.Array`, and float64 becomes float32 unless x64 is enabled. `float(x)`,
+    `int(x)` and `x.item()` printed as they are (`print(float(loss))`,
+    `print(f"{x.item():.3f}")`) become a `jax.debug.print` of `x` (NumPy prints a float32
+    with more digits than Python's `float`). Other uses of them, SciPy and the other NumPy
+    functions are diagnostic only; the message names their `jax.numpy` / `jax.scipy` namesake
+    when there is one, which may differ in meaning. The conversions of one statement are fixed
+    together or not at all: one left would still fail there.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerArrayConversionError
@@ -216,11 +222,17 @@ class HostConversionInTraced(Rule):
         context = self.traced.context_of(node)
         if context is None:
             return
-        found = self._finding(node)
-        if found is None or self._in_logging_call(node) or self._error_caught(node):
+        found = self._reported(node)
+        if found is None:
             return
         if found.display in {"print", "str.format", "format"} and _abstract_only(context):
             return  # `jax.eval_shape` never runs the function: a print at trace time is all
+        if found.fix is not None:
+            blocking = self._unfixed_beside(node)
+            if blocking is not None:
+                advice = f"{found.advice} (not rewritten: `{blocking}` in the same statement"
+                advice += " has no fix, and the statement would still fail)"
+                found = replace(found, advice=advice, fix=None)
         message = self.message.format(
             call=found.display,
             problem=found.problem,
@@ -231,6 +243,30 @@ class HostConversionInTraced(Rule):
         self.report(node, message, found.fix)
 
     # ----- what is reported -----------------------------------------------------------------
+
+    def _reported(self, call: cst.Call) -> _Finding | None:
+        """The finding at `call`, unless logging or a `try:` around it handles it."""
+        found = self._finding(call)
+        if found is None or self._in_logging_call(call) or self._error_caught(call):
+            return None
+        return found
+
+    def _unfixed_beside(self, call: cst.Call) -> str | None:
+        """A conversion without a fix in the statement that holds `call` (the statement's
+        fixes are made together or not at all), as written."""
+        statement: cst.CSTNode | None = call
+        while statement is not None and not isinstance(
+            statement, cst.SimpleStatementLine | cst.BaseCompoundStatement
+        ):
+            statement = self.traced.parent(statement)
+        line = statement if isinstance(statement, cst.SimpleStatementLine) else call
+        for other in calls_in(line):
+            if other is call:
+                continue
+            found = self._reported(other)
+            if found is not None and found.fix is None:
+                return found.display
+        return None
 
     def _finding(self, call: cst.Call) -> _Finding | None:
         names = self.qualified_names(call.func)
@@ -249,7 +285,8 @@ class HostConversionInTraced(Rule):
                     "keep it an array (`x.astype(...)`), make the argument static, or convert"
                     " the jitted function's result"
                 )
-            return _Finding(name.removeprefix("builtins."), problem, advice)
+            fix = self._printed_fix(call) if name in SCALARS else None
+            return _Finding(name.removeprefix("builtins."), problem, advice, fix)
         if name == DEVICE_GET and self._any_traced(call):
             problem = "returns the traced value unchanged: nothing reaches the host"
             advice = "call it on the jitted function's result, or use `jax.debug.callback`"
@@ -291,7 +328,8 @@ class HostConversionInTraced(Rule):
                 return None  # a module's function, not an array's method
             problem = "needs a concrete value but gets a traced one (`ConcretizationTypeError`)"
             advice = "keep the array, or convert the jitted function's result"
-            return _Finding(f".{method}()", problem, advice)
+            fix = self._printed_fix(call) if method == "item" else None
+            return _Finding(f".{method}()", problem, advice, fix)
         if (
             method == FORMAT
             and isinstance(func.value, cst.SimpleString | cst.Name)
@@ -492,6 +530,36 @@ class HostConversionInTraced(Rule):
             self.traced.declared_outer_names(owner)
         )
 
+    def _printed_fix(self, conversion: cst.Call) -> Fix | None:
+        """For `print(float(x))`, `print(f"{x.item()}")`: the `jax.debug.print` of the print
+        that the conversion's value goes straight to."""
+        node = self.traced.parent(conversion)
+        if isinstance(node, cst.FormattedStringExpression):
+            node = self.traced.parent(self.traced.parent(node) or conversion)
+        printing = self.traced.parent(node) if isinstance(node, cst.Arg) else None
+        if not isinstance(printing, cst.Call) or PRINT not in self.qualified_names(printing.func):
+            return None
+        return self._print_fix(printing)
+
+    def _unwrapped(self, value: cst.BaseExpression) -> cst.BaseExpression:
+        """`x` for `float(x)`, `int(x)` or `x.item()` of a traced `x`: the number that
+        `jax.debug.print` prints as the conversion would; else `value`."""
+        if not isinstance(value, cst.Call):
+            return value
+        func, args = value.func, value.args
+        if not args and isinstance(func, cst.Attribute) and func.attr.value == "item":
+            inner = func.value
+        elif (
+            len(args) == 1
+            and args[0].keyword is None
+            and not args[0].star
+            and self.qualified_names(func) & SCALARS
+        ):
+            inner = args[0].value
+        else:
+            return value
+        return inner if self.traced.is_traced(inner) else value
+
     def _print_fix(self, call: cst.Call) -> Fix | None:
         converted = self._debug_print_arguments(call)
         if converted is None:
@@ -531,7 +599,10 @@ class HostConversionInTraced(Rule):
                 if converted is None:
                     return None
                 pieces.append(converted[0])
-                args.extend(cst.Arg(e) for e in converted[1])
+                args.extend(cst.Arg(self._unwrapped(e)) for e in converted[1])
+            elif self._unwrapped(value) is not value:
+                pieces.append("{}")
+                args.append(cst.Arg(self._unwrapped(value)))
             elif self._makes_string(value):
                 return None  # `"%.3f" % x`, `str(x)`: formatted at trace time
             else:

@@ -69,7 +69,8 @@ def test_left_to_other_rules_or_static(body: str) -> None:
         ('print(f"{x=}")', [(1, False)]),
         ('print("%.3f" % x)', [(1, False)]),
         ("print(x, file=None)", [(1, False)]),
-        ("print(float(x))", [(1, False)]),  # float() converts; print is given a Python float
+        ("print(float(x))", [(1, True)]),  # jax.debug.print of x prints the same number
+        ("print(float(x) + 1)", [(1, False)]),  # the conversion feeds arithmetic first
         ("if np.isnan(x).any():\n    pass", [(1, False)]),
         ("y = np.asarray(x, copy=True)", [(1, False)]),
         ("y = np.add(x, x, x)", [(1, False)]),  # the third positional is NumPy's `out`
