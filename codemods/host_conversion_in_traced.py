@@ -8,6 +8,7 @@ import libcst as cst
 from libcst.metadata import Assignment, Scope
 
 from jaxfix.analysis.reasons import Via
+from jaxfix.candidates import HOST_INDEXES
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name, jax_numpy_name
 from jaxfix.models import numpy_scipy
@@ -150,6 +151,9 @@ class HostConversionInTraced(Rule):
     (directly, or formatted by an f-string, `str.format` or `%`) and `str.format` of it.
     Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
 
+    A NumPy array indexed by a traced value (`TABLE[i]`, `TABLE` made by NumPy where the
+    analysis sees it) is reported too: NumPy asks the tracer for its value.
+
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: a shape and a dtype, no data. NumPy and SciPy raise
     `jax.errors.TracerArrayConversionError` (`TracerIntegerConversionError` for a traced size,
@@ -195,7 +199,9 @@ class HostConversionInTraced(Rule):
     with more digits than Python's `float`). Other uses of them, SciPy and the other NumPy
     functions are diagnostic only; the message names their `jax.numpy` / `jax.scipy` namesake
     when there is one, which may differ in meaning. The conversions of one statement are fixed
-    together or not at all: one left would still fail there.
+    together or not at all: one left would still fail there. `TABLE[i]` becomes
+    `jnp.asarray(TABLE)[i]`: an index out of range is clamped instead of raising `IndexError`,
+    and float64 values become float32 unless x64 is enabled.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerArrayConversionError
@@ -216,7 +222,35 @@ class HostConversionInTraced(Rule):
         | names_of(SINKS, SinkKind.CONVERT)
         | {PRINT, DEVICE_GET, "builtins.format", FORMAT}
         | CONVERTING_METHODS
+        | {HOST_INDEXES}
     )
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """`TABLE[i]`: a NumPy array (made by NumPy where the analysis sees it) indexed by a
+        tracer."""
+        context = self.traced.context_of(node)
+        if context is None or isinstance(self.traced.parent(node), cst.AssignTarget):
+            return
+        indices = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        if not any(map(self.traced.is_traced, indices)) or not self.traced.is_host_array(
+            node.value
+        ):
+            return
+        jnp_name, imports = jax_numpy_name(self.traced, node)
+        fix = None
+        if jnp_name:
+            array = cst.parse_expression(f"{jnp_name}.asarray(x)")
+            assert isinstance(array, cst.Call)
+            table = array.with_changes(args=[cst.Arg(node.value)])
+            fix = self.make_fix({node.value: table}, imports)
+        message = self.message.format(
+            call=source_of(node),
+            problem=f"indexes a NumPy array with a traced value (`{_ARRAY_ERROR}`)",
+            function=context.label,
+            reason=context.reasons[0],
+            advice=f"index `jax.numpy.asarray({source_of(node.value)})` instead",
+        )
+        self.report(node, message, fix)
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.traced.context_of(node)
@@ -651,6 +685,7 @@ class _Finding:
     fix: Fix | None = None
 
 
+_ARRAY_ERROR = "TracerArrayConversionError"
 _TO_NUMPY = "converts a traced value to a NumPy array (`TracerArrayConversionError`)"
 _SHAPE = " with a result shape"
 _FORMATS = "formats the tracer, not the values (a format spec raises `TypeError`)"

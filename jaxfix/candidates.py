@@ -44,8 +44,11 @@ OUTER = "<outer>."
 # function declares static). A rule that lists it has every statement holding such a site in
 # traced code as a candidate; the words are what the text of such a file must contain.
 HASHED_KEYS = "<hashed keys>"
+# A NumPy array indexed by a traced value (`FileAnalysis.host_indexes`).
+HOST_INDEXES = "<host array indexes>"
 SYNTAX_ANCHORS: dict[str, frozenset[str]] = {
-    HASHED_KEYS: frozenset({"{", "dict", "Dict", "set", "Set", "Counter", "hash", "static_arg"})
+    HASHED_KEYS: frozenset({"{", "dict", "Dict", "set", "Set", "Counter", "hash", "static_arg"}),
+    HOST_INDEXES: frozenset({"numpy"}),
 }
 # What makes a dict or a set (last names: `collections.defaultdict`, `typing.Dict`, ...).
 _KEYED_TYPES = frozenset(
@@ -194,6 +197,10 @@ class Candidates:
                 found.update(function.statement for function in self.functions if function.stores)
         if HASHED_KEYS in anchors:
             found |= self._hashing_statements(traced if traced_only else None)
+        if HOST_INDEXES in anchors:
+            index = statement_index(self._analysis().tree)
+            indexes = self._analysis().host_indexes()
+            found.update(i for node in indexes if (i := index(node)) is not None)
         return found
 
     def _analysis(self) -> FileAnalysis:

@@ -264,6 +264,15 @@ class TracedAnalysis:
         context = self.context_of(expr)
         return context is not None and self._traced(expr, context.staged)
 
+    def is_host_array(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr`, in traced code, certainly holds a NumPy array (`TABLE` for a
+        module-level `TABLE = np.array([...])`)."""
+        if self.context_of(expr) is None:
+            return False
+        node = self._where.expression(self._span(expr))
+        value = self.facts.module.value_of(node) if node is not None else None
+        return value is not None and self.facts.kind(value) is Kind.HOST
+
     def is_undone(self, call: cst.Call) -> bool:
         """Whether every exit of its function undoes `call`'s push (see
         `FileAnalysis.undone_calls`)."""

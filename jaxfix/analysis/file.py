@@ -170,6 +170,26 @@ class FileAnalysis:
         """Statements that store a traced value into state that outlives the call."""
         return {store.node for store in self.facts.stores()}
 
+    def host_indexes(self) -> list[ast.Subscript]:
+        """NumPy arrays indexed by a tracer in traced code (`TABLE[i]`): NumPy asks the tracer
+        for its value (`TracerArrayConversionError`)."""
+        module = self.facts.module
+        found: list[ast.Subscript] = []
+        for summary in self.facts.traced_functions():
+            for node in summary.values:
+                if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+                    continue
+                base, key = module.value_of(node.value), module.value_of(node.slice)
+                if (
+                    base is not None
+                    and key is not None
+                    and self.facts.kind(base) is Kind.HOST
+                    and self.facts.kind(key) is Kind.TRACED
+                    and node not in module.guarded
+                ):
+                    found.append(node)
+        return found
+
     def undone_calls(self) -> set[ast.Call]:
         """Pushes in traced code that every exit undoes: `stack.append(v)` before or at the
         start of a `try:` whose `finally:` pops the same receiver (a context manager's scoped

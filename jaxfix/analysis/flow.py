@@ -1405,7 +1405,7 @@ class _Interpreter:
                 sources = v.sources_of(operands) | {Staged(self.summary.id)}
                 return v.traced(sources)
             if callee.startswith(("numpy.", "scipy.", "math.")):
-                if any(o.kind is Kind.TRACED or o.elements for o in operands):
+                if any(_holds_traced(o) for o in operands):
                     # It raises; once it is rewritten to its `jax.numpy` namesake it gives a
                     # tracer, and what follows must hold with that too.
                     return _unresolved(operands)
@@ -1643,6 +1643,12 @@ class _Interpreter:
                     bool(self.guarded),
                 )
             )
+
+
+def _holds_traced(value: Value) -> bool:
+    """A tracer, or a container with one among its elements (at any depth): what a NumPy
+    call given it raises on (`np.array([1.0, 2.0])` is a NumPy array)."""
+    return value.kind is Kind.TRACED or any(_holds_traced(e) for e in value.elements or ())
 
 
 def _unresolved(operands: list[Value]) -> Value:
