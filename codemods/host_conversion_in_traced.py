@@ -178,7 +178,7 @@ class HostConversionInTraced(Rule):
     @jax.jit
     def step(x):
         y = jnp.sin(x)
-        jax.debug.print("y {:.3f}", y[0])
+        jax.debug.print("y {:.3f}", y[0], ordered=True)
         return y.sum()
     ```
     For host-only code with no JAX equivalent, use
@@ -604,9 +604,12 @@ class HostConversionInTraced(Rule):
         jax_name, imports = jax_module_name(self.traced, call)
         if not jax_name:
             return None
+        # `ordered=True`: prints run in program order, as the prints they replace did (an
+        # accelerator runs unordered ones in any order).
+        ordered = cst.Arg(cst.Name("True"), keyword=cst.Name("ordered"), equal=_TIGHT)
         new = cst.Call(
             func=cst.parse_expression(f"{jax_name}.debug.print"),
-            args=[cst.Arg(cst.SimpleString(_literal(template))), *args],
+            args=[cst.Arg(cst.SimpleString(_literal(template))), *args, ordered],
         )
         return self.make_fix({call: new}, imports)
 
@@ -686,6 +689,9 @@ class _Finding:
 
 
 _ARRAY_ERROR = "TracerArrayConversionError"
+_TIGHT = cst.AssignEqual(
+    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+)
 _TO_NUMPY = "converts a traced value to a NumPy array (`TracerArrayConversionError`)"
 _SHAPE = " with a result shape"
 _FORMATS = "formats the tracer, not the values (a format spec raises `TypeError`)"

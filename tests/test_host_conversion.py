@@ -90,7 +90,7 @@ def test_reported_and_whether_fixed(body: str, expected: list[tuple[int, bool]])
 def test_print_template_escapes_braces_and_keeps_conversions() -> None:
     text = HEADER + '    print("{a}", f"{{b}} {x!r:>8}", x)\n    return x\n'
     fixed = fix_text(text, [RULE], unsafe_fixes=True).text
-    assert 'jax.debug.print("{{a}} {{b}} {!r:>8} {}", x, x)' in fixed
+    assert 'jax.debug.print("{{a}} {{b}} {!r:>8} {}", x, x, ordered=True)' in fixed
 
 
 HELPER = """\
@@ -123,9 +123,9 @@ def test_conversions_handled_or_of_python_valued_parameters_are_left_alone() -> 
 @pytest.mark.parametrize(
     ("printed", "expected"),
     [
-        ("""'say "hi"', x""", """jax.debug.print('say "hi" {}', x)"""),
-        ('rf"\\d {x}"', 'jax.debug.print("\\\\d {}", x)'),
-        ('"""a\nb""", x', 'jax.debug.print("a\\nb {}", x)'),
+        ("""'say "hi"', x""", """jax.debug.print('say "hi" {}', x, ordered=True)"""),
+        ('rf"\\d {x}"', 'jax.debug.print("\\\\d {}", x, ordered=True)'),
+        ('"""a\nb""", x', 'jax.debug.print("a\\nb {}", x, ordered=True)'),
     ],
 )
 def test_print_template_quotes(printed: str, expected: str) -> None:
