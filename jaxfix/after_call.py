@@ -83,10 +83,11 @@ def plan_after_call(
     if isinstance(sites, str):
         return sites
     why = only_here(analysis, function)
-    project = analysis.project
-    published = _published(analysis, function, group, payloads, wrapping, rule)
-    if published is not None and project.facts is not None:
-        project.facts.effects_after_call.append(published)
+    facts = analysis.project.facts
+    if facts is not None:  # a run over a project: its other modules may call the function
+        published = _published(analysis, function, group, payloads, wrapping, rule)
+        if published is not None:
+            facts.effects_after_call.append(published)
     if why:  # a run in which other modules call it tells them, then this module, again
         return why
     replacements: dict[cst.CSTNode, Replacement] = {
@@ -121,7 +122,7 @@ def _published(
             if node.value in payloads or node.value in names:
                 continue
             scope = analysis.scope_of(node)
-            found = [a for a in scope[node.value]] if scope is not None else []
+            found = list(scope[node.value]) if scope is not None else []
             if all(isinstance(a, BuiltinAssignment) for a in found):
                 continue
             origin = _origin(node.value, found)
