@@ -66,6 +66,7 @@ HASH = (
     "tracers are unhashable; for a random seed derive a key inside the trace"
     " (`jax.random.fold_in(key, x)`), or hash a static argument"
 )
+JIT = "jax.jit"
 # What code may do with a lookup table that the fix reads as an array: read it (these methods,
 # `len` and `list` of it). A method that changes it, an item store or delete, or handing it to
 # a function (which may change it) would make the array a copy that goes stale.
@@ -131,7 +132,9 @@ class HashInTraced(Rule):
     `KeyError` (the array clamps it), and the values become an array of jax's default dtype
     (`float32`), where Python floats were weakly typed: an `x` of `bfloat16` times a value is
     `float32`. Other tables, sets, `hash(x)` and static arguments have no fix: the rewrite
-    depends on what they hold and on the values the key takes.
+    depends on what they hold and on the values the key takes. For a static argument given a
+    parameter of a function jitted by its decorator, the message names the parameters to make
+    static there (`static_argnames`).
 
     ## References
     - https://docs.jax.dev/en/latest/faq.html#jit-and-caching
@@ -336,7 +339,8 @@ class HashInTraced(Rule):
             if param is None and index < len(params):
                 param = params[index]
             if param in static and self._array_valued(arg.value):
-                self._report(call, arg.value, f"`{param}` is static; {STATIC}", context)
+                advice = f"`{param}` is static; {STATIC}{_caller_advice(self, arg.value, context)}"
+                self._report(call, arg.value, advice, context)
                 return
 
     def _array_valued(self, expr: cst.BaseExpression) -> bool:
@@ -430,6 +434,20 @@ class HashInTraced(Rule):
         if isinstance(annotation, cst.Subscript):
             annotation = annotation.value
         return bool(self.qualified_names(annotation) & KEYED_ANNOTATIONS)
+
+
+def _caller_advice(rule: HashInTraced, value: cst.BaseExpression, context: TracedFunction) -> str:
+    """Which caller to make static: the parameters of the enclosing jitted function that the
+    value is computed from."""
+    params = [n for n in rule.traced.traced_names(value) if n in context.traced_params]
+    if not params or not all(r.via is Via.DECORATED and r.name == JIT for r in context.reasons):
+        return ""
+    names = ", ".join(f'"{p}"' for p in params)
+    listed = f"({names},)" if len(params) > 1 else names
+    return (
+        f" (here: make {', '.join(f'`{p}`' for p in params)} static where `{context.label}`"
+        f" is jitted, `jax.jit(..., static_argnames={listed})`)"
+    )
 
 
 def _is_number(value: cst.BaseExpression) -> bool:

@@ -540,3 +540,15 @@ def test_an_effect_after_the_call_runs_on_the_host_copy_at_every_call_site() -> 
         "_, h = _step(jnp.zeros(2), 1.0)\n"
         "BLOBS.append(pickle.dumps(jax.device_get(h)))\n"
     )
+
+
+def test_a_traced_value_for_a_static_argument_names_the_caller_to_make_static() -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "hash_in_traced"
+    jitted = (fixtures / "static_argnums_inner_jit" / "before.py").read_text()
+    (found,) = check_text(jitted, RULES)
+    assert found.message.endswith(
+        '(here: make `n` static where `twice` is jitted, `jax.jit(..., static_argnames="n")`)'
+    )
+    vmapped = (fixtures / "static_argnames_assigned" / "before.py").read_text()
+    (found,) = check_text(vmapped, RULES)
+    assert "(here:" not in found.message  # under vmap the value is batched: nothing to make static
