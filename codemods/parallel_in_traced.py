@@ -12,7 +12,7 @@ from libcst.metadata import Assignment
 from jaxfix.diagnostic import FixSafety
 from jaxfix.models.sinks import Sink, SinkKind, names_of
 from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
-from jaxfix.syntax import calls_in, source_of
+from jaxfix.syntax import ReplaceNodes, calls_in, source_of
 
 
 class Kind(enum.Enum):
@@ -329,7 +329,7 @@ class ParallelInTraced(Rule):
             if rewrite is None:
                 return None
             rewrites.append(rewrite)
-        body = block.body.visit(_Replace({r.original: r.new for r in rewrites}))
+        body = block.body.visit(ReplaceNodes({r.original: r.new for r in rewrites}))
         if not isinstance(body, cst.IndentedBlock) or any(line.comment for line in body.footer):
             return None  # comments after the last statement have nowhere to go
         statements = list(body.body)
@@ -589,19 +589,6 @@ class ParallelInTraced(Rule):
         ):
             return None  # only `a, b = Pipe()` unpacks into what it constructs
         return assign.value
-
-
-class _Replace(cst.CSTTransformer):
-    """Replace nodes (the originals, by identity) with new ones."""
-
-    def __init__(self, replacements: Mapping[cst.CSTNode, cst.BaseExpression]) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(  # type: ignore[override]
-        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
-    ) -> cst.CSTNode:
-        return self.replacements.get(original_node, updated_node)
 
 
 def _applied(positional: list[cst.Arg], keywords: list[cst.Arg]) -> str:

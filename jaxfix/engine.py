@@ -31,6 +31,7 @@ from jaxfix.options import DEFAULT, Options
 from jaxfix.project import ModuleFacts, Place, ProjectContext, note_top_level, traced_calls
 from jaxfix.registry import all_rules, matches
 from jaxfix.rule import Fix, Replacement, Rule
+from jaxfix.syntax import ReplaceNodes
 from jaxfix.tracing import TracedAnalysis
 from jaxfix.transforms import TransformSpec, with_user_transforms
 
@@ -574,17 +575,6 @@ def _non_overlapping(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> list[Fix
     return chosen
 
 
-class _ReplaceNodes(cst.CSTTransformer):
-    def __init__(self, replacements: dict[cst.CSTNode, Replacement]) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(  # type: ignore[override]
-        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
-    ) -> Replacement:
-        return self.replacements.get(original_node, updated_node)
-
-
 def prepare_fixes() -> None:
     """Import what applying a fix needs (half a second), ahead of the first fix: for a
     long-running process (the language server), while nobody waits."""
@@ -607,7 +597,7 @@ def _apply(
         replacements.update(fix.replacements)
         for node in fix.removed_nodes:
             RemoveImportsVisitor.remove_unused_import_by_node(context, node)
-    module = wrapper.module.visit(_ReplaceNodes(replacements))
+    module = wrapper.module.visit(ReplaceNodes(replacements))
     module = add_imports(
         module, [needed for fix in fixes for needed in fix.imports_needed], first_party
     )

@@ -1,11 +1,14 @@
-"""Small LibCST helpers the rules share: a node's source, the calls under a node, and the
-arguments a sink takes its value from."""
+"""Small LibCST helpers the rules share: a node's source, the calls under a node, the
+arguments a sink takes its value from, and the replacement of nodes by others."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import libcst as cst
 
 from jaxfix.models.sinks import Payload
+from jaxfix.rule import Replacement
 
 
 def source_of(node: cst.CSTNode) -> str:
@@ -33,3 +36,16 @@ def payload_of(call: cst.Call, payload: Payload) -> list[cst.BaseExpression]:
         if arg.keyword is not None and arg.keyword.value == payload.keyword:
             return [arg.value]
     return []
+
+
+class ReplaceNodes(cst.CSTTransformer):
+    """Replace nodes (the originals, by identity) with what `replacements` gives them."""
+
+    def __init__(self, replacements: Mapping[cst.CSTNode, Replacement]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(  # type: ignore[override]
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> Replacement:
+        return self.replacements.get(original_node, updated_node)
