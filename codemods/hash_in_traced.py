@@ -14,6 +14,7 @@ from jaxfix.hoist import jax_numpy_name
 from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedFunction
+from jaxfix.transforms import JIT
 
 # Calls that make a dict or a set, and annotations that declare one.
 KEYED_CONSTRUCTORS = frozenset(
@@ -66,7 +67,6 @@ HASH = (
     "tracers are unhashable; for a random seed derive a key inside the trace"
     " (`jax.random.fold_in(key, x)`), or hash a static argument"
 )
-JIT = "jax.jit"
 # What code may do with a lookup table that the fix reads as an array: read it (these methods,
 # `len` and `list` of it). A method that changes it, an item store or delete, or handing it to
 # a function (which may change it) would make the array a copy that goes stale.

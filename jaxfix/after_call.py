@@ -39,8 +39,8 @@ from jaxfix.hoist import jax_module_name
 from jaxfix.project import JAX, PAYLOAD, EffectAfterCall, SerializedImport
 from jaxfix.rule import ImportNeeded, Replacement, Rule
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
+from jaxfix.transforms import JIT
 
-JIT = "jax.jit"
 # What to wrap in a moving statement (`y` -> `jax.device_get(y)`), given the name of `jax`.
 Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpression]]
 

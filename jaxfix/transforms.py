@@ -92,8 +92,9 @@ FRAMEWORK_TRANSFORMS: dict[str, TransformSpec] = {
     "optax.stateless_with_tree_map": TransformSpec(fun_keywords=("f",), staged=False),
 }
 
+JIT = "jax.jit"  # the transform some fixes require (a function's only reason to be traced)
 TRANSFORMS: dict[str, TransformSpec] = {
-    "jax.jit": _JIT,
+    JIT: _JIT,
     "jax.pjit": _JIT,
     "jax.experimental.pjit.pjit": _JIT,
     "jax.pmap": TransformSpec(static_argnums_keywords=("static_broadcasted_argnums",)),
