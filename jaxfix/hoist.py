@@ -5,10 +5,11 @@ concrete values. Shared by every rule whose fix is "do this on the host".
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from types import UnionType
 
 import libcst as cst
-from libcst.metadata import Assignment, BaseAssignment, BuiltinAssignment, FunctionScope, Scope
+from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope, Scope
 
 from jaxfix.rule import ImportNeeded
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
@@ -43,7 +44,7 @@ def jax_numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list
             break
         for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
             name = _jax_numpy_binding(small)
-            if name is not None and (scope is None or _only_imports(scope[name])):
+            if name is not None and _names_only_imports(scope, name, cst.Import | cst.ImportFrom):
                 return name, []
     jax_name, imports = jax_module_name(analysis, at)
     return (f"{jax_name}.numpy", imports) if jax_name else ("", [])
@@ -71,13 +72,6 @@ def _jax_numpy_binding(small: cst.BaseSmallStatement) -> str | None:
     return None
 
 
-def _only_imports(assignments: Collection[BaseAssignment]) -> bool:
-    found = list(assignments)
-    return bool(found) and all(
-        isinstance(a, Assignment) and isinstance(a.node, cst.Import | cst.ImportFrom) for a in found
-    )
-
-
 def _imported_jax_name(analysis: TracedAnalysis, at: cst.CSTNode) -> str | None:
     """The name that a module-level `import jax` before the statement holding `at` binds."""
     top = _top_statement(analysis, at)
@@ -97,12 +91,14 @@ def _imported_jax_name(analysis: TracedAnalysis, at: cst.CSTNode) -> str | None:
     return None
 
 
-def _names_only_imports(scope: Scope | None, name: str) -> bool:
-    """Whether `name`, read in `scope`, can only mean a module import (not a local look-alike
-    such as `jax = _Pipeline()` in an enclosing function)."""
+def _names_only_imports(
+    scope: Scope | None, name: str, imports: type | UnionType = cst.Import
+) -> bool:
+    """Whether `name`, read in `scope`, can only mean a module import (statements of kind
+    `imports`; not a local look-alike such as `jax = _Pipeline()` in an enclosing function)."""
     if scope is None:
         return True
-    return all(isinstance(a, Assignment) and isinstance(a.node, cst.Import) for a in scope[name])
+    return all(isinstance(a, Assignment) and isinstance(a.node, imports) for a in scope[name])
 
 
 def is_host_only_target(analysis: TracedAnalysis, target: cst.BaseExpression) -> bool:
