@@ -67,13 +67,13 @@ def _present(module: cst.Module, wanted: ImportNeeded) -> bool:
 
 
 def _insert(module: cst.Module, wanted: ImportNeeded, first_party: Collection[str]) -> cst.Module:
-    merged = _merged(module, wanted, first_party)
+    placed = _leading_imports(module, first_party)
+    merged = _merged(module, placed, wanted)
     if merged is not None:
         return merged
     statement = _statement(wanted)
     section = _section(wanted.module, 0, first_party)
     key = (wanted.obj is not None, wanted.module.lower())
-    placed = _leading_imports(module, first_party)
     body = list(module.body)
     same = [p for p in placed if p.section == section]
     if same:
@@ -113,13 +113,14 @@ def _insert(module: cst.Module, wanted: ImportNeeded, first_party: Collection[st
 
 
 def _merged(
-    module: cst.Module, wanted: ImportNeeded, first_party: Collection[str]
+    module: cst.Module, leading: Sequence[_Placed], wanted: ImportNeeded
 ) -> cst.Module | None:
-    """`module` with `wanted.obj` added to a leading `from wanted.module import ...` (at its
-    place in Ruff's order: constants, classes, then the rest), or None when there is none."""
+    """`module` with `wanted.obj` added to one of its `leading` imports that is a `from
+    wanted.module import ...` (at its place in Ruff's order: constants, classes, then the
+    rest), or None when there is none."""
     if wanted.obj is None:
         return None
-    for placed in _leading_imports(module, first_party):
+    for placed in leading:
         statement = module.body[placed.index]
         assert isinstance(statement, cst.SimpleStatementLine)
         small = statement.body[0]
