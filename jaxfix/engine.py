@@ -32,7 +32,7 @@ from jaxfix.project import ModuleFacts, Place, ProjectContext, note_top_level, t
 from jaxfix.registry import all_rules, matches
 from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.syntax import ReplaceNodes
-from jaxfix.tracing import TracedAnalysis
+from jaxfix.tracing import OutsideSlice, TracedAnalysis
 from jaxfix.transforms import TransformSpec, with_user_transforms
 
 MAX_FIX_PASSES = 10
@@ -264,11 +264,9 @@ def _with_edits(
     piece = selection.slice(text, for_fixes=dropped)
     assert piece is not None, "a finding implies a statement to slice"
     checked = selection.checked
-    if checked is not None and checked.piece.text == piece.text:
-        found, wrapper = checked.found, checked.wrapper  # the check's run saw the same slice
-    else:
-        module = cst.parse_module(piece.text)
-        found, wrapper, _ = _run(module, rules, options, None, selection.analysed, piece.file_line)
+    if checked is None or checked.piece.text != piece.text:  # else the check saw this slice
+        checked = _run_on(text, piece, rules, options, None, selection.analysed)
+    piece, found, wrapper = checked.piece, checked.found, checked.wrapper
     fixes = {_place(_in_file(d, piece)): d.fix for d in found if d.fix is not None}
     result: list[Diagnostic] = []
     for diagnostic in diagnostics:
@@ -480,9 +478,8 @@ def _check(
     if piece is None:
         return [], selection
     facts = follow.facts if follow is not None else None
-    module = cst.parse_module(piece.text)
-    diagnostics, wrapper, _ = _run(module, rules, options, facts, analysed, piece.file_line)
-    checked = _Checked(piece, wrapper, diagnostics)
+    checked = _run_on(text, piece, rules, options, facts, analysed)
+    piece, diagnostics = checked.piece, checked.found
     return [_in_file(d, piece) for d in diagnostics], dataclasses.replace(
         selection, checked=checked
     )
@@ -514,6 +511,29 @@ def _note_facts(
             facts.calls.add((named[call.statement], target))
         if call.owner in traced:
             facts.traced_targets.add(target)
+
+
+def _run_on(
+    text: str,
+    piece: firstpass.Slice,
+    rules: Sequence[type[Rule]],
+    options: Options,
+    facts: ModuleFacts | None,
+    analysed: FileAnalysis,
+) -> _Checked:
+    """The rules' run over `piece` of `text`, or over the whole file when the analysis needs a
+    statement the slice left out (the same findings a whole-file run gives, in every case)."""
+    published = facts.published() if facts is not None else None
+    try:
+        module = cst.parse_module(piece.text)
+        found, wrapper, _ = _run(module, rules, options, facts, analysed, piece.file_line)
+    except OutsideSlice:
+        if piece.whole:
+            raise
+        if facts is not None and published is not None:
+            facts.forget_since(published)
+        return _run_on(text, firstpass.Slice(text, whole=True), rules, options, facts, analysed)
+    return _Checked(piece, wrapper, found)
 
 
 def _run(

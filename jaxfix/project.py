@@ -138,6 +138,15 @@ class ModuleFacts:
         """The functions whose callers in other modules must change with them."""
         return [*self.serialized_returns, *self.effects_after_call]
 
+    def published(self) -> tuple[int, int]:
+        """How many return changes the rules have published so far (see `forget_since`)."""
+        return len(self.serialized_returns), len(self.effects_after_call)
+
+    def forget_since(self, published: tuple[int, int]) -> None:
+        """Forget the return changes published after `published` (a rules' run given up)."""
+        del self.serialized_returns[published[0] :]
+        del self.effects_after_call[published[1] :]
+
     def plain(self) -> dict[str, Any]:
         """As JSON values, for the cache."""
         data = asdict(self)

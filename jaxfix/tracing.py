@@ -40,6 +40,11 @@ Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 MAX_ALIASES = 8
 
 
+class OutsideSlice(Exception):
+    """The analysis of a slice of a file needs a statement the slice left out (host code that
+    must wait for a callback): the rules must run on the whole file."""
+
+
 @dataclass
 class TracedFunction:
     """A function (or lambda) whose body runs under a trace."""
@@ -175,6 +180,7 @@ class TracedAnalysis:
         self.facts = analysed.facts
         self.functions: dict[FunctionNode, TracedFunction] = self._traced_functions()
         self._statements: dict[tuple[int, int], Statement] | None = None
+        self._lines: set[int] | None = None  # the file's lines the module holds
         self._planned: set[ast.stmt] = set()  # statements fixes put a barrier before
         self.plan_waits = True  # `Options.plan_waits`: without, no host code waits
 
@@ -461,6 +467,9 @@ class TracedAnalysis:
         if barriers.blocked is not None:
             return HostReads(blocked=barriers.blocked.lineno)
         before = [self._statement_at(node) for node in barriers.before]
+        missing = [n.lineno for b, n in zip(before, barriers.before, strict=True) if b is None]
+        if not all(map(self._holds_line, missing)):
+            raise OutsideSlice
         places = [b for b in before if b is not None and self._in_block(b)]
         if len(places) != len(before):
             return None
@@ -492,6 +501,13 @@ class TracedAnalysis:
             found.append(node)
         owner = self.owner_function(statements[0])
         return found, self._ast_function(owner) if owner is not None else None
+
+    def _holds_line(self, line: int) -> bool:
+        """Whether the module analysed holds the file's `line` (a slice may not)."""
+        if self._lines is None:
+            count = self.module.code.count("\n") + 1
+            self._lines = {self._line_of(n) for n in range(1, count + 1)}
+        return line in self._lines
 
     def _statement_at(self, node: ast.stmt) -> Statement | None:
         """The LibCST statement that starts where `node` does."""

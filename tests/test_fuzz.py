@@ -23,9 +23,11 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import hypothesmith
 import libcst as cst
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, ScopeProvider
@@ -216,3 +218,12 @@ def test_jax_programs(text: str) -> None:
     assert compiles(text)  # the generator's own guarantee
     outcome = _assert_properties(text)
     assert outcome is not None
+
+
+FOUND = sorted((Path(__file__).parent / "fuzz_found").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", FOUND, ids=[path.stem for path in FOUND])
+def test_programs_fuzzing_found_keep_every_property(path: Path) -> None:
+    """Programs on which a property once failed (shrinking them can take minutes)."""
+    assert check_program(path.read_text(encoding="utf-8")) is not None

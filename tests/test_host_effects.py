@@ -196,11 +196,17 @@ def test_no_read_after_a_call_needs_no_barrier(host: str) -> None:
         ),
         pytest.param("run = step\nrun(jnp.ones(2))\nprint(LAST)\n", id="alias"),
         pytest.param("step(jnp.ones(2))\nprint(HISTORY)\n", id="module-level list"),
+        pytest.param(
+            'def restore():\n    return open("ckpt.pkl", "rb").read()\n', id="an unused reader"
+        ),
     ],
 )
 def test_the_sliced_check_offers_the_fix_the_whole_file_gives(host: str) -> None:
-    """LibCST sees a slice of the file: the module's code and what uses it are in it."""
-    text = STORE.replace("LAST = x * 2", "LAST = x * 2\n    HISTORY.append(x)") + host
+    """LibCST sees a slice of the file: the module's code and what uses it are in it; when the
+    host code that must wait is not (a function nothing in the file calls reads the file the
+    callback writes), the rules run on the whole file."""
+    traced = "LAST = x * 2\n    HISTORY.append(x)\n    pickle.dump(x, open('ckpt.pkl', 'wb'))"
+    text = "import pickle\n" + STORE.replace("LAST = x * 2", traced) + host
     text = text.replace("LAST = None", "LAST = None\nHISTORY = []")
     sliced = [(d.message, d.fix_title) for d in check_text(text, RULES)]
     assert sliced == [(d.message, d.fix_title) for d in check_text(text, RULES, slicing=False)]
