@@ -8,6 +8,7 @@ import libcst as cst
 from libcst.metadata import Assignment, Scope
 
 from jaxfix.analysis.reasons import Via
+from jaxfix.call_sites import runs_outside_traces
 from jaxfix.candidates import HOST_INDEXES
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name, jax_numpy_name
@@ -135,6 +136,8 @@ _ARRAY_EXPRESSIONS = (
     cst.Tuple,
     cst.List,
 )
+# What a NumPy call made `jax.numpy` changes when it runs on concrete values.
+_EAGER = "there `jax.numpy` would return a float32 `jax.Array` where NumPy gives float64"
 # `jax.debug.print`'s own parameters: a `.format(ordered=...)` keyword would clash.
 _DEBUG_PRINT_PARAMETERS = frozenset({"fmt", "ordered"})
 
@@ -192,16 +195,19 @@ class HostConversionInTraced(Rule):
     *runs*: on every call instead of once at tracing, once per element under `vmap`, and with
     NumPy's formatting of the values. A NumPy call with a `jax.numpy` namesake of the same
     meaning (`np.sin`, `np.asarray`, `np.concatenate`...) becomes that call when its result
-    stays in the traced computation; a function that is also called outside a trace then
-    returns a `jax.Array`, and float64 becomes float32 unless x64 is enabled. `float(x)`,
+    stays in the traced computation and the function never runs outside a trace: a transform
+    decorates it, or each use of it is in traced code or hands it to the transform, and no
+    other module can call it (a private name, or a script). Run eagerly, the rewritten call
+    would return a `jax.Array` and float32 where NumPy gave float64: such a finding says
+    why it is not rewritten (`f` is public; `f` is also used outside a trace). `float(x)`,
     `int(x)` and `x.item()` printed as they are (`print(float(loss))`,
     `print(f"{x.item():.3f}")`) become a `jax.debug.print` of `x` (NumPy prints a float32
     with more digits than Python's `float`). Other uses of them, SciPy and the other NumPy
     functions are diagnostic only; the message names their `jax.numpy` / `jax.scipy` namesake
     when there is one, which may differ in meaning. The conversions of one statement are fixed
     together or not at all: one left would still fail there. `TABLE[i]` becomes
-    `jnp.asarray(TABLE)[i]`: an index out of range is clamped instead of raising `IndexError`,
-    and float64 values become float32 unless x64 is enabled.
+    `jnp.asarray(TABLE)[i]` on the same condition: an index out of range is clamped instead of
+    raising `IndexError`, and float64 values become float32 unless x64 is enabled.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerArrayConversionError
@@ -217,6 +223,7 @@ class HostConversionInTraced(Rule):
     fix_title = "Print with `jax.debug.print`, or call the `jax.numpy` equivalent"
     fix_safety = FixSafety.UNSAFE
     sinks = SINKS
+    reads_users = True  # a function's eager callers rule out the `jax.numpy` rewrite
     anchors = (
         LIBRARY_SINKS
         | names_of(SINKS, SinkKind.CONVERT)
@@ -238,17 +245,20 @@ class HostConversionInTraced(Rule):
             return
         jnp_name, imports = jax_numpy_name(self.traced, node)
         fix = None
+        advice = f"index `jax.numpy.asarray({source_of(node.value)})` instead"
         if jnp_name:
             array = cst.parse_expression(f"{jnp_name}.asarray(x)")
             assert isinstance(array, cst.Call)
             table = array.with_changes(args=[cst.Arg(node.value)])
-            fix = self.make_fix({node.value: table}, imports)
+            fix, advice = self._if_never_eager(
+                self.make_fix({node.value: table}, imports), advice, context
+            )
         message = self.message.format(
             call=source_of(node),
             problem=f"indexes a NumPy array with a traced value (`{_ARRAY_ERROR}`)",
             function=context.label,
             reason=context.reasons[0],
-            advice=f"index `jax.numpy.asarray({source_of(node.value)})` instead",
+            advice=advice,
         )
         self.report(node, message, fix)
 
@@ -352,7 +362,22 @@ class HostConversionInTraced(Rule):
         else:
             advice = f"use `jax.pure_callback`{_SHAPE}, or call it on the jitted function's result"
         fix = self._jnp_fix(call, short) if name.startswith("numpy.") else None
+        context = self.traced.context_of(call)
+        if fix is not None and context is not None:
+            fix, advice = self._if_never_eager(fix, advice, context)
         return _Finding(source_of(call.func), problem, advice, fix)
+
+    def _if_never_eager(
+        self, fix: Fix, advice: str, context: TracedFunction
+    ) -> tuple[Fix | None, str]:
+        """`fix` (NumPy made `jax.numpy`) when the function never runs outside a trace; else
+        no fix, and the advice says why."""
+        if context.node not in self._eager:
+            self._eager[context.node] = runs_outside_traces(self.traced, context)
+        eager = self._eager[context.node]
+        if not eager:
+            return fix, advice
+        return None, f"{advice} (not rewritten: {eager}; {_EAGER})"
 
     def _method(self, call: cst.Call, func: cst.Attribute) -> _Finding | None:
         """`.item()` / `.tolist()` of a traced array, `"...".format(traced)`."""
@@ -379,6 +404,7 @@ class HostConversionInTraced(Rule):
         """The conversion sinks by full name (the built-ins and the project's), and the
         project's logging functions (`[tool.jaxfix.sinks] log`), whose arguments are JF103's."""
         self._conversions = {row.callable: row for row in self.sink_rows(SinkKind.CONVERT)}
+        self._eager: dict[cst.CSTNode, str] = {}  # why a function may run eagerly, or ""
         self._logging_functions = self.sink_names(SinkKind.LOG)
 
     def _converts_traced_payload(self, call: cst.Call, conversion: Sink) -> bool:
@@ -517,7 +543,7 @@ class HostConversionInTraced(Rule):
 
     def _stays_traced(self, call: cst.Call) -> bool:
         """Whether the call's result only feeds traced computation: array arithmetic, JAX
-        functions, a local name, the return value."""
+        functions, a local name, the return value (a lambda's body)."""
         node: cst.CSTNode = call
         while True:
             parent = self.traced.parent(node)
@@ -538,7 +564,9 @@ class HostConversionInTraced(Rule):
                 if isinstance(parent.operator, cst.Not):
                     return False
                 node = parent
-            elif isinstance(parent, cst.Return):
+            elif isinstance(parent, cst.Return) or (
+                isinstance(parent, cst.Lambda) and node is parent.body
+            ):
                 return True
             elif isinstance(parent, cst.Assign):
                 return all(self._local_target(t.target) for t in parent.targets)

@@ -10,10 +10,11 @@ imports it is rewritten too (`Options.foreign_calls`), and it is not in `__all__
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import Assignment, GlobalScope
+from libcst.metadata import Assignment, ClassScope, GlobalScope
 
+from jaxfix.analysis.reasons import Via
 from jaxfix.syntax import source_of
-from jaxfix.tracing import TracedAnalysis
+from jaxfix.tracing import TracedAnalysis, TracedFunction
 
 
 def call_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.Call] | str:
@@ -40,6 +41,47 @@ def call_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.
             return f"`{name}` is called from traced code"
         calls.append(parent)
     return calls
+
+
+def runs_outside_traces(analysis: TracedAnalysis, function: TracedFunction) -> str:
+    """Why the body of the traced `function` may also run outside a trace, on concrete values
+    ("" when it never does): a fix that makes its result a `jax.Array` (float32) would change
+    what that eager call returns. It never does when a transform decorates it, when it is
+    defined in traced code, or when every use of it is in traced code or hands it to the
+    transform that traces it, and no other module can call it (see `only_here`)."""
+    node = function.node
+    if any(reason.via is Via.DECORATED for reason in function.reasons):
+        return ""
+    outer = analysis.owner_function(node)
+    if outer is not None:
+        enclosing = analysis.functions.get(outer)
+        if enclosing is not None and not runs_outside_traces(analysis, enclosing):
+            return ""
+    passed = {reason.name for reason in function.reasons if reason.via is Via.PASSED}
+    if isinstance(node, cst.Lambda):
+        parent = analysis.parent(node)
+        call = analysis.parent(parent) if isinstance(parent, cst.Arg) else None
+        if isinstance(call, cst.Call) and analysis.imported_names(call.func) & passed:
+            return ""
+        return "the lambda may also be called outside a trace"
+    name = node.name.value
+    scope = analysis.scope_of(node)
+    bindings = [a for a in scope.assignments[name] if isinstance(a, Assignment)] if scope else []
+    if len(bindings) != 1 or bindings[0].node is not node:
+        return f"`{name}` is bound more than once"
+    for access in bindings[0].references:
+        if analysis.context_of(access.node) is not None:
+            continue  # called (or handed on) by traced code
+        arg = analysis.parent(access.node)
+        call = analysis.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(call, cst.Call) or not analysis.imported_names(call.func) & passed:
+            line = analysis.line_of(access.node)
+            return f"`{name}` is also used outside a trace (line {line})"
+    if isinstance(scope, GlobalScope):
+        return only_here(analysis, node)
+    if isinstance(scope, ClassScope):
+        return f"`{name}` is a method: its other callers are not known"
+    return ""
 
 
 def only_here(analysis: TracedAnalysis, function: cst.FunctionDef) -> str:

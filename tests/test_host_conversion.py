@@ -215,3 +215,60 @@ def test_model_table_is_current() -> None:
     check = [sys.executable, str(SCRIPT), "--check"]
     result = subprocess.run(check, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+EAGER_PATHS = """\
+import jax
+import numpy as np
+{code}
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "why_not"),
+    [
+        pytest.param("@jax.jit\ndef f(x):\n    return np.sin(x)\n", "", id="decorated"),
+        pytest.param("def _f(x):\n    return np.sin(x)\n\ng = jax.jit(_f)\n", "", id="private"),
+        pytest.param(
+            "def f(x):\n    return np.sin(x)\n\nif __name__ == '__main__':\n    jax.jit(f)(1.0)\n",
+            "",
+            id="a script's",
+        ),
+        pytest.param(
+            "@jax.jit\ndef f(x):\n    def g(y):\n        return np.sin(y)\n    return g(x)\n",
+            "",
+            id="defined in traced code",
+        ),
+        pytest.param("g = jax.vmap(lambda x: np.sin(x))\n", "", id="a lambda handed over"),
+        pytest.param(
+            "def f(x):\n    return np.sin(x)\n\ng = jax.jit(f)\n", "`f` is public", id="public"
+        ),
+        pytest.param(
+            "def _f(x):\n    return np.sin(x)\n\ng = jax.jit(_f)\nh = _f(np.ones(2))\n",
+            "`_f` is also used outside a trace (line 9)",
+            id="also called eagerly",
+        ),
+        pytest.param(
+            "def make():\n    def g(x):\n        return np.sin(x)\n    return jax.jit(g), g\n",
+            "`g` is also used outside a trace (line 7)",
+            id="escapes its factory",
+        ),
+        pytest.param(
+            "class M:\n    def f(self, x):\n        return np.sin(x)\n\n    def g(self):\n"
+            "        return jax.jit(self.f)\n",
+            "`f` is a method",
+            id="a method",
+        ),
+        pytest.param(
+            "T = np.array([1.0, 2.0])\n\ndef f(i):\n    return T[i]\n\ng = jax.jit(f)\n",
+            "`f` is public",
+            id="a NumPy table's index",
+        ),
+    ],
+)
+def test_numpy_becomes_jax_numpy_only_where_it_never_runs_eagerly(code: str, why_not: str) -> None:
+    """On concrete values `jax.numpy` returns a float32 `jax.Array` where NumPy gave float64:
+    the rewrite is made only in code that always runs under a trace."""
+    (found,) = check_text(EAGER_PATHS.format(code=code), [RULE])
+    assert (found.fix is None) is bool(why_not)
+    assert (why_not and f"(not rewritten: {why_not}") or "not rewritten" not in found.message
