@@ -180,7 +180,7 @@ class Candidates:
                 return known.method in methods or (known.method in outer and keeps_traced(call))
             if known.callee is not None:
                 return known.callee in qualified
-            return anchored(call.call.func)
+            return anchored(call.call.func) or bool(outer and keeps_traced(call))
 
         found = {call.statement for call in self.calls if reported_at(call)}
         for function in traced if traced_only else self.functions:

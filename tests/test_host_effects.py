@@ -211,3 +211,13 @@ def test_the_sliced_check_offers_the_fix_the_whole_file_gives(host: str) -> None
     sliced = [(d.message, d.fix_title) for d in check_text(text, RULES)]
     assert sliced == [(d.message, d.fix_title) for d in check_text(text, RULES, slicing=False)]
     assert any(title is not None and "effects_barrier" in title for _, title in sliced)
+
+
+def test_a_lambda_that_calls_the_traced_function_runs_it() -> None:
+    host = "jax.vmap(lambda v: step(v))(jnp.ones((2, 2)))\nprint(LAST)\n"
+    assert host_part(fixed(host)).endswith("jax.effects_barrier()\nprint(LAST)")
+
+
+def test_a_lambda_whose_parameter_is_named_like_the_traced_function_does_not_run_it() -> None:
+    host = "list(map(lambda step: print(step), [1]))\nprint(LAST)\n"
+    assert "effects_barrier" not in fixed(host)

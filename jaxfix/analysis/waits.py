@@ -15,10 +15,10 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis.effects import EffectIndex, Keys
-from jaxfix.analysis.flow import FunctionNode
+from jaxfix.analysis.flow import FunctionNode, params_of
 from jaxfix.analysis.names import dotted
 from jaxfix.analysis.statements import (
     FUNCTIONS,
@@ -215,11 +215,21 @@ class _Runners:
 
     def runs(self, call: ast.Call) -> bool:
         """Whether `call` may run it: it calls, or is given, a runner (`step(x)`,
-        `jax.vmap(predict)(xs)`, `lax.scan(body, ...)`, `model.apply(...)`)."""
+        `jax.vmap(predict)(xs)`, `lax.scan(body, ...)`, `model.apply(...)`), or a lambda that
+        calls one."""
         func = call.func
         if self.refers(func) or (isinstance(func, ast.Call) and self.runs(func)):
             return True
-        return any(self.refers(g, given=True) for g in call_arguments(call))
+        return any(self.refers(g, given=True) or self._runs_in(g) for g in call_arguments(call))
+
+    def _runs_in(self, given: ast.expr) -> bool:
+        """A lambda whose body may run it (`jax.vmap(lambda x: model.step(x))`); its
+        parameters are its own names."""
+        if not isinstance(given, ast.Lambda):
+            return False
+        params = set(params_of(given)[0])
+        inner = replace(self, functions=self.functions - params, aliases=self.aliases - params)
+        return any(isinstance(n, ast.Call) and inner.runs(n) for n in walk_code([given.body]))
 
     def refers(self, node: ast.expr, given: bool = False) -> bool:
         """`node` names a runner: `step`, `obj.step`, `model.apply` of a variable `model` that
