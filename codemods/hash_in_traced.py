@@ -87,7 +87,8 @@ class HashInTraced(Rule):
     and a traced value passed as a static argument of a same-module jitted function
     (`static_argnums`, `static_argnames`) by a function a transform traces. The receiver must
     be known to be a dict or a set: a display, a `dict()` / `set()` / `defaultdict()` /
-    `Counter()` call, a name bound only to one, or a parameter annotated `dict` or `set`.
+    `Counter()` call, a name bound only to one, a parameter annotated `dict` or `set`, or
+    `self.name` in a method when the methods of its class give `self.name` only one.
     Indexing an array or a list (`xs[i]`) is not hashing. Left alone, as they often hold
     Python values: names a loop binds (`for k in params`), `set(name)` (a dict's keys),
     `int(x)` / `str(x)` keys, the parameters of custom derivative rules and of callables only
@@ -406,6 +407,11 @@ class HashInTraced(Rule):
             return True
         if isinstance(expr, cst.Call):
             return bool(self.qualified_names(expr.func) & KEYED_CONSTRUCTORS)
+        if isinstance(expr, cst.Attribute):  # `self.table`, made a dict by the class
+            values = self.traced.instance_attribute_values(expr)
+            return bool(values) and all(
+                not isinstance(v, cst.Name | cst.Attribute) and self._keyed(v) for v in values or ()
+            )
         if not isinstance(expr, cst.Name):
             return False
         assignments = self.traced.assignments(expr)

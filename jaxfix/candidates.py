@@ -213,6 +213,13 @@ class Candidates:
         them (what other modules' traced calls could reach), of the sites that read a
         parameter of their function, which such a call makes traced."""
         keyed = {name for name, value in self.keyed_bindings if self._keyed_binding(value)}
+        keyed |= {  # `obj.name = {}` anywhere in the file (the walk above skips host code)
+            f".{target.attr}"
+            for node in self._analysis().facts.module.binders
+            if isinstance(node, ast.Assign) and self._keyed_binding(node.value)
+            for target in node.targets
+            if isinstance(target, ast.Attribute)
+        }
         if traced is not None:
             return {
                 statement
@@ -305,11 +312,14 @@ class Candidates:
 
     def _keyed(self, expr: ast.expr, keyed: set[str]) -> bool:
         """Whether `expr` may be a dict or a set: a display, a constructor call, or a name
-        bound to one or annotated as one (`keyed`)."""
+        bound to one or annotated as one (`keyed`), or an attribute some object is given one
+        in (`.name` in `keyed`)."""
         if isinstance(expr, _DISPLAYS):
             return True
         if isinstance(expr, ast.Call):
             return bool(self._last_names(expr.func) & _KEYED_TYPES)
+        if isinstance(expr, ast.Attribute):
+            return f".{expr.attr}" in keyed
         return isinstance(expr, ast.Name) and expr.id in keyed
 
     def _keyed_binding(self, expr: ast.expr) -> bool:

@@ -142,6 +142,41 @@ class _Collector(cst.CSTVisitor):
         self.owned[self.stack[-1]].nonlocal_names.update(item.name.value for item in node.names)
 
 
+class _AttributeValues(cst.CSTVisitor):
+    """The values a method's code gives `receiver.name` (see `instance_attribute_values`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.receiver: str | None = None
+        self.values: list[cst.BaseExpression] = []
+        self.unknown = False
+
+    def _is_ours(self, target: cst.BaseExpression) -> bool:
+        return (
+            isinstance(target, cst.Attribute)
+            and target.attr.value == self.name
+            and isinstance(target.value, cst.Name)
+            and target.value.value == self.receiver
+        )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if self._is_ours(target.target):
+                self.values.append(node.value)
+            elif isinstance(target.target, cst.Tuple | cst.List):
+                self.unknown |= any(
+                    isinstance(e, cst.Element | cst.StarredElement) and self._is_ours(e.value)
+                    for e in target.target.elements
+                )
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self._is_ours(node.target) and node.value is not None:
+            self.values.append(node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.unknown |= self._is_ours(node.target)
+
+
 class TracedAnalysis:
     """The traced functions of one module and the traced values inside them."""
 
@@ -423,6 +458,25 @@ class TracedAnalysis:
                     node = parent if climbs else None
         return found
 
+    def instance_attribute_values(
+        self, attribute: cst.Attribute
+    ) -> list[cst.BaseExpression] | None:
+        """For `self.name` in a method (`self` its first parameter): the values the methods of
+        its class give `self.name` (`self.name = value`). None for another attribute, or when
+        a method changes it otherwise (`self.name += ...`, `self.name, x = ...`)."""
+        method = self.owner_function(attribute)
+        if not isinstance(method, cst.FunctionDef) or not isinstance(attribute.value, cst.Name):
+            return None
+        owner = self._parents.get(self._parents.get(method) or method)
+        if not isinstance(owner, cst.ClassDef) or attribute.value.value != _first_parameter(method):
+            return None
+        found = _AttributeValues(attribute.attr.value)
+        for statement in owner.body.body:
+            if isinstance(statement, cst.FunctionDef) and _first_parameter(statement):
+                found.receiver = _first_parameter(statement)
+                statement.body.visit(found)
+        return None if found.unknown else found.values
+
     def class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
         """The class of the module a name is bound to, when it is bound only to it."""
         if not isinstance(expr, cst.Name):
@@ -544,6 +598,11 @@ class TracedAnalysis:
 
 def _same_line(line: int) -> int:
     return line
+
+
+def _first_parameter(function: cst.FunctionDef) -> str | None:
+    params = [*function.params.posonly_params, *function.params.params]
+    return params[0].name.value if params else None
 
 
 # ----- syntax helpers -----------------------------------------------------------------------
