@@ -17,6 +17,15 @@ from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.syntax import calls_in, payload_of, source_of
 from jaxfix.tracing import Statement
 
+# What a checkpointer's `save` writes.
+SAVED = Payload(1, rest=True)
+
+
+def _writers(row: Sink) -> list[str]:
+    """The methods that write, of the object a checkpointer row makes."""
+    return row.detail.split() or ["save"]
+
+
 # Serializers, with the argument they serialize (`rest`: that one, every later one and every
 # keyword argument); orbax checkpointers, whose `save(directory_or_step, ...)` writes every
 # later argument.
@@ -61,14 +70,24 @@ SINKS = (
                 "CheckpointManager",
             )
         ],
+        SAVED,
     ),
+    # A database connection: `execute(sql, parameters)` writes the parameters.
+    Sink("sqlite3.connect", SinkKind.CHECKPOINTER, Payload(1), "execute executemany"),
 )
-# What a checkpointer's `save` writes.
-SAVED = Payload(1, rest=True)
+# The methods of what a checkpointer row makes that write (`save` unless the row says).
+WRITERS = frozenset(m for row in SINKS if row.kind is SinkKind.CHECKPOINTER for m in _writers(row))
 # Array methods that serialize their receiver.
 SERIALIZING_METHODS = frozenset({"tobytes", "tofile", "dumps", "dump"})
-# A device_get'ed array is still not JSON: no mechanical fix.
-NOT_FIXABLE = frozenset({"json.dumps", "json.dump"})
+# Sinks that no host callback fixes, with what to do instead: a device_get'ed array is still
+# not JSON, and a SQLite connection works only in the thread that made it (a callback runs in
+# another).
+_AFTER = "return the value and {} `jax.device_get(out).tolist()` after the call"
+UNFIXABLE = {
+    **dict.fromkeys(["json.dumps", "json.dump"], _AFTER.format("serialize")),
+    "sqlite3.connect": _AFTER.format("write")
+    + " (a SQLite connection works only in the thread that made it; a callback runs in another)",
+}
 OPENERS = frozenset({"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open"})
 
 
@@ -77,16 +96,18 @@ class SerializeInTraced(Rule):
     ## What it does
     Finds serialization and checkpointing (`pickle`, `cloudpickle`, `dill`, `joblib.dump`,
     `json`, `np.save`, `jnp.save`, `.tobytes()`, Flax `serialization.to_bytes` /
-    `msgpack_serialize`, Orbax checkpointers' `save` and `ocp.v1.save_pytree`) of a traced value
-    inside a function that jax traces (`jit`, `grad`, `vmap`, `pmap`, `lax.scan` and loop
-    bodies, `custom_vjp` rules, and the functions they call).
+    `msgpack_serialize`, Orbax checkpointers' `save` and `ocp.v1.save_pytree`, a `sqlite3`
+    connection's `execute` / `executemany` parameters) of a traced value inside a function that
+    jax traces (`jit`, `grad`, `vmap`, `pmap`, `lax.scan` and loop bodies, `custom_vjp` rules,
+    and the functions they call).
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: an abstract value with a shape and a dtype but no
     data. Pickling one raises `jax.errors.ConcretizationTypeError` ("The error occurred in the
     `__reduce__` method, which may indicate an attempt to serialize/pickle a traced value."),
     NumPy's savers and Flax's msgpack serialization raise `TracerArrayConversionError`, Orbax
-    raises `ValueError` ("TypeHandler lookup failed"), and `json` raises `TypeError`.
+    raises `ValueError` ("TypeHandler lookup failed"), `json` raises `TypeError`, and
+    `sqlite3` raises `ProgrammingError` ("type 'DynamicJaxprTracer' is not supported").
 
     ## Example
     ```python
@@ -136,7 +157,9 @@ class SerializeInTraced(Rule):
     of the function that use what it writes (`os.replace(tmp, path)` after a dump into `tmp`)
     move into the same callback. When a read cannot be made to wait (it shares its statement
     with the call), a statement that must move cannot, or the file name comes from a call site
-    the file does not show, there is no fix.
+    the file does not show, there is no fix. `json` (a host copy is still no JSON value) and
+    `sqlite3` (a connection works only in the thread that made it, and a callback runs in
+    another) have none either.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
@@ -154,7 +177,7 @@ class SerializeInTraced(Rule):
     project_aware = True  # other modules' calls of a function whose statements move after them
     reads_after_calls = True  # the fix waits for the callback where host code reads its file
     sinks = SINKS
-    anchors = names_of(SINKS, SinkKind.SERIALIZE) | SERIALIZING_METHODS | {"save"}
+    anchors = names_of(SINKS, SinkKind.SERIALIZE) | SERIALIZING_METHODS | WRITERS
     options: ClassVar[Mapping[str, str]] = {
         "extra-serializers": "The project's own functions that serialize or save their first"
         " argument (`my_lib.io.save_blob`); the same as `serialize` in `[tool.jaxfix.sinks]`."
@@ -166,7 +189,7 @@ class SerializeInTraced(Rule):
         self._serializers = {
             row.callable: row.payload for row in self.sink_rows(SinkKind.SERIALIZE)
         }
-        self._checkpointers = self.sink_names(SinkKind.CHECKPOINTER)
+        self._checkpointers = {row.callable: row for row in self.sink_rows(SinkKind.CHECKPOINTER)}
 
     def leave_Module(self, original_node: cst.Module) -> None:
         rewrite_imported_sites(self)  # the call sites of other modules' functions
@@ -178,15 +201,14 @@ class SerializeInTraced(Rule):
         found = self._serializer(node)
         if found is None:
             return
-        call_name, payloads = found
+        call_name, sink, payloads = found
         if not any(self.traced.is_traced(p) for p in payloads) or self._returned(node):
             return
         message = self.message.format(
             call=call_name, function=context.label, reason=context.reasons[0]
         )
-        if call_name in NOT_FIXABLE:
-            hint = "return the value and serialize `jax.device_get(out).tolist()` after the call"
-            self.report(node, f"{message}; {hint}")
+        if sink in UNFIXABLE:
+            self.report(node, f"{message}; {UNFIXABLE[sink]}")
             return
         fix = self._hoist(node, call_name)
         if not isinstance(fix, Fix):
@@ -200,11 +222,13 @@ class SerializeInTraced(Rule):
             returned(self.traced, call) is not None
         )
 
-    def _serializer(self, call: cst.Call) -> tuple[str, list[cst.BaseExpression]] | None:
-        """The serializer's display name and the values it serializes."""
+    def _serializer(self, call: cst.Call) -> tuple[str, str, list[cst.BaseExpression]] | None:
+        """The serializer's display name, its name in the sink model (an array method's own
+        name), and the values it serializes."""
         for name in sorted(self.qualified_names(call.func)):
             if name in self._serializers:
-                return source_of(call.func), payload_of(call, self._serializers[name] or FIRST)
+                payloads = payload_of(call, self._serializers[name] or FIRST)
+                return source_of(call.func), name, payloads
         func = call.func
         if (
             isinstance(func, cst.Attribute)
@@ -212,21 +236,30 @@ class SerializeInTraced(Rule):
             and not self.qualified_names(func.value)
             and self.traced.is_traced(func.value)
         ):
-            return f".{func.attr.value}()", [func.value]
-        if (
-            isinstance(func, cst.Attribute)
-            and func.attr.value == "save"
-            and self._is_checkpointer(func.value)
-        ):
-            return source_of(func), payload_of(call, SAVED)
+            return f".{func.attr.value}()", func.attr.value, [func.value]
+        if isinstance(func, cst.Attribute) and func.attr.value in WRITERS:
+            row = self._checkpointer(func.value)
+            if row is not None and func.attr.value in _writers(row):
+                return source_of(func), row.callable, payload_of(call, row.payload or SAVED)
         return None
 
-    def _is_checkpointer(self, receiver: cst.BaseExpression) -> bool:
-        """`ocp.StandardCheckpointer()`, or a name bound only to such a call."""
+    def _checkpointer(self, receiver: cst.BaseExpression) -> Sink | None:
+        """The row of `ocp.StandardCheckpointer()` or `sqlite3.connect(...)`, called there or
+        by the only binding of a name."""
         if isinstance(receiver, cst.Call):
-            return bool(self.qualified_names(receiver.func) & self._checkpointers)
-        return isinstance(receiver, cst.Name) and self.traced.is_assigned_from(
-            receiver, self._checkpointers
+            names = self.qualified_names(receiver.func)
+            return next(
+                (self._checkpointers[n] for n in sorted(names & self._checkpointers.keys())), None
+            )
+        if not isinstance(receiver, cst.Name):
+            return None
+        return next(
+            (
+                row
+                for name, row in sorted(self._checkpointers.items())
+                if self.traced.is_assigned_from(receiver, frozenset({name}))
+            ),
+            None,
         )
 
     def _hoist(self, call: cst.Call, call_name: str) -> Fix | str:
@@ -248,7 +281,7 @@ class SerializeInTraced(Rule):
             )
             for inner in calls_in(statement)
             if (found := self._serializer(inner)) is not None
-            for payload in found[1]
+            for payload in found[2]
             if self.traced.is_traced(payload)
         }
 

@@ -278,3 +278,24 @@ def test_jaxfix_sinks_reports_a_bad_table_as_check_does(tmp_path: Path) -> None:
         f"Error: {tmp_path / 'pyproject.toml'}: [tool.jaxfix.sinks] unknown kind `loger`"
         " (did you mean `logger`?)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("header", "call"),
+    [
+        pytest.param("import json", "json.dumps(x)", id="json"),
+        pytest.param("from json import dumps", "dumps(x)", id="json from-import"),
+        pytest.param(
+            "import sqlite3\nDB = sqlite3.connect(':memory:')",
+            "DB.execute('?', (x,))",
+            id="sqlite3",
+        ),
+    ],
+)
+def test_a_sink_no_callback_fixes_has_no_fix_however_it_is_imported(header: str, call: str) -> None:
+    """A host copy is still no JSON value; a SQLite connection works only in its own thread."""
+    text = f"{header}\nimport jax\n\n\n@jax.jit\ndef f(x):\n    {call}\n    return x\n"
+    (found,) = check_text(text, RULES)
+    assert found.code == "JF101"
+    assert found.fix_title is None
+    assert "after the call" in found.message
