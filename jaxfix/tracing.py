@@ -411,18 +411,21 @@ class TracedAnalysis:
         return None
 
     def is_assigned_from(self, name: cst.Name, qualified: frozenset[str]) -> bool:
-        """Whether `name` is bound (only) by `name = <call to one of qualified>(...)`."""
+        """Whether `name` is bound (only) by `name = <call to one of qualified>(...)` or
+        `with <such a call> as name:`."""
         assignments = self.assignments(name)
         if not assignments:
             return False
         for assignment in assignments:
             target = self._parents.get(assignment.node)
-            assign = self._parents.get(target) if target is not None else None
-            if not (
-                isinstance(assign, cst.Assign)
-                and isinstance(assign.value, cst.Call)
-                and self.imported_names(assign.value.func) & qualified
-            ):
+            binder = self._parents.get(target) if target is not None else None
+            if isinstance(binder, cst.Assign):
+                value = binder.value
+            elif isinstance(binder, cst.WithItem):
+                value = binder.item
+            else:
+                return False
+            if not (isinstance(value, cst.Call) and self.imported_names(value.func) & qualified):
                 return False
         return True
 

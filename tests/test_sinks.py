@@ -299,3 +299,23 @@ def test_a_sink_no_callback_fixes_has_no_fix_however_it_is_imported(header: str,
     assert found.code == "JF101"
     assert found.fix_title is None
     assert "after the call" in found.message
+
+
+@pytest.mark.parametrize(
+    ("made", "writes"),
+    [
+        pytest.param("ckpt = ocp.StandardCheckpointer()", "ckpt.save('/tmp/c', x)", id="assigned"),
+        pytest.param(
+            "with ocp.StandardCheckpointer() as ckpt:", "ckpt.save('/tmp/c', x)", id="with"
+        ),
+        pytest.param("with sqlite3.connect('l.db') as db:", "db.execute('?', (x,))", id="with db"),
+    ],
+)
+def test_an_object_a_checkpointer_row_makes_writes_with_its_methods(made: str, writes: str) -> None:
+    body = f"    {made}\n    {'    ' if made.startswith('with') else ''}{writes}\n"
+    text = (
+        "import sqlite3\nimport jax\nimport orbax.checkpoint as ocp\n\n\n@jax.jit\ndef f(x):\n"
+        + body
+        + "    return x\n"
+    )
+    assert [d.code for d in check_text(text, RULES)] == ["JF101"]
