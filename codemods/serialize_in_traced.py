@@ -74,6 +74,11 @@ SINKS = (
     ),
     # A database connection: `execute(sql, parameters)` writes the parameters.
     Sink("sqlite3.connect", SinkKind.CHECKPOINTER, Payload(1), "execute executemany"),
+    # CSV writers write `str()` of each value: a tracer's is `JitTracer(float32[])`.
+    *(
+        Sink(name, SinkKind.CHECKPOINTER, Payload(0), "writerow writerows")
+        for name in ("csv.DictWriter", "csv.writer")
+    ),
 )
 # The methods of what a checkpointer row makes that write (`save` unless the row says).
 WRITERS = frozenset(m for row in SINKS if row.kind is SinkKind.CHECKPOINTER for m in _writers(row))
@@ -97,9 +102,9 @@ class SerializeInTraced(Rule):
     Finds serialization and checkpointing (`pickle`, `cloudpickle`, `dill`, `joblib.dump`,
     `json`, `np.save`, `jnp.save`, `.tobytes()`, Flax `serialization.to_bytes` /
     `msgpack_serialize`, Orbax checkpointers' `save` and `ocp.v1.save_pytree`, a `sqlite3`
-    connection's `execute` / `executemany` parameters) of a traced value inside a function that
-    jax traces (`jit`, `grad`, `vmap`, `pmap`, `lax.scan` and loop bodies, `custom_vjp` rules,
-    and the functions they call).
+    connection's `execute` / `executemany` parameters, a `csv` writer's `writerow` /
+    `writerows`) of a traced value inside a function that jax traces (`jit`, `grad`, `vmap`,
+    `pmap`, `lax.scan` and loop bodies, `custom_vjp` rules, and the functions they call).
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: an abstract value with a shape and a dtype but no
@@ -107,7 +112,8 @@ class SerializeInTraced(Rule):
     `__reduce__` method, which may indicate an attempt to serialize/pickle a traced value."),
     NumPy's savers and Flax's msgpack serialization raise `TracerArrayConversionError`, Orbax
     raises `ValueError` ("TypeHandler lookup failed"), `json` raises `TypeError`, and
-    `sqlite3` raises `ProgrammingError` ("type 'DynamicJaxprTracer' is not supported").
+    `sqlite3` raises `ProgrammingError` ("type 'DynamicJaxprTracer' is not supported"). A CSV
+    writer raises nothing: it writes `JitTracer(float32[])`, once, when the function is traced.
 
     ## Example
     ```python
@@ -269,7 +275,8 @@ class SerializeInTraced(Rule):
         statement = self._host_only_statement(call)
         if statement is None:
             return ""
-        return self._hoists.fix(statement, "_host_" + call_name.replace(".", "_").strip("_()"))
+        written = call_name.rsplit(").", 1)[-1]  # `csv.writer(f).writerow` -> `writerow`
+        return self._hoists.fix(statement, "_host_" + written.replace(".", "_").strip("_()"))
 
     def _wrapping(
         self, statement: Statement, jax_name: str

@@ -16,7 +16,9 @@ class SinkKind(enum.StrEnum):
     """What a sink does with a value, and so which rule reports it."""
 
     SERIALIZE = "serialize"  # JF101: pickles, dumps or saves its payload
-    CHECKPOINTER = "checkpointer"  # JF101: makes an object whose `save(path, ...)` writes the rest
+    # JF101: makes an object whose writing methods write their arguments: `save(path, ...)`
+    # the rest, or the row's (a database's `execute`, a CSV writer's `writerow`).
+    CHECKPOINTER = "checkpointer"
     CACHE = "cache"  # JF102: a memoizing decorator (hashes or pickles the arguments)
     LOG = "log"  # JF103: a module-level function that logs its arguments
     LOGGER = "logger"  # JF103: makes a logger whose level methods (`info`, ...) log
