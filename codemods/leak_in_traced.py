@@ -86,10 +86,10 @@ class LeakInTraced(Rule):
     Finds traced code (`jit`, `grad`, `vmap`, `lax.scan` and loop bodies, the functions they
     call) that keeps a traced value in state that outlives the trace: appends it to a
     module-level list, a closure's list, a mutable default or `self.history`, puts it on a
-    `queue.Queue` or `deque`, stores it in a `global` / `nonlocal` name, a module-level dict or
-    an attribute of `self` or of an outer object; and traced values passed to a logger
-    (`logging.info`, `logging.getLogger(...)` loggers, `wandb.log`, `writer.add_scalar`,
-    `log_metrics`). A list or dict the traced function creates itself is not reported, nor are
+    `queue.Queue` or `deque`, stores it in a `global` / `nonlocal` name, a module-level dict,
+    a dict the class keeps in `self.cache`, or an attribute of `self` or of an outer object;
+    and traced values passed to a logger (`logging.info`, `logging.getLogger(...)` loggers,
+    also kept in `self.log` by the class, `wandb.log`, `writer.add_scalar`, `log_metrics`). A list or dict the traced function creates itself is not reported, nor are
     Flax NNX, Flax linen, Equinox and Haiku modules' own attributes.
 
     ## Why is this bad?
@@ -400,10 +400,15 @@ class LeakInTraced(Rule):
         return True
 
     def _is_container(self, expr: cst.BaseExpression) -> bool:
-        """`expr` is a name every binding of which makes a list, dict, set, deque or queue."""
-        if not isinstance(expr, cst.Name):
+        """`expr` is a name every binding of which makes a list, dict, set, deque or queue
+        (or `self.name`, every value its class gives it)."""
+        values: list[cst.BaseExpression | None]
+        if isinstance(expr, cst.Attribute):
+            values = [*(self.traced.instance_attribute_values(expr) or [])]
+        elif isinstance(expr, cst.Name):
+            values = [self._value(a) for a in self.traced.assignments(expr)]
+        else:
             return False
-        values = [self._value(a) for a in self.traced.assignments(expr)]
         return bool(values) and all(v is not None and self._makes_container(v) for v in values)
 
     def _makes_container(self, value: cst.BaseExpression) -> bool:
@@ -422,7 +427,7 @@ class LeakInTraced(Rule):
     ) -> bool:
         """`expr` is made by a call to one of `makers` (or, with `prefixes`, by a call of or on
         something made under them: `multiprocessing.get_context().Queue()`), directly or as
-        the value of a name's every binding."""
+        the value of a name's every binding (of `self.name`'s, in its class's methods)."""
         if depth > 8:
             return False
         if isinstance(expr, cst.Call):
@@ -435,9 +440,13 @@ class LeakInTraced(Rule):
                 and isinstance(func, cst.Attribute)
                 and self._made_by(func.value, makers, prefixes, depth + 1)
             )
-        if not isinstance(expr, cst.Name):
+        values: list[cst.BaseExpression | None]
+        if isinstance(expr, cst.Attribute):  # `self.log`, given a logger by its class
+            values = [*(self.traced.instance_attribute_values(expr) or [])]
+        elif isinstance(expr, cst.Name):
+            values = [self._value(a) for a in self.traced.assignments(expr)]
+        else:
             return False
-        values = [self._value(a) for a in self.traced.assignments(expr)]
         return bool(values) and all(
             isinstance(v, cst.Call) and self._made_by(v, makers, prefixes, depth + 1)
             for v in values

@@ -67,3 +67,23 @@ def test_static_results_of_unknown_calls_are_not_leaks() -> None:
         """)
         == []
     )
+
+
+def test_a_dict_attribute_the_class_makes_keeps_what_is_stored_in_it() -> None:
+    """`self.cache = {}` in `__init__` makes `self.cache[...] = y` and `.update` stores into an
+    object that outlives the trace; a class that makes the attribute an array does not."""
+    assert lines("""\
+        import functools
+        import jax
+        class Memo:
+            def __init__(self):
+                self.cache = {}
+                self.table = jax.numpy.zeros(3)
+            @functools.partial(jax.jit, static_argnums=0)
+            def f(self, x):
+                y = x * 2
+                self.cache["last"] = y
+                self.cache.update(prev=y)
+                self.table.at[0].set(y)
+                return y
+        """) == [10, 11]
