@@ -89,8 +89,9 @@ class LeakInTraced(Rule):
     `queue.Queue` or `deque`, stores it in a `global` / `nonlocal` name, a module-level dict,
     a dict the class keeps in `self.cache`, or an attribute of `self` or of an outer object;
     and traced values passed to a logger (`logging.info`, `logging.getLogger(...)` loggers,
-    also kept in `self.log` by the class, `wandb.log`, `writer.add_scalar`, `log_metrics`). A list or dict the traced function creates itself is not reported, nor are
-    Flax NNX, Flax linen, Equinox and Haiku modules' own attributes.
+    also kept in `self.log` by the class, `wandb.log`, `writer.add_scalar`, `log_metrics`).
+    A list or dict the traced function creates itself is not reported, nor are Flax NNX, Flax
+    linen, Equinox and Haiku modules' own attributes.
 
     ## Why is this bad?
     Inside the trace an array is a `Tracer`, an abstract value without data, valid only while

@@ -1428,6 +1428,23 @@ def test_static_arguments(src: str, expected: dict[str, set[str]]) -> None:
                 def __call__(self, x):
                     return x
 
+            @jax.jit
+            def step(model, x):
+                return model(x)
+
+            step(MLP(), 1.0)
+            """,
+            {"step": {"model", "x"}, "__call__": {"self", "x"}},
+            id="an instance made in the call's arguments",
+        ),
+        pytest.param(
+            """
+            import jax
+
+            class MLP:
+                def __call__(self, x):
+                    return x
+
             def double(x):
                 return 2 * x
 

@@ -541,7 +541,7 @@ def _static_fields(module: Module) -> set[str]:
 
 def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     """Parameters that every call of their function in the module gives an instance of the
-    same class of the module: a name bound only to `C(...)`, or such a parameter handed on.
+    same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on.
     A call through a transform (`eqx.filter_grad(loss)(model, x)`) counts as a call."""
     bound: dict[tuple[str, str], set[str | None]] = {}  # (function id, name) -> classes
     calls: list[tuple[str, ast.Call]] = []
@@ -571,15 +571,16 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
             if callee is None:
                 continue
             _, positional = params_of(module.nodes[callee])
-            for index, arg in enumerate(call.args):
-                if index < len(positional) and isinstance(arg, ast.Name):
+            for index, arg in enumerate(call.args[: len(positional)]):
+                key = (callee, positional[index])
+                if isinstance(arg, ast.Name):
                     classes = (
                         bound.get((caller, arg.id)) or bound.get(("<module>", arg.id)) or {None}
                     )
                     held = found.get(caller, {}).get(arg.id)
-                    given.setdefault((callee, positional[index]), set()).update(
-                        {held} if held else classes
-                    )
+                    given.setdefault(key, set()).update({held} if held else classes)
+                elif (made := _class_made(arg, module)) is not None:  # `step(MLP(...), x)`
+                    given.setdefault(key, set()).add(made)
         new: dict[str, dict[str, str]] = {}
         for (fid, param), classes in given.items():
             if len(classes) == 1 and None not in classes:
