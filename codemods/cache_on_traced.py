@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from jaxfix.analysis.reasons import Via
 from jaxfix.diagnostic import FixSafety
 from jaxfix.models.sinks import SinkKind, names_of, rows
 from jaxfix.rule import Rule, command_hooks
@@ -59,7 +60,9 @@ class CacheOnTraced(Rule):
     ```
     `jax.jit` already caches the compiled computation for each input shape and dtype. A cache
     on a function only called with hashable static values (a factory keyed by a config) is
-    correct and is not reported.
+    correct and is not reported, nor is a `joblib` or `diskcache` cache written *above*
+    `jax.jit` of a function nothing else traces: it wraps the jitted function, host code hands
+    it concrete arrays, and it pickles them to key them.
 
     ## Fix safety
     Safe. The decorator is removed, and its import when nothing else uses it. The decorated
@@ -94,9 +97,12 @@ class CacheOnTraced(Rule):
         traced = self.traced.functions.get(node)
         if traced is None or not traced.traced_params:
             return
-        for decorator in node.decorators:
+        host_callers_only = all(r.via is Via.DECORATED for r in traced.reasons)
+        for index, decorator in enumerate(node.decorators):
             if not self._is_cache(decorator.decorator):
                 continue
+            if index == 0 and host_callers_only and self._pickles_keys(decorator.decorator):
+                continue  # it wraps the transform: host code hands it values it can pickle
             cache = source_of(decorator.decorator)
             message = self.message.format(
                 cache=cache, function=node.name.value, reason=traced.reasons[0]
@@ -116,8 +122,13 @@ class CacheOnTraced(Rule):
 
     def _is_cache(self, expr: cst.BaseExpression) -> bool:
         target = expr.func if isinstance(expr, cst.Call) else expr
-        if self.qualified_names(target) & self._decorators:
-            return True
+        return bool(self.qualified_names(target) & self._decorators) or self._pickles_keys(expr)
+
+    def _pickles_keys(self, expr: cst.BaseExpression) -> bool:
+        """`memory.cache` / `cache.memoize()` of a `joblib.Memory` / `diskcache.Cache`: a cache
+        that pickles its arguments to key them, which concrete arrays allow (unlike
+        `lru_cache`, whose keys must be hashable)."""
+        target = expr.func if isinstance(expr, cst.Call) else expr
         if not isinstance(target, cst.Attribute) or target.attr.value not in CACHE_METHODS:
             return False
         makers = CACHE_METHODS[target.attr.value]
