@@ -269,6 +269,19 @@ class TracedAnalysis:
             if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
         }
 
+    def file_import_name(self, node: cst.BaseExpression) -> str | None:
+        """The full name of a dotted name (`jnp.linalg.norm`) through the imports at the top
+        of the whole file (which a slice may leave out: `imported_names` sees only the slice's);
+        None when its first name is no such import."""
+        parts: list[str] = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name):
+            return None
+        head = self.facts.module.imports.get(node.value)
+        return ".".join([head, *reversed(parts)]) if head is not None else None
+
     def _aliased(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """For a name bound exactly once, by `name = other.name`, the expression it aliases."""
         if not isinstance(node, cst.Name):
@@ -396,8 +409,17 @@ class TracedAnalysis:
         return self._all_names
 
     def function_of_name(self, name: cst.Name) -> FunctionNode | None:
-        """The `def` or lambda a name is bound to, when it is bound to exactly one."""
+        """The `def` or lambda a name is bound to, when it is bound to exactly one. Raises
+        `OutsideSlice` when the module is a slice that left out the file's top-level `def`
+        of the name."""
         assignments = self.assignments(name)
+        if not assignments:
+            module = self.facts.module
+            for fid, node in module.nodes.items():
+                defined_here = module.declared_in.get(fid) == "<module>"
+                named = getattr(node, "name", None) == name.value
+                if defined_here and named and not self._holds_line(node.lineno):
+                    raise OutsideSlice
         if len(assignments) != 1:
             return None
         bound = assignments[0].node

@@ -1,0 +1,93 @@
+"""Recall on realistic bug programs: is each flagged, and does its fix run under jax?
+
+`benchmarks/recall/` holds small programs of the kind users report (a scan body that appends
+to a list, a memo dict of the user's own object, a logger kept in `self.log`, a SQLite write
+in a jitted step...), each a bug under jax, except the `lookalike_*` ones, which run fine and
+must stay silent. For each program the script runs it under jax (the error it raises, or
+"ran": a silent bug prints tracers), runs `jaxfix check`, then `jaxfix apply --unsafe-fixes`
+on a copy and runs the rewritten program. It prints one row per program and the totals.
+
+Usage: `.venv/bin/python benchmarks/recall.py` (needs jax, as the fixture proofs do).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+PROGRAMS = Path(__file__).resolve().parent / "recall"
+TIMEOUT = 60  # a put on a multiprocessing queue fails in its feeder thread: get() hangs
+FINDING = re.compile(r"^\S+:\d+:\d+: (JF\d+) ", re.M)
+ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)):", re.M)
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    before: str  # the error the program raises under jax, "ran", or that it hangs
+    codes: tuple[str, ...]
+    after: str  # "-" when nothing was rewritten, else "ran" or the error the fix leaves
+
+    @property
+    def lookalike(self) -> bool:
+        return self.name.startswith("lookalike_")
+
+
+def python(path: Path, cwd: Path) -> str:
+    """The last error `path` raises under jax, "ran", or that it hangs."""
+    try:
+        result = subprocess.run(
+            [sys.executable, path.name], cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        return f"hangs ({TIMEOUT} s)"
+    if result.returncode == 0:
+        return "ran"
+    errors = ERROR.findall(result.stderr)
+    return errors[-1] if errors else f"exit {result.returncode}"
+
+
+def jaxfix(*args: str, cwd: Path) -> str:
+    command = [sys.executable, "-m", "jaxfix", *args, "--no-cache"]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True).stdout
+
+
+def measure(program: Path, work: Path) -> Row:
+    folder = work / program.stem
+    folder.mkdir()
+    shutil.copy(program, folder / program.name)
+    before = python(folder / program.name, folder)
+    codes = tuple(FINDING.findall(jaxfix("check", program.name, cwd=folder)))
+    original = (folder / program.name).read_text()
+    jaxfix("apply", "--unsafe-fixes", program.name, cwd=folder)
+    changed = (folder / program.name).read_text() != original
+    after = python(folder / program.name, folder) if changed else "-"
+    return Row(program.stem, before, codes, after)
+
+
+def main() -> int:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for program in sorted(PROGRAMS.glob("*.py")):
+            rows.append(measure(program, Path(tmp)))
+            row = rows[-1]
+            codes = ", ".join(row.codes) or "-"
+            print(f"{row.name:45} {row.before:28} {codes:22} {row.after}", flush=True)
+    bugs = [r for r in rows if not r.lookalike]
+    flagged = [r for r in bugs if r.codes]
+    fixed = [r for r in flagged if r.after == "ran"]
+    silent = [r for r in rows if r.lookalike and not r.codes]
+    print()
+    print(f"bugs flagged: {len(flagged)}/{len(bugs)}")
+    print(f"rewritten and running under jax: {len(fixed)}/{len(flagged)}")
+    print(f"look-alikes silent: {len(silent)}/{len(rows) - len(bugs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""JF105's fix runs a pool's work in the trace: only work that is JAX code can run there."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxfix.engine import check_text
+from jaxfix.registry import find_rule
+
+RULE = find_rule("JF105")
+PROGRAM = """\
+import concurrent.futures
+import pickle
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+DB = {{}}
+
+
+def helper(v):
+    return jnp.tanh(v) * 2
+
+
+def work(v):
+{body}
+
+
+@jax.jit
+def f(xs):
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        out = list(pool.map(work, [xs[0], xs[1]]))
+    return jnp.stack(out)
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "fixed"),
+    [
+        pytest.param("return jnp.sin(v) + v.sum()", True, id="jax functions and array methods"),
+        pytest.param("y = helper(v)\n    return max(y, 0)", True, id="a JAX helper of the module"),
+        pytest.param("return float(v) * 2", False, id="a host conversion"),
+        pytest.param("return np.asarray(v) * 2", False, id="NumPy"),
+        pytest.param("return v.item()", False, id="an array method leaving the trace"),
+        pytest.param("DB['v'] = v\n    return v", False, id="a store outside it"),
+        pytest.param("pickle.dumps(v)\n    return v", False, id="a serializer"),
+    ],
+)
+def test_the_work_moves_into_the_trace_only_when_it_is_jax_code(body: str, fixed: bool) -> None:
+    assert RULE is not None
+    text = PROGRAM.format(body=f"    {body}")
+    (found,) = check_text(text, [RULE])
+    assert (found.fix_title is not None) is fixed
+    assert [found] == check_text(text, [RULE], slicing=False)  # the slice holds no helper
