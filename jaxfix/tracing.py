@@ -42,7 +42,8 @@ MAX_ALIASES = 8
 
 class OutsideSlice(Exception):
     """The analysis of a slice of a file needs a statement the slice left out (host code that
-    must wait for a callback): the rules must run on the whole file."""
+    must wait for a callback, the `def` of a function a rule looks into): the rules must run
+    on the whole file."""
 
 
 @dataclass
@@ -492,7 +493,8 @@ class TracedAnalysis:
         method = self.owner_function(attribute)
         if not isinstance(method, cst.FunctionDef) or not isinstance(attribute.value, cst.Name):
             return None
-        owner = self._parents.get(self._parents.get(method) or method)
+        block = self._parents.get(method)  # the class body holding the method
+        owner = self._parents.get(block) if block is not None else None
         if not isinstance(owner, cst.ClassDef) or attribute.value.value != _first_parameter(method):
             return None
         found = _AttributeValues(attribute.attr.value)
