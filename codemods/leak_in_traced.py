@@ -403,13 +403,7 @@ class LeakInTraced(Rule):
     def _is_container(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a name every binding of which makes a list, dict, set, deque or queue
         (or `self.name`, every value its class gives it)."""
-        values: list[cst.BaseExpression | None]
-        if isinstance(expr, cst.Attribute):
-            values = [*(self.traced.instance_attribute_values(expr) or [])]
-        elif isinstance(expr, cst.Name):
-            values = [self._value(a) for a in self.traced.assignments(expr)]
-        else:
-            return False
+        values = self._bound_values(expr)
         return bool(values) and all(v is not None and self._makes_container(v) for v in values)
 
     def _makes_container(self, value: cst.BaseExpression) -> bool:
@@ -441,13 +435,7 @@ class LeakInTraced(Rule):
                 and isinstance(func, cst.Attribute)
                 and self._made_by(func.value, makers, prefixes, depth + 1)
             )
-        values: list[cst.BaseExpression | None]
-        if isinstance(expr, cst.Attribute):  # `self.log`, given a logger by its class
-            values = [*(self.traced.instance_attribute_values(expr) or [])]
-        elif isinstance(expr, cst.Name):
-            values = [self._value(a) for a in self.traced.assignments(expr)]
-        else:
-            return False
+        values = self._bound_values(expr)
         return bool(values) and all(
             isinstance(v, cst.Call) and self._made_by(v, makers, prefixes, depth + 1)
             for v in values
@@ -464,6 +452,15 @@ class LeakInTraced(Rule):
             isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value
             for s in cls.body.body
         )
+
+    def _bound_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression | None]:
+        """The value of each binding of a name (of `self.name`: what the methods of its class
+        give it); none for another expression."""
+        if isinstance(expr, cst.Attribute):
+            return [*(self.traced.instance_attribute_values(expr) or [])]
+        if isinstance(expr, cst.Name):
+            return [self._value(a) for a in self.traced.assignments(expr)]
+        return []
 
     def _value(self, assignment: Assignment) -> cst.BaseExpression | None:
         """The value a name binding assigns (`x = value`, `x: T = value`, a parameter's

@@ -140,15 +140,6 @@ class Sequential:
     taken_by: str | None = None  # the method of the result that waits for it
 
 
-# What the pool's work may call to run in the trace (besides `jax.*` and its own functions),
-# and the array methods that leave it (see `_jax_code`); how deep its calls are followed.
-PURE_BUILTINS = frozenset(
-    {"builtins.abs", "builtins.all", "builtins.any", "builtins.enumerate", "builtins.isinstance"}
-    | {"builtins.len", "builtins.list", "builtins.max", "builtins.min", "builtins.range"}
-    | {"builtins.sum", "builtins.tuple", "builtins.zip"}
-)
-HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
-MAX_WORKER_DEPTH = 3
 APPLY = "{f}({call})"  # `pool.apply(f, args, kwds)`: `f(*args, **kwds)`
 APPLY_KEYWORDS = frozenset({"args", "kwds"})
 SEQUENTIAL: dict[Family, dict[str, Sequential]] = {
@@ -398,7 +389,7 @@ class ParallelInTraced(Rule):
             ):
                 return None
             original = waits
-        if not self._jax_code(positional[0].value):
+        if not self.traced.is_jax_code(positional[0].value):
             return None
         f = source_of(positional[0].value)
         rest = [source_of(a.value) for a in positional[1:]]
@@ -408,54 +399,6 @@ class ParallelInTraced(Rule):
         imports = (ImportNeeded("itertools"),) if "itertools." in code else ()
         new = cst.parse_expression(code)
         return Rewrite(original, new.with_changes(lpar=original.lpar, rpar=original.rpar), imports)
-
-    def _jax_code(self, worker: cst.BaseExpression, depth: int = 0) -> bool:
-        """Whether the pool's work can run in the trace: a function of the module (or a
-        lambda) that calls only `jax` functions, the array methods of its own values (not
-        `.item()`, `.tolist()`...), pure built-ins and other such functions, and stores
-        nothing outside itself. Host work (`float(v)`, a file, a database) would fail there."""
-        if any(name.startswith("jax.") for name in self._names(worker)):
-            return True  # `pool.map(jnp.tanh, rows)`
-        function = (
-            worker
-            if isinstance(worker, cst.Lambda)
-            else self.traced.function_of_name(worker)
-            if isinstance(worker, cst.Name)
-            else None
-        )
-        if function is None or depth > MAX_WORKER_DEPTH:
-            return False
-        own = _own_names(function)
-        for node in _walk(function.body):
-            if isinstance(node, cst.Global | cst.Nonlocal | cst.Del | cst.Yield | cst.Await):
-                return False
-            if isinstance(node, cst.AssignTarget | cst.AugAssign | cst.AnnAssign):
-                target = node.target
-                if not isinstance(target, cst.Name | cst.Tuple | cst.List):
-                    return False  # an attribute or an item: maybe of an outer object
-            if isinstance(node, cst.Call) and not self._jax_call(node, own, depth):
-                return False
-        return True
-
-    def _jax_call(self, call: cst.Call, own: set[str], depth: int) -> bool:
-        func = call.func
-        root = func
-        while isinstance(root, cst.Attribute | cst.Subscript | cst.Call):
-            root = root.func if isinstance(root, cst.Call) else root.value
-        if not isinstance(root, cst.Name) or root.value in own:  # a method of its own values
-            return isinstance(func, cst.Attribute) and func.attr.value not in HOST_METHODS
-        names = self._names(func)
-        if names:
-            return all(n.startswith("jax.") or n in PURE_BUILTINS for n in names)
-        if isinstance(func, cst.Name):
-            return self._jax_code(func, depth + 1)
-        return False
-
-    def _names(self, expr: cst.BaseExpression) -> set[str]:
-        """What a dotted name refers to through the file's imports (the slice may not hold
-        the import a worker's body uses)."""
-        imported = self.traced.file_import_name(expr)
-        return {imported} if imported else self.qualified_names(expr)
 
     def _family(self, maker: cst.BaseExpression) -> Family | None:
         """Whose pool `maker` (a constructor call) makes: `multiprocessing`'s (also through a
@@ -651,29 +594,6 @@ class ParallelInTraced(Rule):
         ):
             return None  # only `a, b = Pipe()` unpacks into what it constructs
         return assign.value
-
-
-def _own_names(function: cst.FunctionDef | cst.Lambda) -> set[str]:
-    """The parameters of `function` and the names its body binds by assignment."""
-    params = function.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-    names = {p.name.value for p in every}
-    for node in _walk(function.body):
-        if isinstance(node, cst.AssignTarget | cst.AugAssign | cst.AnnAssign | cst.For):
-            bound = node.target
-            names.update(n.value for n in _walk(bound) if isinstance(n, cst.Name))
-    return names
-
-
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """`node` and every node under it."""
-    found, todo = [], [node]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(current.children)
-    return found
 
 
 def _applied(positional: list[cst.Arg], keywords: list[cst.Arg]) -> str:

@@ -38,6 +38,15 @@ FunctionNode = cst.FunctionDef | cst.Lambda
 Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 # How many `a = b` aliases a name is followed through (a cycle `a = b; b = a` ends there).
 MAX_ALIASES = 8
+# What JAX code may call besides `jax.*` and the module's own such functions (see
+# `is_jax_code`), the array methods that leave the trace, and how deep calls are followed.
+PURE_BUILTINS = frozenset(
+    {"builtins.abs", "builtins.all", "builtins.any", "builtins.enumerate", "builtins.isinstance"}
+    | {"builtins.len", "builtins.list", "builtins.max", "builtins.min", "builtins.range"}
+    | {"builtins.sum", "builtins.tuple", "builtins.zip"}
+)
+LEAVING_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
+MAX_CALL_DEPTH = 3
 
 
 class OutsideSlice(Exception):
@@ -282,6 +291,55 @@ class TracedAnalysis:
             return None
         head = self.facts.module.imports.get(node.value)
         return ".".join([head, *reversed(parts)]) if head is not None else None
+
+    def is_jax_code(self, function: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether `function` can run in a trace as it is: a `jax` function, or a function of
+        the module (or a lambda) that calls only `jax` functions, methods of its own values
+        (not `.item()`, `.tolist()`...), pure built-ins and other such functions, and stores
+        nothing outside itself. Host work (`float(v)`, a file, a database) would fail there."""
+        if any(name.startswith("jax.") for name in self._file_names(function)):
+            return True  # `jnp.tanh`
+        node = (
+            function
+            if isinstance(function, cst.Lambda)
+            else self.function_of_name(function)
+            if isinstance(function, cst.Name)
+            else None
+        )
+        if node is None or depth > MAX_CALL_DEPTH:
+            return False
+        own = _own_names(node)
+        for child in _descendants(node.body):
+            if isinstance(child, cst.Global | cst.Nonlocal | cst.Del | cst.Yield | cst.Await):
+                return False
+            target = (
+                child.target
+                if isinstance(child, cst.AssignTarget | cst.AugAssign | cst.AnnAssign)
+                else None
+            )
+            if target is not None and not isinstance(target, cst.Name | cst.Tuple | cst.List):
+                return False  # an attribute or an item: maybe of an outer object
+            if isinstance(child, cst.Call) and not self._jax_call(child, own, depth):
+                return False
+        return True
+
+    def _jax_call(self, call: cst.Call, own: set[str], depth: int) -> bool:
+        func = call.func
+        root = func
+        while isinstance(root, cst.Attribute | cst.Subscript | cst.Call):
+            root = root.func if isinstance(root, cst.Call) else root.value
+        if not isinstance(root, cst.Name) or root.value in own:  # a method of its own values
+            return isinstance(func, cst.Attribute) and func.attr.value not in LEAVING_METHODS
+        names = self._file_names(func)
+        if names:
+            return all(n.startswith("jax.") or n in PURE_BUILTINS for n in names)
+        return isinstance(func, cst.Name) and self.is_jax_code(func, depth + 1)
+
+    def _file_names(self, expr: cst.BaseExpression) -> set[str]:
+        """What a dotted name refers to through the file's imports (a slice may not hold the
+        import a function's body uses)."""
+        imported = self.file_import_name(expr)
+        return {imported} if imported else self.imported_names(expr)
 
     def _aliased(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """For a name bound exactly once, by `name = other.name`, the expression it aliases."""
@@ -625,6 +683,28 @@ class TracedAnalysis:
 
 def _same_line(line: int) -> int:
     return line
+
+
+def _own_names(function: FunctionNode) -> set[str]:
+    """The parameters of `function` and the names its body binds by assignment or `for`."""
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    names = {p.name.value for p in every}
+    for node in _descendants(function.body):
+        if isinstance(node, cst.AssignTarget | cst.AugAssign | cst.AnnAssign | cst.For):
+            names.update(n.value for n in _descendants(node.target) if isinstance(n, cst.Name))
+    return names
+
+
+def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node` and every node under it."""
+    found, todo = [], [node]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(current.children)
+    return found
 
 
 def _first_parameter(function: cst.FunctionDef) -> str | None:
