@@ -132,8 +132,13 @@ class HashInTraced(Rule):
     `jnp.where((level >= 0) & (level < n), ..., d)`. A key out of range no longer raises
     `KeyError` (the array clamps it), and the values become an array of jax's default dtype
     (`float32`), where Python floats were weakly typed: an `x` of `bfloat16` times a value is
-    `float32`. Other tables, sets, `hash(x)` and static arguments have no fix: the rewrite
-    depends on what they hold and on the values the key takes. For a static argument given a
+    `float32`. A memo dict (`if k in MEMO: return MEMO[k]` at the top of a function that later
+    fills it with `MEMO[k] = v`) bound at module level to an empty dict and used nowhere else
+    is dropped, with both statements, when the rest of the function is JAX code: under a
+    trace it can only fail, and `jax.jit` caches the traced computation; called eagerly, the
+    function then computes again instead of returning a stored value. Other tables, sets,
+    `hash(x)` and static arguments have no fix: the rewrite depends on what they hold and on
+    the values the key takes. For a static argument given a
     parameter of a function jitted by its decorator, the message names the parameters to make
     static there (`static_argnames`).
 
@@ -147,9 +152,13 @@ class HashInTraced(Rule):
     name = "hash-in-traced"
     summary = "A traced value used as a dict key, a set element, a hash or a static argument"
     message = "`{site}` hashes the traced `{key}` inside `{function}` ({reason}): {advice}"
-    fix_title = "Index an array of the table's values"
+    fix_title = "Index an array of the table's values, or drop the memo dict"
     fix_safety = FixSafety.UNSAFE
     anchors = frozenset({HASHED_KEYS})
+
+    def prepare(self) -> None:
+        """The memo removals planned, by function (see `_memo_fix`)."""
+        self._memo_fixes: dict[cst.FunctionDef, Fix | None] = {}
 
     # ----- the sites ------------------------------------------------------------------------
 
@@ -228,7 +237,7 @@ class HashInTraced(Rule):
             reason=context.reasons[0],
             advice=advice,
         )
-        self.report(site, message, self._table_fix(site))
+        self.report(site, message, self._table_fix(site) or self._memo_fix(site))
 
     # ----- the fix: a lookup table as an array ----------------------------------------------
 
@@ -262,6 +271,54 @@ class HashInTraced(Rule):
             array = f"{jnp}.where(({k} >= 0) & ({k} < {size}), {array}, {source_of(default)})"
         new = cst.parse_expression(array)
         return self.make_fix({site: new.with_changes(lpar=site.lpar, rpar=site.rpar)}, imports)
+
+    def _memo_fix(self, site: cst.CSTNode) -> Fix | None:
+        """In a function whose body checks a module-level memo dict (`if k in MEMO: return
+        MEMO[k]`) and later fills it (`MEMO[k] = v`), both statements removed with the dict,
+        when nothing else in the file uses it and the rest of the function is JAX code: in a
+        trace the memo can only fail, and `jax.jit` already caches the traced computation.
+        One fix for the function's findings."""
+        function = self.traced.owner_function(site)
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        if function not in self._memo_fixes:
+            self._memo_fixes[function] = self._plan_memo_removal(function)
+        fix = self._memo_fixes[function]
+        if fix is None or not any(self.traced.inside(site, s) for s in fix.replacements):
+            return None
+        return fix
+
+    def _plan_memo_removal(self, function: cst.FunctionDef) -> Fix | None:
+        body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
+        lookups = [(s, found) for s in body if (found := _memo_lookup(s)) is not None]
+        if len(lookups) != 1:
+            return None
+        lookup, (memo, key) = lookups[0]
+        stores = [s for s in body[body.index(lookup) + 1 :] if _memo_store(s) == (memo, key)]
+        if len(stores) != 1:
+            return None
+        binding = self._top_level_binding(memo)
+        removed = [lookup, stores[0]]
+        if binding is None or not self.traced.used_only_in(memo, [*removed, binding]):
+            return None
+        if not self.traced.is_jax_function(function, skip=removed):
+            return None
+        return self.make_fix(dict.fromkeys([*removed, binding], cst.RemovalSentinel.REMOVE))
+
+    def _top_level_binding(self, name: str) -> cst.CSTNode | None:
+        """The module-level statement `name = {}` (or `dict()`) of the slice."""
+        for statement in self.traced.module.body:
+            if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+                assign = statement.body[0]
+                if (
+                    isinstance(assign, cst.Assign)
+                    and len(assign.targets) == 1
+                    and isinstance(assign.targets[0].target, cst.Name)
+                    and assign.targets[0].target.value == name
+                    and _empty_dict(assign.value)
+                ):
+                    return statement
+        return None
 
     def _table_size(self, table: cst.BaseExpression) -> int | None:
         """The number of entries of a module-level lookup table the fix can read as an array
@@ -440,6 +497,58 @@ class HashInTraced(Rule):
         if isinstance(annotation, cst.Subscript):
             annotation = annotation.value
         return bool(self.qualified_names(annotation) & KEYED_ANNOTATIONS)
+
+
+def _empty_dict(value: cst.BaseExpression) -> bool:
+    """`{}` or `dict()`: a memo that holds nothing until the function fills it."""
+    if isinstance(value, cst.Dict):
+        return not value.elements
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "dict"
+        and not value.args
+    )
+
+
+def _memo_lookup(statement: cst.CSTNode) -> tuple[str, str] | None:
+    """(memo, key) for `if key in memo: return memo[key]` (no `else`)."""
+    if not isinstance(statement, cst.If) or statement.orelse is not None:
+        return None
+    test = statement.test
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.In)
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+    ):
+        return None
+    memo, key = test.comparisons[0].comparator.value, source_of(test.left)
+    lines = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else []
+    if len(lines) != 1 or not isinstance(lines[0], cst.SimpleStatementLine):
+        return None
+    (returned,) = lines[0].body if len(lines[0].body) == 1 else (None,)
+    value = returned.value if isinstance(returned, cst.Return) else None
+    return (memo, key) if _memo_item(value) == (memo, key) else None
+
+
+def _memo_store(statement: cst.CSTNode) -> tuple[str, str] | None:
+    """(memo, key) for the line `memo[key] = value`."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    return _memo_item(assign.targets[0].target)
+
+
+def _memo_item(expr: cst.CSTNode | None) -> tuple[str, str] | None:
+    """(memo, key) for `memo[key]`."""
+    if not isinstance(expr, cst.Subscript) or not isinstance(expr.value, cst.Name):
+        return None
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    return expr.value.value, source_of(expr.slice[0].slice.value)
 
 
 def _caller_advice(rule: HashInTraced, value: cst.BaseExpression, context: TracedFunction) -> str:

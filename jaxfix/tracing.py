@@ -306,10 +306,16 @@ class TracedAnalysis:
             if isinstance(function, cst.Name)
             else None
         )
-        if node is None or depth > MAX_CALL_DEPTH:
+        return node is not None and self.is_jax_function(node, depth=depth)
+
+    def is_jax_function(
+        self, node: FunctionNode, skip: Collection[cst.CSTNode] = (), depth: int = 0
+    ) -> bool:
+        """`is_jax_code` of a `def` or lambda, less the statements `skip`."""
+        if depth > MAX_CALL_DEPTH:
             return False
         own = _own_names(node)
-        for child in _descendants(node.body):
+        for child in _descendants(node.body, skip):
             if isinstance(child, cst.Global | cst.Nonlocal | cst.Del | cst.Yield | cst.Await):
                 return False
             target = (
@@ -562,6 +568,26 @@ class TracedAnalysis:
                 statement.body.visit(found)
         return None if found.unknown else found.values
 
+    def used_only_in(self, name: str, statements: Sequence[cst.CSTNode]) -> bool:
+        """Whether every use of the module-level `name` in the whole file, but its one binding
+        at the top level, lies in `statements` (CPython's tree of the file: a slice may not
+        show them all)."""
+        spans = [self._positions[s] for s in statements]
+        lines = [(self._line_of(p.start.line), self._line_of(p.end.line)) for p in spans]
+        bound = 0
+        for node in ast.walk(self._analysed.tree):
+            if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+                return False
+            if not isinstance(node, ast.Name) or node.id != name:
+                continue
+            if not isinstance(node.ctx, ast.Load):
+                bound += 1
+            elif not any(first <= node.lineno <= last for first, last in lines):
+                return False
+        top = [s for s in self._analysed.tree.body if isinstance(s, ast.Assign)]
+        at_top = any(isinstance(t, ast.Name) and t.id == name for s in top for t in s.targets)
+        return bound == 1 and at_top
+
     def class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
         """The class of the module a name is bound to, when it is bound only to it."""
         if not isinstance(expr, cst.Name):
@@ -697,11 +723,13 @@ def _own_names(function: FunctionNode) -> set[str]:
     return names
 
 
-def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """`node` and every node under it."""
+def _descendants(node: cst.CSTNode, skip: Collection[cst.CSTNode] = ()) -> list[cst.CSTNode]:
+    """`node` and every node under it, less those under `skip`."""
     found, todo = [], [node]
     while todo:
         current = todo.pop()
+        if any(current is s for s in skip):
+            continue
         found.append(current)
         todo.extend(current.children)
     return found

@@ -1,0 +1,52 @@
+"""JF106's memo fix: a module-level memo dict in JAX code is dropped only where that means the
+same (the fixture `module_memo_dict_dropped` proves the rewrite under jax)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxfix.engine import check_text
+from jaxfix.registry import find_rule
+
+RULE = find_rule("JF106")
+MEMO = """\
+import jax
+import jax.numpy as jnp
+
+_CACHE = {made}
+
+
+def expensive(x):
+    if x in _CACHE:
+        return _CACHE[x]
+    y = {computed}
+    _CACHE[x] = y
+    return y
+
+
+@jax.jit
+def f(x):
+    return expensive(x) + 1
+{elsewhere}"""
+
+
+@pytest.mark.parametrize(
+    ("made", "computed", "elsewhere", "fixed"),
+    [
+        pytest.param("{}", "jnp.sin(x) * 2", "", True, id="a JAX helper's own memo"),
+        pytest.param("dict()", "jnp.sin(x) * 2", "", True, id="made by dict()"),
+        pytest.param("{0: 1.0}", "jnp.sin(x) * 2", "", False, id="prefilled"),
+        pytest.param("{}", "jnp.sin(x) * 2", "\nprint(len(_CACHE))\n", False, id="read elsewhere"),
+        pytest.param("{}", "float(jnp.sin(x))", "", False, id="host work in the rest"),
+        pytest.param("{}", "print(x) or x", "", False, id="a print in the rest"),
+    ],
+)
+def test_a_memo_dict_is_dropped_only_where_that_means_the_same(
+    made: str, computed: str, elsewhere: str, fixed: bool
+) -> None:
+    assert RULE is not None
+    text = MEMO.format(made=made, computed=computed, elsewhere=elsewhere)
+    found = check_text(text, [RULE])
+    assert len(found) == 3
+    assert {d.fix_title is not None for d in found} == {fixed}
+    assert found == check_text(text, [RULE], slicing=False)
