@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -15,7 +16,7 @@ from jaxfix.hoist import jax_module_name, jax_numpy_name
 from jaxfix.models import numpy_scipy
 from jaxfix.models.sinks import FIRST, Sink, SinkKind, names_of
 from jaxfix.returns import DUMPS
-from jaxfix.rule import Fix, Rule, command_hooks
+from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
 from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
 from jaxfix.syntax import calls_in, payload_of, source_of
 from jaxfix.tracing import TracedFunction
@@ -83,6 +84,15 @@ JNP_EQUIVALENTS: dict[str, JnpEquivalent] = {
     "linalg.inv": _takes(1),
     "linalg.det": _takes(1),
     "linalg.solve": _takes(2),
+}
+# SciPy functions whose `jax.scipy` namesake means the same, and how they may be called.
+SCIPY_EQUIVALENTS: dict[str, JnpEquivalent] = {
+    **dict.fromkeys(
+        [f"scipy.special.{f}" for f in ("expit", "logit", "erf", "erfc", "gammaln")], _takes(1)
+    ),
+    **dict.fromkeys(["scipy.special.xlogy", "scipy.special.xlog1py"], _takes(2)),
+    **dict.fromkeys(["scipy.special.softmax", "scipy.special.log_softmax"], _takes(2, "axis")),
+    "scipy.special.logsumexp": _takes(2, "axis", "b", "keepdims"),
 }
 # The NumPy and SciPy functions that convert a traced argument, as measured by calling each on
 # tracers under the pinned jax (`scripts/numpy_model.py`): those that run for some arguments
@@ -202,12 +212,15 @@ class HostConversionInTraced(Rule):
     why it is not rewritten (`f` is public; `f` is also used outside a trace). `float(x)`,
     `int(x)` and `x.item()` printed as they are (`print(float(loss))`,
     `print(f"{x.item():.3f}")`) become a `jax.debug.print` of `x` (NumPy prints a float32
-    with more digits than Python's `float`). Other uses of them, SciPy and the other NumPy
-    functions are diagnostic only; the message names their `jax.numpy` / `jax.scipy` namesake
-    when there is one, which may differ in meaning. The conversions of one statement are fixed
-    together or not at all: one left would still fail there. `TABLE[i]` becomes
-    `jnp.asarray(TABLE)[i]` on the same condition: an index out of range is clamped instead of
-    raising `IndexError`, and float64 values become float32 unless x64 is enabled.
+    with more digits than Python's `float`); their other uses have no fix. `scipy.special`'s
+    `expit`, `logit`, `erf`, `erfc`, `gammaln`, `xlogy`, `xlog1py`, `softmax`, `log_softmax`
+    and `logsumexp` become their `jax.scipy.special` namesakes on the NumPy calls' conditions.
+    The rest of SciPy and the other NumPy functions are diagnostic only; the message names
+    their `jax.numpy` / `jax.scipy` namesake when there is one, which may differ in meaning.
+    The conversions of one statement are fixed together or not at all: one left would still
+    fail there. `TABLE[i]` becomes `jnp.asarray(TABLE)[i]` on the same condition: an index out
+    of range is clamped instead of raising `IndexError`, and float64 values become float32
+    unless x64 is enabled.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerArrayConversionError
@@ -357,11 +370,17 @@ class HostConversionInTraced(Rule):
         short = name.removeprefix("numpy.")
         if short in JNP_EQUIVALENTS:
             advice = f"use `jax.numpy.{short}`"
+        elif name in SCIPY_EQUIVALENTS:
+            advice = f"use `{model.namesake}`"
         elif model.namesake is not None:
             advice = f"use `{model.namesake}` if it fits, or `jax.pure_callback`{_SHAPE}"
         else:
             advice = f"use `jax.pure_callback`{_SHAPE}, or call it on the jitted function's result"
-        fix = self._jnp_fix(call, short) if name.startswith("numpy.") else None
+        fix = (
+            self._jnp_fix(call, short)
+            if name.startswith("numpy.")
+            else self._scipy_fix(call, name, model.namesake)
+        )
         context = self.traced.context_of(call)
         if fix is not None and context is not None:
             fix, advice = self._if_never_eager(fix, advice, context)
@@ -523,22 +542,36 @@ class HostConversionInTraced(Rule):
 
     def _jnp_fix(self, call: cst.Call, short: str) -> Fix | None:
         takes = JNP_EQUIVALENTS.get(short)
-        if takes is None or any(arg.star for arg in call.args):
+        if takes is None or not self._called_as(call, takes) or not self._stays_traced(call):
             return None
-        keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
-        positional = len(call.args) - len(keywords)
-        if not set(keywords) <= takes.keywords:
+        if short == "where" and len(call.args) != 3:
             return None
-        if takes.positional is not None and positional > takes.positional:
-            return None
-        if short == "where" and positional != 3:
+        jnp_name, imports = jax_numpy_name(self.traced, call)
+        return self._renamed(call, f"{jnp_name}.{short}", imports) if jnp_name else None
+
+    def _scipy_fix(self, call: cst.Call, name: str, namesake: str | None) -> Fix | None:
+        """`scipy.special.expit(x)` -> `jax.scipy.special.expit(x)` (same-meaning ones)."""
+        takes = SCIPY_EQUIVALENTS.get(name)
+        if takes is None or namesake is None or not self._called_as(call, takes):
             return None
         if not self._stays_traced(call):
             return None
-        jnp_name, imports = jax_numpy_name(self.traced, call)
-        if not jnp_name:
-            return None
-        new = call.with_changes(func=cst.parse_expression(f"{jnp_name}.{short}"))
+        jax_name, imports = jax_module_name(self.traced, call)
+        new = f"{jax_name}.{namesake.removeprefix('jax.')}"
+        return self._renamed(call, new, imports) if jax_name else None
+
+    def _called_as(self, call: cst.Call, takes: JnpEquivalent) -> bool:
+        """Whether `call` passes only what the namesake takes the same way."""
+        if any(arg.star for arg in call.args):
+            return False
+        keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
+        positional = len(call.args) - len(keywords)
+        if not set(keywords) <= takes.keywords:
+            return False
+        return takes.positional is None or positional <= takes.positional
+
+    def _renamed(self, call: cst.Call, func: str, imports: Sequence[ImportNeeded]) -> Fix:
+        new = call.with_changes(func=cst.parse_expression(func))
         return self.make_fix({call: new}, imports, removed_nodes=[call.func])
 
     def _stays_traced(self, call: cst.Call) -> bool:

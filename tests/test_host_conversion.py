@@ -163,7 +163,12 @@ _CALLBACK = "`jax.pure_callback` with a result shape"
         (
             "import scipy.special\ny = scipy.special.xlogy(x, x)",
             "TracerArrayConversionError",
-            f"use `jax.scipy.special.xlogy` if it fits, or {_CALLBACK}",
+            "use `jax.scipy.special.xlogy`",
+        ),
+        (
+            "import scipy.special\ny = scipy.special.i0(x)",
+            "TracerArrayConversionError",
+            f"use `jax.scipy.special.i0` if it fits, or {_CALLBACK}",
         ),
         (
             "import scipy.ndimage\ny = scipy.ndimage.gaussian_filter(x, 1.0)",
