@@ -226,6 +226,7 @@ class TracedAnalysis:
         self.functions: dict[FunctionNode, TracedFunction] = self._traced_functions()
         self._statements: dict[tuple[int, int], Statement] | None = None
         self._lines: set[int] | None = None  # the file's lines the module holds
+        self._defs: dict[str, list[int]] | None = None  # see `_top_defs`
         self._planned: set[ast.stmt] = set()  # statements fixes put a barrier before
         self.plan_waits = True  # `Options.plan_waits`: without, no host code waits
 
@@ -478,13 +479,8 @@ class TracedAnalysis:
         `OutsideSlice` when the module is a slice that left out the file's top-level `def`
         of the name."""
         assignments = self.assignments(name)
-        if not assignments:
-            module = self.facts.module
-            for fid, node in module.nodes.items():
-                defined_here = module.declared_in.get(fid) == "<module>"
-                named = getattr(node, "name", None) == name.value
-                if defined_here and named and not self._holds_line(node.lineno):
-                    raise OutsideSlice
+        if not assignments and not all(map(self._holds_line, self._top_defs().get(name.value, []))):
+            raise OutsideSlice
         if len(assignments) != 1:
             return None
         bound = assignments[0].node
@@ -666,6 +662,16 @@ class TracedAnalysis:
             found.append(node)
         owner = self.owner_function(statements[0])
         return found, self._ast_function(owner) if owner is not None else None
+
+    def _top_defs(self) -> dict[str, list[int]]:
+        """The lines of the file's top-level `def`s, by name (found once)."""
+        if self._defs is None:
+            module = self.facts.module
+            self._defs = defaultdict(list)
+            for fid, node in module.nodes.items():
+                if module.declared_in.get(fid) == "<module>" and not isinstance(node, ast.Lambda):
+                    self._defs[node.name].append(node.lineno)
+        return self._defs
 
     def _holds_line(self, line: int) -> bool:
         """Whether the module analysed holds the file's `line` (a slice may not)."""
