@@ -13,7 +13,9 @@ one run and one after the other:
   (a comment appended to ``jax/_src/lax/lax.py``) and after a summary edit (a helper of optax
   starts pickling its argument, which its callers in other modules pass a tracer);
 - ``jaxfix apply --diff`` cold, and ``jaxfix check`` cold over the corpus copied ``--copies``
-  times (for how the cost grows with the number of files).
+  times (for how the cost grows with the number of files);
+- ``jaxfix check`` and ruff on one generated 5 MB module with a finding on its last lines (how
+  the cost grows with the size of one file; the test suite checks a 1 MB one for correctness).
 
 Each command runs as a child of a small launcher process; wall time, CPU time (user + system,
 workers included) and peak memory (the largest resident set of the process and its workers)
@@ -35,8 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from corpus import DEFAULT_CACHE, PINS, copy_sources, install, site_folder
+
+from tests.programs import large_module
 
 BIN = Path(sys.executable).parent
 PARSE_ALL = """
@@ -107,6 +112,9 @@ def ruff(*args: str) -> list[str]:
     return [str(BIN / "ruff"), "check", "--select", "E,F", "--quiet", *args, "."]
 
 
+LARGE_MODULE_BYTES = 5 * 1024 * 1024
+
+
 def run(root: Path, big: Path, copies: int, skip_libcst: bool) -> list[Timing]:
     cache = root.parent / "jaxfix-cache"
     ruff_cache = root.parent / "ruff-cache"
@@ -145,6 +153,13 @@ def run(root: Path, big: Path, copies: int, skip_libcst: bool) -> list[Timing]:
         measure(
             f"jaxfix check --no-cache, corpus x{copies}", jaxfix("check", "--no-cache", "."), big
         ),
+    ]
+    large = root.parent / "large"
+    large.mkdir()
+    (large / "big.py").write_text(large_module(LARGE_MODULE_BYTES), encoding="utf-8")
+    timings += [
+        measure("ruff --no-cache, one 5 MB module", ruff("--no-cache"), large),
+        measure("jaxfix check, one 5 MB module", jaxfix("check", "--no-cache", "."), large),
     ]
     return timings
 
@@ -197,6 +212,13 @@ def ratios(timings: Sequence[Timing], copies: int) -> str:
             f"~ {copies} (linear)",
         ),
     ]
+    rows.append(
+        (
+            "one 5 MB module / ruff on it",
+            ratio("jaxfix check, one 5 MB module", "ruff --no-cache, one 5 MB module"),
+            "(the cost of one large file)",
+        )
+    )
     if "libcst.parse_module, 1 process" in by:
         rows.append(
             (

@@ -52,3 +52,17 @@ import jax.numpy as jnp
 
 payload = pickle.dumps(jnp.ones(3))
 """
+
+
+def large_module(size: int) -> str:
+    """A module of at least `size` bytes: many small untraced functions, then one jitted
+    function that pickles its argument (JF101, on the last lines but one)."""
+    helper = "\n\ndef helper_{i}(x):\n    y = x * {i}\n    return y + 1\n"
+    tail = "\n\n@jax.jit\ndef last(x):\n    BLOBS.append(pickle.dumps(x))\n    return x\n"
+    parts = ["import pickle\nimport jax\nBLOBS = []\n"]
+    length = len(parts[0]) + len(tail)
+    while length < size:
+        parts.append(helper.format(i=len(parts) - 1))
+        length += len(parts[-1])
+    parts.append(tail)
+    return "".join(parts)

@@ -29,6 +29,7 @@ from jaxfix import runner
 from jaxfix.outcome import Outcome
 from jaxfix.runner import load, run
 from jaxfix.sourcefile import SourceFile
+from tests.programs import large_module
 
 GOOD_NAME = "good.py"
 GOOD = """\
@@ -295,21 +296,13 @@ def test_empty_file_is_valid(tmp_path: Path, command: str) -> None:
     assert (tmp_path / "empty.py").read_bytes() == b""
 
 
-def test_five_megabyte_file_is_checked(tmp_path: Path) -> None:
-    """Many small untraced functions and one finding at the end; only correctness is asserted."""
-    helper = "\n\ndef helper_{i}(x):\n    y = x * {i}\n    return y + 1\n"
-    tail = "\n\n@jax.jit\ndef last(x):\n    BLOBS.append(pickle.dumps(x))\n    return x\n"
-    parts = ["import pickle\nimport jax\nBLOBS = []\n"]
-    size, count = len(parts[0]) + len(tail), 0
-    while size < 5 * 1024 * 1024:
-        parts.append(helper.format(i=count))
-        size += len(parts[-1])
-        count += 1
-    parts.append(tail)
-    big = tmp_path / "big.py"
-    big.write_text("".join(parts), encoding="utf-8")
+def test_a_megabyte_file_is_checked(tmp_path: Path) -> None:
+    """Thousands of small untraced functions and one finding at the end; only correctness is
+    asserted (`benchmarks/bench.py` times a 5 MB module)."""
+    text = large_module(1024 * 1024)
+    (tmp_path / "big.py").write_text(text, encoding="utf-8")
     write_good(tmp_path)
-    lines = "".join(parts).count("\n")
+    lines = text.count("\n")
     result = run_jaxfix(tmp_path, "check", "big.py", GOOD_NAME)
     assert_no_error(result.stderr)
     assert result.stdout.splitlines()[::2] == [
