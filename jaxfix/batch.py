@@ -239,7 +239,19 @@ def _trace_across_modules(
             if reaches(call.target)
         ]
         wanted = {index_of[path]: entries for path, entries in index.entries(calls).items()}
-        again = {i: e for i, e in wanted.items() if entered.get(i) != e}
+        again = {i: e for i, e in wanted.items() if not _same_entries(entered.get(i), e)}
+
+
+def _same_entries(old: tuple[project.Entry, ...] | None, new: tuple[project.Entry, ...]) -> bool:
+    """Whether the file was entered with these entries already, up to their reasons: a new
+    caller's name in a message is not worth analysing a file again (a large one: a tenth of a
+    second), and a round later there may be yet another."""
+    if old is None or len(old) != len(new):
+        return False
+    return all(
+        dataclasses.replace(a, reason="") == dataclasses.replace(b, reason="")
+        for a, b in zip(old, new, strict=True)
+    )
 
 
 def _serialize_at_foreign_call_sites(

@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from jaxfix import runner
+from jaxfix.batch import Job
 from jaxfix.cli import main
+from jaxfix.outcome import Outcome
 from jaxfix.project import (
     Entry,
     ModuleFacts,
@@ -189,6 +192,58 @@ def test_a_chain_through_three_modules_is_followed(tmp_path: Path) -> None:
     result = invoke("check", "--no-cache", str(root))
     assert found(result, root) == ["pkg/io.py:5 JF101"]
     assert "called from traced `pkg.middle.record`" in result.stdout
+
+
+def test_a_new_caller_alone_does_not_analyse_a_module_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lib.f` is traced from `z.g` (jitted), then also from `a.h`, which `f` itself traces: the
+    second entry differs from the first only in its caller, which changes no finding."""
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/lib.py": """\
+                import pickle
+
+                from pkg import a
+
+
+                def f(x):
+                    pickle.dumps(x)
+                    return a.h(x)
+                """,
+            "pkg/a.py": """\
+                from pkg import lib
+
+
+                def h(x):
+                    return lib.f(x)
+                """,
+            "pkg/z.py": """\
+                import jax
+
+                from pkg import lib
+
+
+                @jax.jit
+                def g(x):
+                    return lib.f(x)
+                """,
+        },
+    )
+    analysed: list[str] = []
+    process = runner.process
+
+    def counting(path: Path, job: Job) -> Outcome:
+        analysed.append(path.name)
+        return process(path, job)
+
+    monkeypatch.setattr(runner, "process", counting)
+    result = invoke("check", "--no-cache", "--jobs", "1", str(root / "pkg"))
+    assert found(result, root) == ["pkg/lib.py:7 JF101"]
+    assert "called from traced `pkg.z.g`" in result.stdout
+    assert analysed.count("lib.py") == 2  # alone, then entered from z.g (not again for a.h)
 
 
 def test_a_module_outside_the_paths_given_is_not_analysed(tmp_path: Path) -> None:
