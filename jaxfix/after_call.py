@@ -16,11 +16,15 @@ it right after the call on their host copies:
 `jax.device_get` waits for the values, so the effect has run when the next line does: no host
 callback, no `jax.effects_barrier()`. The plan is made only where this means the same:
 
-- the function is jitted by its decorator (under `vmap` or `scan` the values would be stacked)
-  and returns once, at the end; the statements run once per call (not in a branch or a loop);
+- the function is jitted by its decorator (under `vmap` or `scan` the values would be stacked),
+  or differentiated where it is used, `jax.grad(f)(...)` or `jax.value_and_grad(f)(...)`
+  called at once on the host: then the values are its auxiliary output (`has_aux=True`,
+  `g, h = jax.grad(f, has_aux=True)(x)`), which the gradient leaves as they are;
+- it returns once, at the end; the statements run once per call (not in a branch or a loop);
 - they read only the traced values they are given (names not rebound after them), names of
   the module (which mean the same where the function is called) and what they bind themselves;
-- every call site is `target = f(...)` or `f(...)` alone on its line.
+- every call site is `target = f(...)` or `f(...)` alone on its line (for
+  `value_and_grad`, `value, grad = ...`).
 
 Otherwise the caller's rule falls back to a host callback (`jaxfix.host_effects`).
 """
@@ -34,7 +38,16 @@ import libcst as cst
 from libcst.metadata import Assignment, BuiltinAssignment, GlobalScope, ImportAssignment
 
 from jaxfix.analysis.reasons import Via
-from jaxfix.call_sites import alone, assigned, call_sites, count_returns, only_here
+from jaxfix.call_sites import (
+    AUX_TRANSFORMS,
+    AuxSite,
+    alone,
+    assigned,
+    aux_sites,
+    call_sites,
+    count_returns,
+    only_here,
+)
 from jaxfix.hoist import jax_module_name
 from jaxfix.project import JAX, PAYLOAD, EffectAfterCall, SerializedImport
 from jaxfix.rule import ImportNeeded, Replacement, Rule
@@ -64,8 +77,10 @@ def plan_after_call(
     context = analysis.functions.get(function) if function is not None else None
     if not isinstance(function, cst.FunctionDef) or context is None:
         return "it is not in a function"
-    if not all(r.via is Via.DECORATED and r.name == JIT for r in context.reasons):
-        return "the function is traced other than by its `@jax.jit` decorator"
+    jitted = all(r.via is Via.DECORATED and r.name == JIT for r in context.reasons)
+    differentiated = all(r.via is Via.PASSED and r.name in AUX_TRANSFORMS for r in context.reasons)
+    if not jitted and not differentiated:
+        return "the function is traced other than by its `@jax.jit` decorator or `jax.grad`"
     body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
     if not all(any(member is s for s in body) for member in group):
         return "it runs in a branch or a loop of the function"
@@ -79,12 +94,12 @@ def plan_after_call(
     why = _reads_only_module_names(analysis, function, group, payloads)
     if why:
         return why
-    sites = call_sites(analysis, function)
+    sites = call_sites(analysis, function) if jitted else aux_sites(analysis, function)
     if isinstance(sites, str):
         return sites
     why = only_here(analysis, function)
     facts = analysis.project.facts
-    if facts is not None:  # a run over a project: its other modules may call the function
+    if jitted and facts is not None:  # a run over a project: other modules may call it
         published = _published(analysis, function, group, payloads, wrapping, rule)
         if published is not None:
             facts.effects_after_call.append(published)
@@ -94,16 +109,27 @@ def plan_after_call(
         member: cst.RemovalSentinel.REMOVE for member in group
     }
     assert isinstance(last, cst.SimpleStatementLine) and returned is not None
-    values = [_parenthesized(returned), *(cst.Name(p) for p in payloads)]
-    new_return = cst.Return(cst.Tuple([cst.Element(v) for v in values], lpar=[], rpar=[]))
-    replacements[last] = last.with_changes(body=[new_return])
+    names = [cst.Name(p) for p in payloads]
+    # Under `jax.grad`, the payloads are the function's auxiliary output (`has_aux=True`).
+    extra = names if jitted else [names[0] if len(names) == 1 else _tuple(names, True)]
+    new_return = _tuple([_parenthesized(returned), *extra])
+    replacements[last] = last.with_changes(body=[cst.Return(new_return)])
     imports: list[ImportNeeded] = []
     for site in sites:
-        rewritten = _rewrite_site(analysis, site, group, payloads, wrapping, imports)
+        if isinstance(site, AuxSite):
+            rewritten = _rewrite_aux_site(analysis, site, group, payloads, wrapping, imports)
+        else:
+            rewritten = _rewrite_site(analysis, site, group, payloads, wrapping, imports)
         if isinstance(rewritten, str):
             return rewritten
         replacements.update(rewritten)
     return AfterCall(replacements, tuple(dict.fromkeys(imports)))
+
+
+def _tuple(values: Sequence[cst.BaseExpression], parenthesized: bool = False) -> cst.Tuple:
+    """`a, b` (`(a, b)` when `parenthesized`)."""
+    elements = [cst.Element(v) for v in values]
+    return cst.Tuple(elements) if parenthesized else cst.Tuple(elements, lpar=[], rpar=[])
 
 
 def _published(
@@ -116,6 +142,8 @@ def _published(
 ) -> EffectAfterCall | None:
     """What other modules' call sites must run, in their own names; None when a name the
     statements read cannot be imported as it is (an alias, a relative import)."""
+    if _assigned_globals(analysis, group):
+        return None  # another module's `LAST = h` would bind its own name, not this one's
     names: dict[str, tuple[str, str, str | None]] = {}
     for member in group:
         for node in names_read(member):
@@ -134,6 +162,12 @@ def _published(
         cst.Module([]).code_for_node(_on_host(member, renamed, wrapping, JAX)) for member in group
     )
     return EffectAfterCall(function.name.value, rule, code, tuple(payloads), tuple(names.values()))
+
+
+def _assigned_globals(analysis: TracedAnalysis, group: Sequence[Statement]) -> set[str]:
+    """The names the statements' function declares `global` that they use (`LAST = h`)."""
+    declared = analysis.declared_global(analysis.owner_function(group[0]))
+    return {name.value for member in group for name in names_read(member)} & declared
 
 
 def _origin(name: str, assignments: Sequence[object]) -> tuple[str, str, str | None] | None:
@@ -334,17 +368,71 @@ def _rewrite_site(
     if isinstance(found, str):
         return found
     line, target, jax_name = found
+    why = _means_the_same_at(analysis, site, group, payloads)
+    if why:
+        return why
+    renamed = {p: _free_name(analysis, site, p, payloads) for p in payloads}
+    call_line = _unpacking(line, target, site, [renamed[p] for p in payloads])
+    moved = [_on_host(member, renamed, wrapping, jax_name) for member in group]
+    return {line: cst.FlattenSentinel([call_line, *moved])}
+
+
+def _rewrite_aux_site(
+    analysis: TracedAnalysis,
+    site: AuxSite,
+    group: Sequence[Statement],
+    payloads: Sequence[str],
+    wrapping: Wrapping,
+    imports: list[ImportNeeded],
+) -> dict[cst.CSTNode, Replacement] | str:
+    """`g = jax.grad(f)(...)` -> `g, p = jax.grad(f, has_aux=True)(...)` (`(v, p), g = ...`
+    for `value_and_grad`) and the statements after it, on `p`."""
+    found = _site(analysis, site.call, imports)
+    if isinstance(found, str):
+        return found
+    line, target, jax_name = found
+    why = _means_the_same_at(analysis, site.call, group, payloads)
+    if why:
+        return why
+    renamed = {p: _free_name(analysis, site.call, p, payloads) for p in payloads}
+    names = [cst.Name(renamed[p]) for p in payloads]
+    aux: cst.BaseExpression = names[0] if len(names) == 1 else _tuple(names, parenthesized=True)
+    if not site.with_value:
+        targets = [cst.Name("_") if target is None else _parenthesized(target), aux]
+    elif target is None:
+        targets = [_tuple([cst.Name("_"), aux], parenthesized=True), cst.Name("_")]
+    elif isinstance(target, cst.Tuple) and len(target.elements) == 2:
+        value, grad = (e.value for e in target.elements)
+        targets = [_tuple([_parenthesized(value), aux], parenthesized=True), grad]
+    else:
+        return "the result of `jax.value_and_grad(...)(...)` is not unpacked as `value, grad`"
+    tight = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+    has_aux = cst.Arg(cst.Name("True"), keyword=cst.Name("has_aux"), equal=tight)
+    transform = site.transform.with_changes(args=[*site.transform.args, has_aux])
+    call = site.call.with_changes(func=transform)
+    assign = cst.Assign([cst.AssignTarget(_tuple(targets))], call)
+    moved = [_on_host(member, renamed, wrapping, jax_name) for member in group]
+    return {line: cst.FlattenSentinel([line.with_changes(body=[assign]), *moved])}
+
+
+def _means_the_same_at(
+    analysis: TracedAnalysis, site: cst.Call, group: Sequence[Statement], payloads: Sequence[str]
+) -> str:
+    """Why a name the statements use means something else at the call site ("" if none)."""
     scope = analysis.scope_of(site)
+    assigned = sorted(_assigned_globals(analysis, group))
+    if assigned and not isinstance(scope, GlobalScope):
+        return (
+            f"it assigns the module's `{assigned[0]}`, which a call site in a function would"
+            " bind as its own local"
+        )
     for member in group:
         for name in names_read(member):
             if name.value in payloads or scope is None:
                 continue
             if any(not _module_level(a) for a in scope[name.value]):
                 return f"`{name.value}` means something else where the function is called"
-    renamed = {p: _free_name(analysis, site, p, payloads) for p in payloads}
-    call_line = _unpacking(line, target, site, [renamed[p] for p in payloads])
-    moved = [_on_host(member, renamed, wrapping, jax_name) for member in group]
-    return {line: cst.FlattenSentinel([call_line, *moved])}
+    return ""
 
 
 def _site(

@@ -9,6 +9,8 @@ imports it is rewritten too (`Options.foreign_calls`), and it is not in `__all__
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 from libcst.metadata import Assignment, ClassScope, GlobalScope
 
@@ -16,10 +18,69 @@ from jaxfix.analysis.reasons import Via
 from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedAnalysis, TracedFunction
 
+# The transforms whose function may return auxiliary values beside what they differentiate.
+AUX_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad"})
+
+
+@dataclass(frozen=True)
+class AuxSite:
+    """`jax.grad(f)(...)` (or `jax.value_and_grad`): the call, and the transform's own call."""
+
+    call: cst.Call
+    transform: cst.Call
+    with_value: bool  # `value_and_grad`: its result is `(value, grad)`
+
 
 def call_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.Call] | str:
     """Every call of `function`, when those are all its uses and no other module's code in
     the run calls it (`Options.foreign_calls`); else why not."""
+    binding = _only_binding(analysis, function)
+    if isinstance(binding, str):
+        return binding
+    name = function.name.value
+    calls: list[cst.Call] = []
+    for access in binding.references:
+        parent = analysis.parent(access.node)
+        if not isinstance(parent, cst.Call) or parent.func is not access.node:
+            return f"`{name}` is used as a value, not only called"
+        if analysis.context_of(parent) is not None:
+            return f"`{name}` is called from traced code"
+        calls.append(parent)
+    return calls
+
+
+def aux_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[AuxSite] | str:
+    """Every use of `function`, when each is `jax.grad(function)(...)` (or `value_and_grad`)
+    called at once outside traced code, without auxiliary outputs yet; else why not."""
+    binding = _only_binding(analysis, function)
+    if isinstance(binding, str):
+        return binding
+    name = function.name.value
+    sites: list[AuxSite] = []
+    for access in binding.references:
+        arg = analysis.parent(access.node)
+        transform = analysis.parent(arg) if isinstance(arg, cst.Arg) else None
+        names = (
+            analysis.imported_names(transform.func) & AUX_TRANSFORMS
+            if isinstance(transform, cst.Call) and transform.args[0] is arg and not arg.keyword
+            else set()
+        )
+        if not isinstance(transform, cst.Call) or not names:
+            return f"`{name}` is used other than as `jax.grad({name})(...)`"
+        if any(a.keyword is not None and a.keyword.value == "has_aux" for a in transform.args):
+            return f"`{name}` returns auxiliary values already"
+        call = analysis.parent(transform)
+        if not isinstance(call, cst.Call) or call.func is not transform:
+            return f"the gradient of `{name}` is kept as a function, not called at once"
+        if analysis.context_of(call) is not None:
+            return f"the gradient of `{name}` is taken in traced code"
+        sites.append(AuxSite(call, transform, "jax.value_and_grad" in names))
+    return sites
+
+
+def _only_binding(analysis: TracedAnalysis, function: cst.FunctionDef) -> Assignment | str:
+    """The module-level binding of `function`, when it is its only one and no other module's
+    code in the run uses it (`Options.foreign_calls`); else why not."""
     name = function.name.value
     scope = analysis.scope_of(function)
     if not isinstance(scope, GlobalScope):
@@ -30,17 +91,7 @@ def call_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.
     if name in exported(analysis.module):
         return f"`{name}` is in `__all__`: other code may call it"
     foreign = {calls.function: calls.why_not for calls in analysis.project.foreign_calls}
-    if foreign.get(name):
-        return foreign[name]
-    calls: list[cst.Call] = []
-    for access in bindings[0].references:
-        parent = analysis.parent(access.node)
-        if not isinstance(parent, cst.Call) or parent.func is not access.node:
-            return f"`{name}` is used as a value, not only called"
-        if analysis.context_of(parent) is not None:
-            return f"`{name}` is called from traced code"
-        calls.append(parent)
-    return calls
+    return foreign.get(name) or bindings[0]
 
 
 def runs_outside_traces(analysis: TracedAnalysis, function: TracedFunction) -> str:

@@ -487,7 +487,7 @@ def _step(x, scale):
 out = _step(jnp.ones(2), 2.0)
 """
 CALLBACK = "Move the serialization to a host callback"
-AFTER = "Return the traced values and serialize their host copies after each call"
+AFTER = "Return the traced values and"  # ... serialize / run the statement ... after each call
 
 
 @pytest.mark.parametrize(
@@ -540,6 +540,145 @@ def test_an_effect_after_the_call_runs_on_the_host_copy_at_every_call_site() -> 
         "_, h = _step(jnp.zeros(2), 1.0)\n"
         "BLOBS.append(pickle.dumps(jax.device_get(h)))\n"
     )
+
+
+GLOBAL_STORE = """\
+import jax
+import jax.numpy as jnp
+
+LAST = None
+
+
+@jax.jit
+def _step(x):
+    global LAST
+    LAST = jnp.tanh(x)
+    return x + 1
+
+
+"""
+
+
+@pytest.mark.parametrize(
+    ("site", "title"),
+    [
+        pytest.param("out = _step(jnp.ones(2))\n", AFTER, id="at the module level"),
+        pytest.param(
+            "def main():\n    out = _step(jnp.ones(2))\n",
+            "Move the statement to a host callback",
+            id="in a function, where `LAST = ...` would bind a local",
+        ),
+    ],
+)
+def test_a_global_assigned_after_the_call_stays_the_modules(site: str, title: str) -> None:
+    (found,) = check_text(GLOBAL_STORE + site, RULES)
+    assert found.fix_title is not None and found.fix_title.startswith(title)
+
+
+GRAD_AFTER_CALL = """\
+import pickle
+
+import jax
+import jax.numpy as jnp
+
+BLOBS = []
+
+
+def _loss(w, x):
+    h = jnp.tanh(w * x)
+    BLOBS.append(pickle.dumps(h))
+    return jnp.sum(h)
+
+
+g = jax.grad(_loss)(jnp.ones(2), 2.0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "title"),
+    [
+        pytest.param(("", ""), AFTER, id="private loss, every gradient taken at once"),
+        pytest.param(
+            ("g = jax.grad(_loss)(", "v, g = jax.value_and_grad(_loss)("),
+            AFTER,
+            id="value_and_grad unpacked as value, grad",
+        ),
+        pytest.param(("_loss", "loss"), CALLBACK, id="public: other modules may call it"),
+        pytest.param(
+            ("g = jax.grad(_loss)(", "vg = jax.value_and_grad(_loss)("),
+            CALLBACK,
+            id="value_and_grad's pair kept whole",
+        ),
+        pytest.param(
+            ("g = jax.grad(_loss)(jnp.ones(2), 2.0)", "grad_fn = jax.grad(_loss)"),
+            CALLBACK,
+            id="the gradient kept as a function",
+        ),
+        pytest.param(
+            ("jax.grad(_loss)(", "jax.grad(_loss, has_aux=False)("),
+            CALLBACK,
+            id="has_aux given already",
+        ),
+        pytest.param(
+            ("g = jax.grad(_loss)(jnp.ones(2), 2.0)", "g = jax.jit(jax.grad(_loss))(1.0, 2.0)"),
+            CALLBACK,
+            id="the gradient taken in traced code",
+        ),
+        pytest.param(
+            ("g = jax.grad(_loss)(", "g = jax.jacrev(_loss)("),
+            CALLBACK,
+            id="jacrev has auxiliary outputs too, but a different result",
+        ),
+    ],
+)
+def test_an_effect_under_grad_moves_after_the_call_as_auxiliary_output(
+    change: tuple[str, str], title: str
+) -> None:
+    (found,) = check_text(GRAD_AFTER_CALL.replace(*change), RULES)
+    assert found.fix_title is not None and found.fix_title.startswith(title)
+
+
+@pytest.mark.parametrize(
+    ("site", "rewritten"),
+    [
+        pytest.param(
+            "g = jax.grad(_loss)(w, 2.0)",
+            "g, h = jax.grad(_loss, has_aux=True)(w, 2.0)",
+            id="grad",
+        ),
+        pytest.param(
+            "jax.grad(_loss)(w, 2.0)",
+            "_, h = jax.grad(_loss, has_aux=True)(w, 2.0)",
+            id="grad, result dropped",
+        ),
+        pytest.param(
+            "v, g = jax.value_and_grad(_loss)(w, 2.0)",
+            "(v, h), g = jax.value_and_grad(_loss, has_aux=True)(w, 2.0)",
+            id="value_and_grad",
+        ),
+        pytest.param(
+            "jax.value_and_grad(_loss)(w, 2.0)",
+            "(_, h), _ = jax.value_and_grad(_loss, has_aux=True)(w, 2.0)",
+            id="value_and_grad, result dropped",
+        ),
+    ],
+)
+def test_the_gradient_call_returns_the_effect_values_as_auxiliary_output(
+    site: str, rewritten: str
+) -> None:
+    text = GRAD_AFTER_CALL.replace("g = jax.grad(_loss)(jnp.ones(2), 2.0)", f"w = 1.0\n{site}")
+    fixed = fix_text(text, RULES, unsafe_fixes=True).text
+    assert "    return jnp.sum(h), h\n" in fixed
+    assert fixed.endswith(f"{rewritten}\nBLOBS.append(pickle.dumps(jax.device_get(h)))\n")
+
+
+def test_several_values_under_grad_are_one_auxiliary_tuple() -> None:
+    text = GRAD_AFTER_CALL.replace(
+        "BLOBS.append(pickle.dumps(h))", "BLOBS.append(pickle.dumps((h, w)))"
+    )
+    fixed = fix_text(text, RULES, unsafe_fixes=True).text
+    assert "    return jnp.sum(h), (h, w)\n" in fixed
+    assert "g, (h, w) = jax.grad(_loss, has_aux=True)(jnp.ones(2), 2.0)\n" in fixed
 
 
 def test_a_traced_value_for_a_static_argument_names_the_caller_to_make_static() -> None:

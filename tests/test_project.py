@@ -634,6 +634,18 @@ def test_a_call_site_that_cannot_move_leaves_the_effect_in_a_callback(tmp_path: 
     assert (root / "lab" / "run.py").read_text().startswith("import jax.numpy as jnp\n")
 
 
+def test_a_global_the_function_assigns_stays_in_its_module(tmp_path: Path) -> None:
+    """`LAST = h` at another module's call site would bind that module's own name."""
+    root = after_call_project(tmp_path, RUN)
+    steps = STEPS.replace("SNAPSHOTS = []\n", "").replace(
+        "    SNAPSHOTS.append(pickle.dumps(h))", "    global LAST\n    LAST = h"
+    )
+    (root / "lab" / "steps.py").write_text(steps)
+    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(root)).exit_code == 0
+    assert "jax.debug.callback(" in (root / "lab" / "steps.py").read_text()
+    assert (root / "lab" / "run.py").read_text() == RUN
+
+
 FOLLOWED = """\
 import functools
 
