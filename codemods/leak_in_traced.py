@@ -149,10 +149,12 @@ class LeakInTraced(Rule):
 
     ## Fix safety
     Unsafe. When every call site of the function is in view (it is private, or the module is
-    a script: see JF107) and jitted by its decorator, or differentiated where it is used
-    (`g = jax.grad(f)(x)`, `v, g = jax.value_and_grad(f)(x)`), the statement moves *after*
-    each call: the function returns the traced values it needs as extra outputs (under
-    `jax.grad`, as its auxiliary output: `has_aux=True`), and each call site
+    a script: see JF107) and jitted by its decorator, differentiated where it is used
+    (`g = jax.grad(f)(x)`, `v, g = jax.value_and_grad(f)(x)`) or scanned on the host
+    (`c, ys = lax.scan(f, c0, xs)`), the statement moves *after* each call: the function
+    returns the traced values it needs as extra outputs (under `jax.grad`, as its auxiliary
+    output: `has_aux=True`; from a scan body, stacked beside `y`, and the statement runs once
+    per iteration over them), and each call site
     (`out = f(x)` or `f(x)` alone on its line) unpacks them and runs it on their host copies
     (`jax.device_get`, which waits for them: the same on every backend, with no callback).
     A caller jaxfix did not see would get a tuple. Otherwise:

@@ -16,15 +16,19 @@ it right after the call on their host copies:
 `jax.device_get` waits for the values, so the effect has run when the next line does: no host
 callback, no `jax.effects_barrier()`. The plan is made only where this means the same:
 
-- the function is jitted by its decorator (under `vmap` or `scan` the values would be stacked),
-  or differentiated where it is used, `jax.grad(f)(...)` or `jax.value_and_grad(f)(...)`
+- the function is jitted by its decorator (under `vmap` the values would be stacked), or
+  differentiated where it is used, `jax.grad(f)(...)` or `jax.value_and_grad(f)(...)`
   called at once on the host: then the values are its auxiliary output (`has_aux=True`,
-  `g, h = jax.grad(f, has_aux=True)(x)`), which the gradient leaves as they are;
+  `g, h = jax.grad(f, has_aux=True)(x)`), which the gradient leaves as they are; or it is
+  the body of a forward `lax.scan(f, ...)` on the host: it returns `carry, (y, h)`, the
+  scan stacks `h` beside its `ys`, and the effect runs once per iteration, in order, in
+  `for h in hs:` after the scan;
 - it returns once, at the end; the statements run once per call (not in a branch or a loop);
 - they read only the traced values they are given (names not rebound after them), names of
-  the module (which mean the same where the function is called) and what they bind themselves;
+  the module (which mean the same where the function is called) and what they bind themselves,
+  and assign no global of the module from a call site in a function (it would be a local);
 - every call site is `target = f(...)` or `f(...)` alone on its line (for
-  `value_and_grad`, `value, grad = ...`).
+  `value_and_grad`, `value, grad = ...`; for `lax.scan`, `carry, ys = ...`).
 
 Otherwise the caller's rule falls back to a host callback (`jaxfix.host_effects`).
 """
@@ -40,13 +44,16 @@ from libcst.metadata import Assignment, BuiltinAssignment, GlobalScope, ImportAs
 from jaxfix.analysis.reasons import Via
 from jaxfix.call_sites import (
     AUX_TRANSFORMS,
+    SCAN,
     AuxSite,
+    ScanSite,
     alone,
     assigned,
     aux_sites,
     call_sites,
     count_returns,
     only_here,
+    scan_sites,
 )
 from jaxfix.hoist import jax_module_name
 from jaxfix.project import JAX, PAYLOAD, EffectAfterCall, SerializedImport
@@ -79,8 +86,12 @@ def plan_after_call(
         return "it is not in a function"
     jitted = all(r.via is Via.DECORATED and r.name == JIT for r in context.reasons)
     differentiated = all(r.via is Via.PASSED and r.name in AUX_TRANSFORMS for r in context.reasons)
-    if not jitted and not differentiated:
-        return "the function is traced other than by its `@jax.jit` decorator or `jax.grad`"
+    scanned = all(r.via is Via.PASSED and r.name == SCAN for r in context.reasons)
+    if not (jitted or differentiated or scanned):
+        return (
+            "the function is traced other than by its `@jax.jit` decorator, `jax.grad` or"
+            " `lax.scan`"
+        )
     body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
     if not all(any(member is s for s in body) for member in group):
         return "it runs in a branch or a loop of the function"
@@ -94,7 +105,15 @@ def plan_after_call(
     why = _reads_only_module_names(analysis, function, group, payloads)
     if why:
         return why
-    sites = call_sites(analysis, function) if jitted else aux_sites(analysis, function)
+    sites: Sequence[cst.Call | AuxSite | ScanSite] | str
+    if jitted:
+        sites = call_sites(analysis, function)
+    elif differentiated:
+        sites = aux_sites(analysis, function)
+    else:
+        sites = scan_sites(analysis, function)
+        if not isinstance(returned, cst.Tuple) or len(returned.elements) != 2:
+            return "the scanned function does not return `carry, y`"
     if isinstance(sites, str):
         return sites
     why = only_here(analysis, function)
@@ -110,14 +129,22 @@ def plan_after_call(
     }
     assert isinstance(last, cst.SimpleStatementLine) and returned is not None
     names = [cst.Name(p) for p in payloads]
-    # Under `jax.grad`, the payloads are the function's auxiliary output (`has_aux=True`).
-    extra = names if jitted else [names[0] if len(names) == 1 else _tuple(names, True)]
-    new_return = _tuple([_parenthesized(returned), *extra])
+    extra = names[0] if len(names) == 1 else _tuple(names, parenthesized=True)
+    if jitted:
+        new_return = _tuple([_parenthesized(returned), *names])
+    elif differentiated:  # the auxiliary output (`has_aux=True`)
+        new_return = _tuple([_parenthesized(returned), extra])
+    else:  # stacked with what each iteration gives (`carry, (y, h)`)
+        assert isinstance(returned, cst.Tuple)
+        carry, y = (element.value for element in returned.elements)
+        new_return = _tuple([carry, _tuple([_parenthesized(y), extra], parenthesized=True)])
     replacements[last] = last.with_changes(body=[cst.Return(new_return)])
     imports: list[ImportNeeded] = []
     for site in sites:
         if isinstance(site, AuxSite):
             rewritten = _rewrite_aux_site(analysis, site, group, payloads, wrapping, imports)
+        elif isinstance(site, ScanSite):
+            rewritten = _rewrite_scan_site(analysis, site, group, payloads, wrapping, imports)
         else:
             rewritten = _rewrite_site(analysis, site, group, payloads, wrapping, imports)
         if isinstance(rewritten, str):
@@ -242,7 +269,7 @@ def _rewrite_imported_site(
     definer: str,
     imports: list[ImportNeeded],
 ) -> dict[cst.CSTNode, Replacement] | str:
-    found = _site(analysis, site, imports)
+    found = _site(analysis, site, imports, JAX in effect.code)
     if isinstance(found, str):
         return found
     line, target, jax_name = found
@@ -364,7 +391,7 @@ def _rewrite_site(
     imports: list[ImportNeeded],
 ) -> dict[cst.CSTNode, Replacement] | str:
     """`target = f(...)` -> `target, p = f(...)` and the statements after it, on `p`."""
-    found = _site(analysis, site, imports)
+    found = _site(analysis, site, imports, _uses_jax(group, wrapping))
     if isinstance(found, str):
         return found
     line, target, jax_name = found
@@ -387,7 +414,7 @@ def _rewrite_aux_site(
 ) -> dict[cst.CSTNode, Replacement] | str:
     """`g = jax.grad(f)(...)` -> `g, p = jax.grad(f, has_aux=True)(...)` (`(v, p), g = ...`
     for `value_and_grad`) and the statements after it, on `p`."""
-    found = _site(analysis, site.call, imports)
+    found = _site(analysis, site.call, imports, _uses_jax(group, wrapping))
     if isinstance(found, str):
         return found
     line, target, jax_name = found
@@ -415,6 +442,63 @@ def _rewrite_aux_site(
     return {line: cst.FlattenSentinel([line.with_changes(body=[assign]), *moved])}
 
 
+def _rewrite_scan_site(
+    analysis: TracedAnalysis,
+    site: ScanSite,
+    group: Sequence[Statement],
+    payloads: Sequence[str],
+    wrapping: Wrapping,
+    imports: list[ImportNeeded],
+) -> dict[cst.CSTNode, Replacement] | str:
+    """`c, ys = lax.scan(f, ...)` -> `c, (ys, hs) = lax.scan(f, ...)` and the statements in
+    `for h in hs:`, once per iteration, in the order the iterations ran."""
+    found = _site(analysis, site.call, imports, _uses_jax(group, wrapping))
+    if isinstance(found, str):
+        return found
+    line, target, jax_name = found
+    why = _means_the_same_at(analysis, site.call, group, payloads)
+    scope = analysis.scope_of(site.call)
+    shadowed = scope is not None and any(not isinstance(a, BuiltinAssignment) for a in scope["zip"])
+    if not why and len(payloads) > 1 and shadowed:
+        why = "`zip` means something else where the function is scanned"
+    if why:
+        return why
+    used: list[str] = []
+    for base in [*payloads, *(f"{p}s" for p in payloads)]:
+        used.append(_unused_name(analysis, site.call, base, used))
+    each = dict(zip(payloads, used[: len(payloads)], strict=True))
+    stacked = [cst.Name(n) for n in used[len(payloads) :]]
+    extra = stacked[0] if len(stacked) == 1 else _tuple(stacked, parenthesized=True)
+    targets: list[cst.BaseExpression]
+    if target is None:
+        targets = [cst.Name("_"), _tuple([cst.Name("_"), extra], parenthesized=True)]
+    elif isinstance(target, cst.Tuple) and len(target.elements) == 2:
+        carry, ys = (e.value for e in target.elements)
+        targets = [carry, _tuple([_parenthesized(ys), extra], parenthesized=True)]
+    else:
+        return "the result of `lax.scan(...)` is not unpacked as `carry, ys`"
+    assign = cst.Assign([cst.AssignTarget(_tuple(targets))], site.call)
+    names = [cst.Name(each[p]) for p in payloads]
+    loop = cst.For(
+        target=names[0] if len(names) == 1 else _tuple(names),
+        iter=stacked[0]
+        if len(stacked) == 1
+        else cst.Call(cst.Name("zip"), [cst.Arg(n) for n in stacked]),
+        body=cst.IndentedBlock([_on_host(m, each, wrapping, jax_name) for m in group]),
+    )
+    return {line: cst.FlattenSentinel([line.with_changes(body=[assign]), loop])}
+
+
+def _unused_name(analysis: TracedAnalysis, site: cst.Call, base: str, used: Sequence[str]) -> str:
+    """`base`, or a variant, unbound where `site` is and not in `used`."""
+    scope = analysis.scope_of(site)
+    candidate, number = base, 1
+    while (scope is not None and scope[candidate]) or candidate in used:
+        number += 1
+        candidate = f"{base}_{number}"
+    return candidate
+
+
 def _means_the_same_at(
     analysis: TracedAnalysis, site: cst.Call, group: Sequence[Statement], payloads: Sequence[str]
 ) -> str:
@@ -436,20 +520,28 @@ def _means_the_same_at(
 
 
 def _site(
-    analysis: TracedAnalysis, site: cst.Call, imports: list[ImportNeeded]
+    analysis: TracedAnalysis, site: cst.Call, imports: list[ImportNeeded], uses_jax: bool
 ) -> tuple[cst.SimpleStatementLine, cst.BaseAssignTargetExpression | None, str] | str:
     """The line of a call site, its target (None for `f(...)` alone) and the name of `jax`
-    there (its import added to `imports` if needed); or why it cannot be rewritten."""
+    there (its import added to `imports` if the moved code `uses_jax`); or why it cannot be
+    rewritten."""
     line, target = assigned(analysis, site)
     if line is None:
         line, target = alone(analysis, site), None
     if line is None:
         return "a call site is not `target = f(...)` or `f(...)` alone on its line"
+    if not uses_jax:
+        return line, target, "jax"
     jax_name, needed = jax_module_name(analysis, site)
     if not jax_name:
         return "the name `jax` is taken where the function is called"
     imports.extend(needed)
     return line, target, jax_name
+
+
+def _uses_jax(group: Sequence[Statement], wrapping: Wrapping) -> bool:
+    """Whether the statements read anything through `jax.device_get` at a call site."""
+    return any(wrapping(member, "jax") for member in group)
 
 
 def _unpacking(

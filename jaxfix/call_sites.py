@@ -20,6 +20,8 @@ from jaxfix.tracing import TracedAnalysis, TracedFunction
 
 # The transforms whose function may return auxiliary values beside what they differentiate.
 AUX_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad"})
+SCAN = "jax.lax.scan"
+SCAN_REVERSE_POSITION = 4  # `lax.scan(f, init, xs, length, reverse)`
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,41 @@ def aux_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[AuxSi
         if analysis.context_of(call) is not None:
             return f"the gradient of `{name}` is taken in traced code"
         sites.append(AuxSite(call, transform, "jax.value_and_grad" in names))
+    return sites
+
+
+@dataclass(frozen=True)
+class ScanSite:
+    """`lax.scan(f, init, xs)`, run forwards: each iteration's values come out stacked."""
+
+    call: cst.Call
+
+
+def scan_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[ScanSite] | str:
+    """Every use of `function`, when each is `lax.scan(function, ...)` outside traced code,
+    run forwards (the stacked values are in the order the iterations ran); else why not."""
+    binding = _only_binding(analysis, function)
+    if isinstance(binding, str):
+        return binding
+    name = function.name.value
+    sites: list[ScanSite] = []
+    for access in binding.references:
+        arg = analysis.parent(access.node)
+        call = analysis.parent(arg) if isinstance(arg, cst.Arg) else None
+        if (
+            not isinstance(call, cst.Call)
+            or call.args[0] is not arg
+            or arg.keyword
+            or SCAN not in analysis.imported_names(call.func)
+        ):
+            return f"`{name}` is used other than as `lax.scan({name}, ...)`"
+        positional = [a for a in call.args if a.keyword is None]
+        reverse = [a for a in call.args if a.keyword is not None and a.keyword.value == "reverse"]
+        if len(positional) > SCAN_REVERSE_POSITION or reverse:
+            return f"`{name}` is scanned in an order jaxfix does not follow (`reverse`)"
+        if analysis.context_of(call) is not None:
+            return f"`{name}` is scanned in traced code"
+        sites.append(ScanSite(call))
     return sites
 
 

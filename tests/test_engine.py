@@ -681,6 +681,105 @@ def test_several_values_under_grad_are_one_auxiliary_tuple() -> None:
     assert "g, (h, w) = jax.grad(_loss, has_aux=True)(jnp.ones(2), 2.0)\n" in fixed
 
 
+SCAN_AFTER_CALL = """\
+import pickle
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+BLOBS = []
+
+
+def _body(c, x):
+    h = jnp.tanh(c + x)
+    BLOBS.append(pickle.dumps(h))
+    return h, x * 2
+
+
+c, ys = lax.scan(_body, 0.0, jnp.ones(3))
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "title"),
+    [
+        pytest.param(("", ""), AFTER, id="private body, scanned forwards on the host"),
+        pytest.param(("_body", "body"), CALLBACK, id="public: other modules may call it"),
+        pytest.param(
+            ("jnp.ones(3))", "jnp.ones(3), reverse=True)"), CALLBACK, id="scanned in reverse"
+        ),
+        pytest.param(
+            ("jnp.ones(3))", "jnp.ones(3), 3, True)"),
+            CALLBACK,
+            id="scanned in reverse, positionally",
+        ),
+        pytest.param(("c, ys = lax", "out = lax"), CALLBACK, id="the result kept whole"),
+        pytest.param(
+            ("    return h, x * 2", "    out = h, x\n    return out"),
+            CALLBACK,
+            id="the body does not return a `carry, y` display",
+        ),
+        pytest.param(
+            (
+                "c, ys = lax.scan(_body, 0.0, jnp.ones(3))",
+                "c, ys = jax.jit(lambda: lax.scan(_body, 0.0, jnp.ones(3)))()",
+            ),
+            CALLBACK,
+            id="scanned in traced code",
+        ),
+    ],
+)
+def test_an_effect_in_a_scan_body_moves_after_the_scan_only_where_that_means_the_same(
+    change: tuple[str, str], title: str
+) -> None:
+    (found,) = check_text(SCAN_AFTER_CALL.replace(*change), RULES)
+    assert found.fix_title is not None and found.fix_title.startswith(title)
+
+
+@pytest.mark.parametrize(
+    ("site", "rewritten"),
+    [
+        pytest.param(
+            "c, ys = lax.scan(_body, 0.0, jnp.ones(3))",
+            "c, (ys, hs) = lax.scan(_body, 0.0, jnp.ones(3))",
+            id="carry and ys",
+        ),
+        pytest.param(
+            "lax.scan(_body, 0.0, jnp.ones(3))",
+            "_, (_, hs) = lax.scan(_body, 0.0, jnp.ones(3))",
+            id="result dropped",
+        ),
+    ],
+)
+def test_the_scan_stacks_the_effect_values_and_the_effect_runs_for_each(
+    site: str, rewritten: str
+) -> None:
+    text = SCAN_AFTER_CALL.replace("c, ys = lax.scan(_body, 0.0, jnp.ones(3))", site)
+    fixed = fix_text(text, RULES, unsafe_fixes=True).text
+    assert "    return h, (x * 2, h)\n" in fixed
+    assert fixed.endswith(
+        f"{rewritten}\nfor h in hs:\n    BLOBS.append(pickle.dumps(jax.device_get(h)))\n"
+    )
+
+
+def test_several_values_of_a_scan_body_are_stacked_together_and_zipped() -> None:
+    text = SCAN_AFTER_CALL.replace("pickle.dumps(h)", "pickle.dumps((h, x))")
+    fixed = fix_text(text, RULES, unsafe_fixes=True).text
+    assert "    return h, (x * 2, (h, x))\n" in fixed
+    assert fixed.endswith(
+        "c, (ys, (hs, xs)) = lax.scan(_body, 0.0, jnp.ones(3))\n"
+        "for h, x in zip(hs, xs):\n"
+        "    BLOBS.append(pickle.dumps(jax.device_get((h, x))))\n"
+    )
+
+
+def test_several_values_of_a_scan_body_need_the_builtin_zip() -> None:
+    text = SCAN_AFTER_CALL.replace("pickle.dumps(h)", "pickle.dumps((h, x))")
+    (found,) = check_text(text.replace("BLOBS = []\n", "BLOBS = []\nzip = None\n"), RULES)
+    assert found.fix_title is not None and found.fix_title.startswith(CALLBACK)
+
+
 def test_a_traced_value_for_a_static_argument_names_the_caller_to_make_static() -> None:
     fixtures = Path(__file__).parent / "fixtures" / "hash_in_traced"
     jitted = (fixtures / "static_argnums_inner_jit" / "before.py").read_text()
