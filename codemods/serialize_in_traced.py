@@ -8,6 +8,7 @@ from typing import ClassVar
 import libcst as cst
 
 from jaxfix.after_call import rewrite_imported_sites
+from jaxfix.candidates import MADE
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target
 from jaxfix.host_effects import Hoists
@@ -74,6 +75,8 @@ SINKS = (
     ),
     # A database connection: `execute(sql, parameters)` writes the parameters.
     Sink("sqlite3.connect", SinkKind.CHECKPOINTER, Payload(1), "execute executemany"),
+    # A shelf pickles what is stored in it: `db[key] = value` (`__setitem__`, no payload).
+    Sink("shelve.open", SinkKind.CHECKPOINTER, None, "__setitem__"),
     # CSV writers write `str()` of each value: a tracer's is `JitTracer(float32[])`.
     *(
         Sink(name, SinkKind.CHECKPOINTER, Payload(0), "writerow writerows")
@@ -82,6 +85,9 @@ SINKS = (
 )
 # The methods of what a checkpointer row makes that write (`save` unless the row says).
 WRITERS = frozenset(m for row in SINKS if row.kind is SinkKind.CHECKPOINTER for m in _writers(row))
+# A checkpointer row whose object is written by item assignment (`db[key] = value`).
+ITEM_STORE = "__setitem__"
+STORES_ITEMS = frozenset(row.callable for row in SINKS if ITEM_STORE in _writers(row))
 # Array methods that serialize their receiver.
 SERIALIZING_METHODS = frozenset({"tobytes", "tofile", "dumps", "dump"})
 # Sinks that no host callback fixes, with what to do instead: a device_get'ed array is still
@@ -93,7 +99,9 @@ UNFIXABLE = {
     "sqlite3.connect": _AFTER.format("write")
     + " (a SQLite connection works only in the thread that made it; a callback runs in another)",
 }
-OPENERS = frozenset({"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open"})
+OPENERS = frozenset(
+    {"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open", "shelve.open"}
+)
 
 
 class SerializeInTraced(Rule):
@@ -103,7 +111,8 @@ class SerializeInTraced(Rule):
     `json`, `np.save`, `jnp.save`, `.tobytes()`, Flax `serialization.to_bytes` /
     `msgpack_serialize`, Orbax checkpointers' `save` and `ocp.v1.save_pytree`, a `sqlite3`
     connection's `execute` / `executemany` parameters, a `csv` writer's `writerow` /
-    `writerows`) of a traced value inside a function that jax traces (`jit`, `grad`, `vmap`,
+    `writerows`, an item stored in a `shelve` shelf) of a traced value inside a function that
+    jax traces (`jit`, `grad`, `vmap`,
     `pmap`, `lax.scan` and loop bodies, `custom_vjp` rules, and the functions they call).
 
     ## Why is this bad?
@@ -187,7 +196,12 @@ class SerializeInTraced(Rule):
     project_aware = True  # other modules' calls of a function whose statements move after them
     reads_after_calls = True  # the fix waits for the callback where host code reads its file
     sinks = SINKS
-    anchors = names_of(SINKS, SinkKind.SERIALIZE) | SERIALIZING_METHODS | WRITERS
+    anchors = (
+        names_of(SINKS, SinkKind.SERIALIZE)
+        | SERIALIZING_METHODS
+        | WRITERS - {ITEM_STORE}
+        | {MADE + name for name in STORES_ITEMS}
+    )
     options: ClassVar[Mapping[str, str]] = {
         "extra-serializers": "The project's own functions that serialize or save their first"
         " argument (`my_lib.io.save_blob`); the same as `serialize` in `[tool.jaxfix.sinks]`."
@@ -225,6 +239,30 @@ class SerializeInTraced(Rule):
             message += "; return the value and serialize `jax.device_get(out)` after the call"
             message += f" (no host callback: {fix})" if fix else ""
         self.report(node, message, fix if isinstance(fix, Fix) else None)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`db[key] = value` into a shelf (`shelve.open`), which pickles the value."""
+        if not self._stores_in_a_shelf(node) or self.traced.context_of(node) is None:
+            return
+        context = self.traced.context_of(node)
+        assert context is not None
+        target = node.targets[0].target
+        assert isinstance(target, cst.Subscript)
+        shown = f"{source_of(target.value)}[...] = ..."
+        message = self.message.format(call=shown, function=context.label, reason=context.reasons[0])
+        fix = self._hoist(node, "shelve_store")
+        if not isinstance(fix, Fix):
+            message += "; return the value and store `jax.device_get(out)` after the call"
+            message += f" (no host callback: {fix})" if fix else ""
+        self.report(node, message, fix if isinstance(fix, Fix) else None)
+
+    def _stores_in_a_shelf(self, node: cst.Assign) -> bool:
+        """Whether `node` is `name[key] = value`, a traced value into a shelf bound to `name`."""
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        if not isinstance(target, cst.Subscript) or not isinstance(target.value, cst.Name):
+            return False
+        row = self._checkpointer(target.value)
+        return row is not None and ITEM_STORE in _writers(row) and self.traced.is_traced(node.value)
 
     def _returned(self, call: cst.Call) -> bool:
         """A serialization the function returns is JF107's (`serialized-return`)."""
@@ -272,7 +310,7 @@ class SerializeInTraced(Rule):
             None,
         )
 
-    def _hoist(self, call: cst.Call, call_name: str) -> Fix | str:
+    def _hoist(self, call: cst.Call | cst.Assign, call_name: str) -> Fix | str:
         """One fix per statement, shared by every serializer call in it (and in the
         statements that move with it); or why there is none ("" when the statement is not
         host-only)."""
@@ -286,15 +324,23 @@ class SerializeInTraced(Rule):
         self, statement: Statement, jax_name: str
     ) -> dict[cst.BaseExpression, cst.BaseExpression]:
         """Each traced value a serializer in `statement` is given -> `jax.device_get(value)`."""
-        return {
-            payload: cst.parse_expression(f"{jax_name}.device_get(x)").with_changes(
-                args=[cst.Arg(payload)]
-            )
+        payloads = [
+            payload
             for inner in calls_in(statement)
             if (found := self._serializer(inner)) is not None
             for payload in found[2]
             if self.traced.is_traced(payload)
-        }
+        ]
+        lines = statement.body.body if isinstance(statement, cst.With) else [statement]
+        payloads += [
+            small.value
+            for line in lines
+            if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body
+            if isinstance(small, cst.Assign) and self._stores_in_a_shelf(small)
+        ]
+        device_get = cst.parse_expression(f"{jax_name}.device_get(x)")
+        return {p: device_get.with_changes(args=[cst.Arg(p)]) for p in payloads}
 
     def _movable(self, statement: Statement) -> bool:
         """A statement that can move into the host function with the serialization."""
@@ -302,7 +348,9 @@ class SerializeInTraced(Rule):
             return self._is_open_block(statement)
         return self._is_host_only_line(statement)
 
-    def _host_only_statement(self, call: cst.Call) -> cst.SimpleStatementLine | cst.With | None:
+    def _host_only_statement(
+        self, call: cst.Call | cst.Assign
+    ) -> cst.SimpleStatementLine | cst.With | None:
         """The statement holding `call` if its only effect is on host state, else None.
 
         Inside `with ... as f:` the whole block moves (the host function cannot write to a
@@ -327,12 +375,15 @@ class SerializeInTraced(Rule):
         return with_node if self._is_open_block(with_node) else None
 
     def _is_host_only_line(self, statement: cst.CSTNode) -> bool:
-        """A lone expression whose value is dropped, or an assignment only the host sees."""
+        """A lone expression whose value is dropped, or an assignment only the host sees (an
+        item of a shelf: the `with shelve.open(...)` block it is in moves with it)."""
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return False
         small = statement.body[0]
         if isinstance(small, cst.Assign):
-            return all(is_host_only_target(self.traced, t.target) for t in small.targets)
+            return self._stores_in_a_shelf(small) or all(
+                is_host_only_target(self.traced, t.target) for t in small.targets
+            )
         return isinstance(small, cst.Expr)
 
     def _is_open_block(self, with_node: cst.With) -> bool:

@@ -38,6 +38,10 @@ STORES = "<stores>"
 # `x.at[i].add`), only where the call's value is dropped (`state = opt.update(g, state)` is a
 # functional method), and, in traced code, only when an argument carries a tracer.
 OUTER = "<outer>."
+# A full-name anchor written `MADE + "shelve.open"` stands for a call that makes an object the
+# rule follows (a shelf written by `db[key] = value`): it counts wherever traced code calls it,
+# whatever the call is given.
+MADE = "<made>."
 
 # An anchor that stands for syntax, not a callee: a value hashed as a dict key or set element
 # (`{k: v}`, `{k}`, `d[k]`, `k in s`, `d.get(k)`, `hash(k)`, `set([k])`, an argument a jitted
@@ -135,7 +139,7 @@ class Candidates:
         `OUTER + name` for a method on a receiver that is not a local variable."""
         if not anchors:
             return set()
-        qualified, methods, outer = _split(frozenset(anchors))
+        qualified, methods, outer, made = _split(frozenset(anchors))
 
         def anchored(func: ast.expr) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in methods:
@@ -167,6 +171,10 @@ class Candidates:
             return anchored(call.call.func) or bool(outer and on_outer(call))
 
         def reported_at(call: _Call) -> bool:
+            if (call.owner in traced or not traced_only) and not self._full_names(
+                call.call.func
+            ).isdisjoint(made):
+                return True
             if not traced_only or (call.owner in traced and given is None):
                 return anchored_call(call)
             if call.owner not in traced or given is None:
@@ -571,13 +579,17 @@ def _root_name(expr: ast.expr) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _split(anchors: frozenset[str]) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """A rule's anchors as full names, method names and `OUTER` method names (once per rule:
-    with the NumPy table, thousands)."""
-    qualified = frozenset(a for a in anchors if "." in a and not a.startswith(OUTER))
+def _split(
+    anchors: frozenset[str],
+) -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
+    """A rule's anchors as full names, method names, `OUTER` method names and `MADE` full
+    names (once per rule: with the NumPy table, thousands)."""
+    marked = (OUTER, MADE)
+    qualified = frozenset(a for a in anchors if "." in a and not a.startswith(marked))
     methods = frozenset(a for a in anchors if "." not in a and a not in SYNTAX_ANCHORS)
     outer = frozenset(a[len(OUTER) :] for a in anchors if a.startswith(OUTER))
-    return qualified, methods, outer
+    made = frozenset(a[len(MADE) :] for a in anchors if a.startswith(MADE))
+    return qualified, methods, outer, made
 
 
 def _attribute_root(expr: ast.expr) -> str | None:

@@ -319,3 +319,37 @@ def test_an_object_a_checkpointer_row_makes_writes_with_its_methods(made: str, w
         + "    return x\n"
     )
     assert [d.code for d in check_text(text, RULES)] == ["JF101"]
+
+
+SHELF = """\
+import shelve
+
+import jax
+
+
+@jax.jit
+def f(x):
+{body}    return x
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "codes"),
+    [
+        pytest.param(
+            '    with shelve.open("s") as db:\n        db["x"] = x\n', ["JF101"], id="with block"
+        ),
+        pytest.param('    db = shelve.open("s")\n    db["x"] = x * 2\n', ["JF101"], id="assigned"),
+        pytest.param(
+            '    with shelve.open("s") as db:\n        db["n"] = x.shape[0]\n',
+            [],
+            id="a static value stored",
+        ),
+        pytest.param('    db = {}\n    db["x"] = x\n', [], id="a dict named like a shelf"),
+    ],
+)
+def test_a_traced_value_stored_in_a_shelf_is_serialized(body: str, codes: list[str]) -> None:
+    """A shelf pickles what is stored in it: `db[key] = value` (`__setitem__`)."""
+    found = check_text(SHELF.format(body=body), RULES)
+    assert [d.code for d in found] == codes
+    assert all(d.message.startswith("`db[...] = ...` serializes") for d in found)
