@@ -171,9 +171,11 @@ class Candidates:
             return anchored(call.call.func) or bool(outer and on_outer(call))
 
         def reported_at(call: _Call) -> bool:
-            if (call.owner in traced or not traced_only) and not self._full_names(
-                call.call.func
-            ).isdisjoint(made):
+            if (
+                made
+                and (call.owner in traced or not traced_only)
+                and not self._full_names(call.call.func).isdisjoint(made)
+            ):
                 return True
             if not traced_only or (call.owner in traced and given is None):
                 return anchored_call(call)
