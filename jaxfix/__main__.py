@@ -1,3 +1,3 @@
-from jaxfix.cli import main
+from jaxfix.entry import run
 
-main()
+run()

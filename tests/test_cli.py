@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from unittest.mock import ANY
@@ -12,6 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from jaxfix.cli import main
+from jaxfix.entry import exit_status
 from tests.programs import CACHED, CLEAN, HOISTABLE, RETURNED
 
 
@@ -349,3 +352,33 @@ def test_the_top_level_help_shows_each_command_whole() -> None:
         assert summary == main.commands[name].get_short_help_str(limit=80)  # type: ignore[attr-defined]
         assert summary.endswith(".") and not summary.endswith("...")
         assert summary.count("(") == summary.count(")"), line
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "printed"),
+    [(None, 0, ""), (0, 0, ""), (2, 2, ""), ("usage: broken", 1, "usage: broken\n")],
+)
+def test_the_command_exits_with_the_status_systemexit_means(
+    code: object, status: int, printed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert exit_status(code) == status
+    assert capsys.readouterr().err == printed
+
+
+def test_the_command_flushes_its_output_before_its_hard_exit(tmp_path: Path) -> None:
+    """`python -m jaxfix` leaves with `os._exit`: what it wrote must still arrive whole."""
+    (tmp_path / "a.py").write_text(CACHED)
+    for i in range(200):  # more output than one buffer holds
+        (tmp_path / f"b{i}.py").write_text(CACHED)
+    done = subprocess.run(
+        [sys.executable, "-m", "jaxfix", "check", "--no-cache", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stdout.count(" JF102 ") == 201
+    assert done.stderr.strip().endswith(
+        "Checked 201 files: 201 findings, 201 fixable with `jaxfix apply`."
+    )
