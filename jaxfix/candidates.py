@@ -19,7 +19,7 @@ import builtins
 import functools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings
@@ -432,20 +432,47 @@ def _decorated_by(decorator: ast.expr) -> ast.expr:
     return decorator.func if isinstance(decorator, ast.Call) else decorator
 
 
+# The last whole walk: it depends on the tree alone, and a file that other modules trace is
+# walked again in each round of tracing across modules (`jaxfix.batch`), with the same tree
+# (`jaxfix.engine` keeps the last one parsed) and another analysis.
+_last_walk: tuple[ast.Module, frozenset[str], Candidates] | None = None
+
+
 def collect(
     tree: ast.Module,
     analysed: FileAnalysis,
     transforms: Collection[str] = TRANSFORMS,
     everything: bool = True,
 ) -> Candidates:
-    """One iterative walk over the file (deep expressions cannot overflow the stack);
-    `transforms` are the full names of the functions that trace what they receive. Without
-    `everything`, the bodies of functions the analysis does not find traced (nor holding one)
-    are skipped: enough for rules that report in traced code only. Each top-level statement's
+    """The file's candidates, from one walk over it; `transforms` are the full names of the
+    functions that trace what they receive. Without `everything`, the bodies of functions the
+    analysis does not find traced (nor holding one) are skipped: enough for rules that report
+    in traced code only. A whole walk is kept for the next analysis of the same tree."""
+    global _last_walk
+    if not everything:
+        return _walk(
+            tree, analysed, transforms, analysed.traced_function_nodes(with_enclosing=True)
+        )
+    key = frozenset(transforms)
+    last = _last_walk
+    if last is not None and last[0] is tree and last[1] == key:
+        return replace(last[2], analysed=analysed, _traced=None)
+    found = _walk(tree, analysed, transforms, None)
+    _last_walk = (tree, key, found)
+    return found
+
+
+def _walk(
+    tree: ast.Module,
+    analysed: FileAnalysis,
+    transforms: Collection[str],
+    needed: Collection[ast.AST] | None,
+) -> Candidates:
+    """One iterative walk over the file (deep expressions cannot overflow the stack), into
+    the bodies of the `needed` functions only (all, when None). Each top-level statement's
     `Bindings`, which the slice needs, come from the analysis."""
     found = Candidates(transforms=transforms, analysed=analysed)
     found.bindings = analysed.facts.module.statement_names
-    needed = None if everything else analysed.traced_function_nodes(with_enclosing=True)
     lambda_names: dict[ast.Lambda, set[str]] = {}
     framework_classes: dict[ast.stmt, str | None] = {}  # their methods -> `self`
     for statement, top in enumerate(tree.body):

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfix import collector, engine, runner, stamps
+from jaxfix import candidates, collector, engine, runner, stamps
+from jaxfix.analysis import file as file_analysis
 from jaxfix.cli import main
 from jaxfix.proofs import load_cases
 
@@ -194,9 +195,9 @@ def counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[
     calls: list[object] = []
     original = getattr(module, name)
 
-    def counting(first: object, *args: object) -> object:
+    def counting(first: object, *args: object, **kwargs: object) -> object:
         calls.append(first)
-        return original(first, *args)
+        return original(first, *args, **kwargs)
 
     monkeypatch.setattr(module, name, counting)
     return calls
@@ -213,6 +214,24 @@ def test_after_an_edit_only_the_edited_file_is_analysed(
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
     # Twice: alone, then with the functions train.py's traced code calls (see jaxfix.project).
     assert analysed == [edited, edited]
+
+
+def test_a_file_analysed_again_with_more_entries_reuses_its_module_analysis_and_walk(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each round of tracing across modules analyses the file with more of its callers'
+    entries; what depends on its text alone (the module's analysis, the candidate walk) is
+    done once."""
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    before = jaxfix(tree, "check", *cache)
+    edited = tree / "trainer" / "model.py"
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    analysed = counted(monkeypatch, runner, "process")
+    modules = counted(monkeypatch, file_analysis, "analyse")
+    walks = counted(monkeypatch, candidates, "_walk")
+    assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
+    assert analysed == [edited, edited]
+    assert len(modules) == len(walks) == 1
 
 
 def test_the_cycle_collector_is_paused_only_while_a_file_is_analysed(
