@@ -20,6 +20,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings
@@ -126,6 +127,9 @@ class Candidates:
     keyed_bindings: list[tuple[str, ast.expr]] = field(default_factory=list)
     static_jitted: set[str] = field(default_factory=set)
     _traced: set[_Function] | None = None
+    # What depends on the walk alone, computed once for the copies made for other analyses
+    # of the same tree (`collect`): the names bound to dicts and sets, the hashing sites.
+    _tree_memo: dict[str, object] = field(default_factory=dict)
 
     def statements(
         self, anchors: Collection[str], traced_only: bool, given_traced: bool = True
@@ -164,8 +168,9 @@ class Candidates:
             given = [*node.args, *(k.value for k in node.keywords)]
             return on_outer(call) and any(map(self._analysis().carries, given))
 
-        traced = self.traced()
-        given = self._analysis().traced_calls() if given_traced else None
+        # Where `traced_only` is not asked for, the analysis' verdicts are not needed.
+        traced = self.traced() if traced_only else set()
+        given = self._analysis().traced_calls() if given_traced and traced_only else None
 
         def anchored_call(call: _Call) -> bool:
             return anchored(call.call.func) or bool(outer and on_outer(call))
@@ -192,7 +197,9 @@ class Candidates:
                 return known.callee in qualified
             return anchored(call.call.func) or bool(outer and keeps_traced(call))
 
-        found = {call.statement for call in self.calls if reported_at(call)}
+        # In traced code only, only the calls traced functions make can be reported.
+        calls = self._calls_in(traced) if traced_only else self.calls
+        found = {call.statement for call in calls if reported_at(call)}
         for function in traced if traced_only else self.functions:
             if any(anchored(_decorated_by(d)) for d in function.decorators) and (
                 not traced_only or given is None or self._analysis().receives_traced(function.node)
@@ -222,25 +229,48 @@ class Candidates:
         """The statements of the sites that may hash a value in `traced` functions; without
         them (what other modules' traced calls could reach), of the sites that read a
         parameter of their function, which such a call makes traced."""
-        keyed = {name for name, value in self.keyed_bindings if self._keyed_binding(value)}
-        keyed |= {  # `obj.name = {}` anywhere in the file (the walk above skips host code)
-            f".{target.attr}"
-            for node in self._analysis().facts.module.binders
-            if isinstance(node, ast.Assign) and self._keyed_binding(node.value)
-            for target in node.targets
-            if isinstance(target, ast.Attribute)
-        }
+        keyed = self._keyed_names()
         if traced is not None:
             return {
                 statement
                 for site, owner, statement in self.key_sites
                 if owner in traced and self._hashes(site, owner, keyed, traced=True)
             }
-        return {  # the cheaper test first: few sites hash
-            statement
-            for site, owner, statement in self.key_sites
-            if self._hashes(site, owner, keyed, traced=False) and _reads_parameter(site, owner)
-        }
+        memo = self._tree_memo.get("hashing")
+        if memo is None:
+            memo = self._tree_memo["hashing"] = {  # the cheaper test first: few sites hash
+                statement
+                for site, owner, statement in self.key_sites
+                if self._hashes(site, owner, keyed, traced=False) and _reads_parameter(site, owner)
+            }
+        return set(cast(set[int], memo))
+
+    def _calls_in(self, functions: Iterable[_Function]) -> list[_Call]:
+        """The calls made directly in the bodies of `functions`."""
+        memo = self._tree_memo.get("calls by owner")
+        if memo is None:
+            grouped: dict[_Function | None, list[_Call]] = defaultdict(list)
+            for call in self.calls:
+                grouped[call.owner].append(call)
+            memo = self._tree_memo["calls by owner"] = dict(grouped)
+        by_owner = cast(dict[_Function | None, list[_Call]], memo)
+        return [call for function in functions for call in by_owner.get(function, ())]
+
+    def _keyed_names(self) -> set[str]:
+        """The names bound to a dict or a set, and `.name` for `obj.name = {}` anywhere in the
+        file (the walk skips host code)."""
+        memo = self._tree_memo.get("keyed")
+        if memo is None:
+            memo = self._tree_memo["keyed"] = {
+                name for name, value in self.keyed_bindings if self._keyed_binding(value)
+            } | {
+                f".{target.attr}"
+                for node in self._analysis().facts.module.binders
+                if isinstance(node, ast.Assign) and self._keyed_binding(node.value)
+                for target in node.targets
+                if isinstance(target, ast.Attribute)
+            }
+        return cast(set[str], memo)
 
     def _hashes(
         self, site: ast.expr, owner: _Function | None, keyed: set[str], traced: bool
