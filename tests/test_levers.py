@@ -216,12 +216,13 @@ def test_after_an_edit_only_the_edited_file_is_analysed(
     assert analysed == [edited, edited]
 
 
-def test_a_file_analysed_again_with_more_entries_reuses_its_module_analysis_and_walk(
+def test_a_file_analysed_again_with_more_entries_reuses_its_candidate_walk(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each round of tracing across modules analyses the file with more of its callers'
-    entries; what depends on its text alone (the module's analysis, the candidate walk) is
-    done once."""
+    entries; the candidate walk, which depends on its text alone, is done once. (The module's
+    interpretation is not shared: a summary a call cycle leaves unknown depends on the order
+    the tracing asks for the summaries, which differs between rounds.)"""
     cache = ["--cache-dir", str(tmp_path / "cache")]
     before = jaxfix(tree, "check", *cache)
     edited = tree / "trainer" / "model.py"
@@ -231,7 +232,7 @@ def test_a_file_analysed_again_with_more_entries_reuses_its_module_analysis_and_
     walks = counted(monkeypatch, candidates, "_walk")
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
     assert analysed == [edited, edited]
-    assert len(modules) == len(walks) == 1
+    assert (len(modules), len(walks)) == (2, 1)
 
 
 def test_the_cycle_collector_is_paused_only_while_a_file_is_analysed(

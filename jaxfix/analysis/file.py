@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from jaxfix.analysis.bridge import Positions, first_line
 from jaxfix.analysis.effects import EffectIndex
 from jaxfix.analysis.external import External
-from jaxfix.analysis.flow import DTYPE_QUERIES, Call, Module, analyse
+from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse
 from jaxfix.analysis.tracing import KEYWORDS, Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.transforms import STATIC_QUERIES, TRANSFORMS, TransformSpec
@@ -267,25 +267,7 @@ def analyse_file(
     external: Sequence[External] = (),
 ) -> FileAnalysis:
     """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it."""
-    return FileAnalysis(tree, text, trace(_module_of(tree, transforms), external))
-
-
-# The last tree's module analysis, which does not depend on other modules' calls: a file that
-# they trace is analysed again with more of them, round after round (`jaxfix.batch`), on the
-# same tree (`jaxfix.engine` keeps the last one parsed). Summaries the tracing asks for are
-# added to it on demand, the same whatever the calls.
-_last_module: tuple[ast.Module, frozenset[tuple[str, TransformSpec]], Module] | None = None
-
-
-def _module_of(tree: ast.Module, transforms: Mapping[str, TransformSpec]) -> Module:
-    global _last_module
-    key = frozenset(transforms.items())
-    last = _last_module
-    if last is not None and last[0] is tree and last[1] == key:
-        return last[2]
-    module = analyse(tree, transforms=transforms)
-    _last_module = (tree, key, module)
-    return module
+    return FileAnalysis(tree, text, trace(analyse(tree, transforms=transforms), external))
 
 
 # A push and the pop that undoes it.
