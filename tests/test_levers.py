@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from jaxfix import candidates, collector, engine, runner, stamps
 from jaxfix.analysis import file as file_analysis
+from jaxfix.analysis import flow
 from jaxfix.cli import main
 from jaxfix.proofs import load_cases
 
@@ -216,23 +217,24 @@ def test_after_an_edit_only_the_edited_file_is_analysed(
     assert analysed == [edited, edited]
 
 
-def test_a_file_analysed_again_with_more_entries_reuses_its_candidate_walk(
+def test_a_file_analysed_again_with_more_entries_reuses_what_its_text_alone_decides(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each round of tracing across modules analyses the file with more of its callers'
-    entries; the candidate walk, which depends on its text alone, is done once. (The module's
-    interpretation is not shared: a summary a call cycle leaves unknown depends on the order
-    the tracing asks for the summaries, which differs between rounds.)"""
+    entries; the walks that depend on its text alone (the analysis' declarations, the
+    candidates) are done once, the interpretation each time (a summary a call cycle leaves
+    unknown depends on the order the tracing asks for the summaries)."""
     cache = ["--cache-dir", str(tmp_path / "cache")]
     before = jaxfix(tree, "check", *cache)
     edited = tree / "trainer" / "model.py"
     edited.write_text(edited.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     analysed = counted(monkeypatch, runner, "process")
-    modules = counted(monkeypatch, file_analysis, "analyse")
+    interpreted = counted(monkeypatch, file_analysis, "analyse")
+    declared = counted(monkeypatch, flow._Declarations, "walk")
     walks = counted(monkeypatch, candidates, "_walk")
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
     assert analysed == [edited, edited]
-    assert (len(modules), len(walks)) == (2, 1)
+    assert (len(interpreted), len(declared), len(walks)) == (2, 1, 1)
 
 
 def test_the_cycle_collector_is_paused_only_while_a_file_is_analysed(

@@ -273,12 +273,7 @@ def analyse(
 ) -> Module:
     """The module's analysis: the summaries of the module body (as `<module>`) and of the
     functions that may apply a transform; the others' on demand (`Module.summary_of`)."""
-    result = Module(module, tree, {})
-    declarations = _Declarations(result, is_package)
-    declarations.walk(tree)
-    result.applying = declarations.applying(transforms)
-    result.static_fields = _static_fields(result)
-    result.instance_params = _passed_instances(result)
+    result = _declared(tree, module, is_package, transforms)
     # The interpreters hold the module weakly: it holds the pending ones (`Module.pending`),
     # and a reference cycle would leave the whole syntax tree to the cycle collector.
     held = cast(Module, weakref.proxy(result))
@@ -288,6 +283,45 @@ def analyse(
     for fid in [fid for fid in result.pending if fid in result.applying]:
         result.summary_of(fid)
     return result
+
+
+# The last tree's declarations: a file that other modules trace is analysed again on the same
+# tree with more of their calls (`jaxfix.batch` rounds, `jaxfix.engine` keeps the tree). Only
+# what the walk finds is shared; every analysis interprets the functions afresh (a summary a
+# call cycle leaves unknown depends on the order the tracing asks for the summaries).
+_last_declared: tuple[ast.Module, tuple[object, ...], Module] | None = None
+
+
+def _declared(
+    tree: ast.Module, module: str, is_package: bool, transforms: Mapping[str, TransformSpec]
+) -> Module:
+    """A module holding what one walk over `tree` finds (its functions, scopes, imports, the
+    calls that may apply a transform), and nothing interpreted yet."""
+    global _last_declared
+    key = (module, is_package, frozenset(transforms.items()))
+    last = _last_declared
+    if last is None or last[0] is not tree or last[1] != key:
+        walked = Module(module, tree, {})
+        declarations = _Declarations(walked, is_package)
+        declarations.walk(tree)
+        walked.applying = declarations.applying(transforms)
+        walked.static_fields = _static_fields(walked)
+        walked.instance_params = _passed_instances(walked)
+        last = _last_declared = (tree, key, walked)
+    walked = last[2]
+    # The fields the interpreters fill start empty; the walk's are shared (only read).
+    return replace(
+        walked,
+        functions={},
+        entries=[],
+        transformed=set(),
+        final_env={},
+        pending={},
+        scopes=dict(walked.scopes),
+        guarded=set(),
+        _values={},
+        _values_of=0,
+    )
 
 
 def function_id(node: ast.AST, qualname: str) -> str:
