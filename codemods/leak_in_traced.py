@@ -154,9 +154,9 @@ class LeakInTraced(Rule):
     (`c, ys = lax.scan(f, c0, xs)`), the statement moves *after* each call: the function
     returns the traced values it needs as extra outputs (under `jax.grad`, as its auxiliary
     output: `has_aux=True`; from a scan body, stacked beside `y`, and the statement runs once
-    per iteration over them), and each call site
-    (`out = f(x)` or `f(x)` alone on its line) unpacks them and runs it on their host copies
-    (`jax.device_get`, which waits for them: the same on every backend, with no callback).
+    per iteration over them), and each call site (`out = f(x)` or `f(x)` alone on its line)
+    unpacks them and runs it on their host copies (`jax.device_get`, which waits for them:
+    the same on every backend, with no callback).
     A caller jaxfix did not see would get a tuple. Otherwise:
 
     the statement moves into a host callback that runs when the compiled function

@@ -33,6 +33,13 @@ class AuxSite:
     with_value: bool  # `value_and_grad`: its result is `(value, grad)`
 
 
+@dataclass(frozen=True)
+class ScanSite:
+    """`lax.scan(f, init, xs)`, run forwards: each iteration's values come out stacked."""
+
+    call: cst.Call
+
+
 def call_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.Call] | str:
     """Every call of `function`, when those are all its uses and no other module's code in
     the run calls it (`Options.foreign_calls`); else why not."""
@@ -60,14 +67,9 @@ def aux_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[AuxSi
     name = function.name.value
     sites: list[AuxSite] = []
     for access in binding.references:
-        arg = analysis.parent(access.node)
-        transform = analysis.parent(arg) if isinstance(arg, cst.Arg) else None
-        names = (
-            analysis.imported_names(transform.func) & AUX_TRANSFORMS
-            if isinstance(transform, cst.Call) and transform.args[0] is arg and not arg.keyword
-            else set()
-        )
-        if not isinstance(transform, cst.Call) or not names:
+        transform = _given_first(analysis, access.node)
+        names = analysis.imported_names(transform.func) & AUX_TRANSFORMS if transform else set()
+        if transform is None or not names:
             return f"`{name}` is used other than as `jax.grad({name})(...)`"
         if any(a.keyword is not None and a.keyword.value == "has_aux" for a in transform.args):
             return f"`{name}` returns auxiliary values already"
@@ -80,13 +82,6 @@ def aux_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[AuxSi
     return sites
 
 
-@dataclass(frozen=True)
-class ScanSite:
-    """`lax.scan(f, init, xs)`, run forwards: each iteration's values come out stacked."""
-
-    call: cst.Call
-
-
 def scan_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[ScanSite] | str:
     """Every use of `function`, when each is `lax.scan(function, ...)` outside traced code,
     run forwards (the stacked values are in the order the iterations ran); else why not."""
@@ -96,14 +91,8 @@ def scan_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[Scan
     name = function.name.value
     sites: list[ScanSite] = []
     for access in binding.references:
-        arg = analysis.parent(access.node)
-        call = analysis.parent(arg) if isinstance(arg, cst.Arg) else None
-        if (
-            not isinstance(call, cst.Call)
-            or call.args[0] is not arg
-            or arg.keyword
-            or SCAN not in analysis.imported_names(call.func)
-        ):
+        call = _given_first(analysis, access.node)
+        if call is None or SCAN not in analysis.imported_names(call.func):
             return f"`{name}` is used other than as `lax.scan({name}, ...)`"
         positional = [a for a in call.args if a.keyword is None]
         reverse = [a for a in call.args if a.keyword is not None and a.keyword.value == "reverse"]
@@ -113,6 +102,15 @@ def scan_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[Scan
             return f"`{name}` is scanned in traced code"
         sites.append(ScanSite(call))
     return sites
+
+
+def _given_first(analysis: TracedAnalysis, node: cst.CSTNode) -> cst.Call | None:
+    """The call `node` is the first positional argument of (`jax.grad(f)`), if it is one."""
+    arg = analysis.parent(node)
+    call = analysis.parent(arg) if isinstance(arg, cst.Arg) else None
+    if isinstance(call, cst.Call) and call.args[0] is arg and arg.keyword is None:
+        return call
+    return None
 
 
 def _only_binding(analysis: TracedAnalysis, function: cst.FunctionDef) -> Assignment | str:
