@@ -112,8 +112,8 @@ class SerializeInTraced(Rule):
     `msgpack_serialize`, Orbax checkpointers' `save` and `ocp.v1.save_pytree`, a `sqlite3`
     connection's `execute` / `executemany` parameters, a `csv` writer's `writerow` /
     `writerows`, an item stored in a `shelve` shelf) of a traced value inside a function that
-    jax traces (`jit`, `grad`, `vmap`,
-    `pmap`, `lax.scan` and loop bodies, `custom_vjp` rules, and the functions they call).
+    jax traces (`jit`, `grad`, `vmap`, `pmap`, `lax.scan` and loop bodies, `custom_vjp` rules,
+    and the functions they call).
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: an abstract value with a shape and a dtype but no
@@ -242,10 +242,9 @@ class SerializeInTraced(Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         """`db[key] = value` into a shelf (`shelve.open`), which pickles the value."""
-        if not self._stores_in_a_shelf(node) or self.traced.context_of(node) is None:
+        context = self.traced.context_of(node) if self._stores_in_a_shelf(node) else None
+        if context is None:
             return
-        context = self.traced.context_of(node)
-        assert context is not None
         target = node.targets[0].target
         assert isinstance(target, cst.Subscript)
         shown = f"{source_of(target.value)}[...] = ..."
