@@ -6,20 +6,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
-from libcst.metadata import Assignment, Scope
+from libcst.metadata import Assignment, GlobalScope, Scope
 
 from jaxfix.analysis.reasons import Via
 from jaxfix.call_sites import runs_outside_traces
 from jaxfix.candidates import HOST_INDEXES
 from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import jax_module_name, jax_numpy_name
+from jaxfix.hoist import is_host_only_target, jax_module_name, jax_numpy_name
+from jaxfix.host_effects import Hoists
 from jaxfix.models import numpy_scipy
 from jaxfix.models.sinks import FIRST, Sink, SinkKind, names_of
 from jaxfix.returns import DUMPS
 from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
 from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
 from jaxfix.syntax import calls_in, payload_of, source_of
-from jaxfix.tracing import TracedFunction
+from jaxfix.tracing import Statement, TracedFunction
 
 
 def _names(text: str) -> list[str]:
@@ -212,7 +213,12 @@ class HostConversionInTraced(Rule):
     why it is not rewritten (`f` is public; `f` is also used outside a trace). `float(x)`,
     `int(x)` and `x.item()` printed as they are (`print(float(loss))`,
     `print(f"{x.item():.3f}")`) become a `jax.debug.print` of `x` (NumPy prints a float32
-    with more digits than Python's `float`); their other uses have no fix. `scipy.special`'s
+    with more digits than Python's `float`); their other uses have no fix. A conversion (NumPy
+    or scalar) in a statement that only changes host state (`ACTS.append(np.asarray(h))`,
+    `LOSSES.append(float(loss))`, `self.last = x.item()`) moves with the statement into a
+    host callback, as JF103's stores do: there it gets concrete values (a `jax.numpy` result
+    would leak a tracer into the host state), and host code that reads the state after a call
+    waits for it with `jax.effects_barrier()`. `scipy.special`'s
     `expit`, `logit`, `erf`, `erfc`, `gammaln`, `xlogy`, `xlog1py`, `softmax`, `log_softmax`
     and `logsumexp` become their `jax.scipy.special` namesakes on the NumPy calls' conditions.
     The rest of SciPy and the other NumPy functions are diagnostic only; the message names
@@ -233,7 +239,10 @@ class HostConversionInTraced(Rule):
     name = "host-conversion-in-traced"
     summary = "NumPy, float(), .item() or print of a traced value inside traced code"
     message = "`{call}` {problem} inside `{function}` ({reason}); {advice}"
-    fix_title = "Print with `jax.debug.print`, or call the `jax.numpy` equivalent"
+    fix_title = (
+        "Print with `jax.debug.print`, call the `jax.numpy` equivalent, or move the statement"
+        " to a host callback"
+    )
     fix_safety = FixSafety.UNSAFE
     sinks = SINKS
     reads_users = True  # a function's eager callers rule out the `jax.numpy` rewrite
@@ -343,6 +352,8 @@ class HostConversionInTraced(Rule):
                     " the jitted function's result"
                 )
             fix = self._printed_fix(call) if name in SCALARS else None
+            if fix is None:
+                fix, advice = self._hoisted(call, advice)
             return _Finding(name.removeprefix("builtins."), problem, advice, fix)
         if name == DEVICE_GET and self._any_traced(call):
             problem = "returns the traced value unchanged: nothing reaches the host"
@@ -376,6 +387,9 @@ class HostConversionInTraced(Rule):
             advice = f"use `{model.namesake}` if it fits, or `jax.pure_callback`{_SHAPE}"
         else:
             advice = f"use `jax.pure_callback`{_SHAPE}, or call it on the jitted function's result"
+        hoisted, hoist_advice = self._hoisted(call, advice)
+        if hoisted is not None:  # a `jax.numpy` result would leak into the host state
+            return _Finding(source_of(call.func), problem, hoist_advice, hoisted)
         fix = (
             self._jnp_fix(call, short)
             if name.startswith("numpy.")
@@ -385,6 +399,48 @@ class HostConversionInTraced(Rule):
         if fix is not None and context is not None:
             fix, advice = self._if_never_eager(fix, advice, context)
         return _Finding(source_of(call.func), problem, advice, fix)
+
+    def _hoisted(self, call: cst.Call, advice: str) -> tuple[Fix | None, str]:
+        """For a conversion whose statement only changes host state (`ACTS.append(np.asarray
+        (h))`, `self.last = float(loss)`): the statement moved into a host callback, where the
+        conversion gets concrete values, and the advice that says so; else no fix."""
+        statement = self._statement_of(call)
+        if statement is None or not self._host_statement(statement):
+            return None, advice
+        fix = self._hoists.fix(statement, "_host_" + _last_name(statement))
+        if not isinstance(fix, Fix):
+            return None, advice
+        return fix, "run the statement in `jax.debug.callback`, where the values are concrete"
+
+    def _statement_of(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
+        """The simple statement line holding `node` (None in a lambda or a compound header)."""
+        current: cst.CSTNode | None = node
+        while current is not None and not isinstance(current, cst.SimpleStatementLine):
+            if isinstance(current, cst.Lambda | cst.BaseCompoundStatement):
+                return None
+            current = self.traced.parent(current)
+        return current
+
+    def _host_statement(self, statement: Statement) -> bool:
+        """A statement whose only effect is on host state: a method called, its result
+        dropped, on a module-level object or an attribute of one from outside the function
+        (`ACTS.append(...)`, `self.history.append(...)`), or an assignment only the host
+        sees (`self.last = ...`, a `global`)."""
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return False
+        small = statement.body[0]
+        if isinstance(small, cst.Assign):
+            return all(is_host_only_target(self.traced, t.target) for t in small.targets)
+        if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
+            return False
+        func = small.value.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        receiver = func.value
+        if isinstance(receiver, cst.Name):
+            bound = self.traced.assignments(receiver)
+            return bool(bound) and all(isinstance(a.scope, GlobalScope) for a in bound)
+        return is_host_only_target(self.traced, receiver)
 
     def _if_never_eager(
         self, fix: Fix, advice: str, context: TracedFunction
@@ -423,6 +479,7 @@ class HostConversionInTraced(Rule):
         """The conversion sinks by full name (the built-ins and the project's), and the
         project's logging functions (`[tool.jaxfix.sinks] log`), whose arguments are JF103's."""
         self._conversions = {row.callable: row for row in self.sink_rows(SinkKind.CONVERT)}
+        self._hoists = Hoists(self, self._host_statement, _nothing_wrapped)
         self._eager: dict[cst.CSTNode, str] = {}  # why a function may run eagerly, or ""
         self._logging_functions = self.sink_names(SinkKind.LOG)
 
@@ -757,6 +814,23 @@ _TO_NUMPY = "converts a traced value to a NumPy array (`TracerArrayConversionErr
 _SHAPE = " with a result shape"
 _FORMATS = "formats the tracer, not the values (a format spec raises `TypeError`)"
 _FORMAT_ADVICE = "pass the value to `jax.debug.print`, or format the jitted function's result"
+
+
+def _nothing_wrapped(
+    statement: Statement, jax_name: str
+) -> dict[cst.BaseExpression, cst.BaseExpression]:
+    """A hoisted conversion gets concrete values in the callback: nothing to copy first."""
+    return {}
+
+
+def _last_name(statement: cst.SimpleStatementLine) -> str:
+    """`append` for `ACTS.append(...)`, `store` for an assignment: the host function's name."""
+    small = statement.body[0]
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        func = small.value.func
+        if isinstance(func, cst.Attribute):
+            return func.attr.value
+    return "store"
 
 
 def _fstring_template(value: cst.FormattedString) -> tuple[str, list[cst.BaseExpression]] | None:

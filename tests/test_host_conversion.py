@@ -14,7 +14,9 @@ import pytest
 from jaxfix.engine import check_text, fix_text
 from jaxfix.models import numpy_scipy
 from jaxfix.models.numpy_scipy import Behaviour
-from jaxfix.registry import find_rule
+from jaxfix.registry import all_rules, find_rule
+
+RULES = all_rules()
 
 RULE = find_rule("JF104")
 assert RULE is not None
@@ -277,3 +279,51 @@ def test_numpy_becomes_jax_numpy_only_where_it_never_runs_eagerly(code: str, why
     (found,) = check_text(EAGER_PATHS.format(code=code), [RULE])
     assert (found.fix is None) is bool(why_not)
     assert (why_not and f"(not rewritten: {why_not}") or "not rewritten" not in found.message
+
+
+HOST_STATE = """\
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+ACTS = []
+
+
+class Recorder:
+    def __init__(self):
+        self.history = []
+
+
+REC = Recorder()
+
+
+@jax.jit
+def step(x):
+    acts = []
+    h = jnp.tanh(x)
+    {statement}
+    return h.sum()
+"""
+
+
+@pytest.mark.parametrize(
+    ("statement", "hoisted"),
+    [
+        pytest.param("ACTS.append(np.asarray(h))", True, id="module-level list"),
+        pytest.param("ACTS.append(float(h.sum()))", True, id="scalar conversion"),
+        pytest.param("REC.history.append(np.asarray(h))", True, id="attribute of a module object"),
+        pytest.param("acts.append(np.asarray(h))", False, id="a list the function builds"),
+        pytest.param("n = ACTS.append(np.asarray(h))", False, id="its result kept"),
+    ],
+)
+def test_a_conversion_in_a_statement_that_only_changes_host_state_moves_to_a_callback(
+    statement: str, hoisted: bool
+) -> None:
+    """There the conversion gets concrete values; `jnp.asarray` would leak a tracer into the
+    host state, so a statement that only changes host state is hoisted instead."""
+    fixed = fix_text(HOST_STATE.format(statement=statement), RULES, unsafe_fixes=True).text
+    assert ("jax.debug.callback(" in fixed) is hoisted
+    if hoisted:  # the statement as it was, in the host function
+        assert f"\n        {statement}\n" in fixed
+    else:  # left as it is: no state outside the function to move the work next to
+        assert f"\n    {statement}\n" in fixed
