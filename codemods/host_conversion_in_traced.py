@@ -404,22 +404,13 @@ class HostConversionInTraced(Rule):
         """For a conversion whose statement only changes host state (`ACTS.append(np.asarray
         (h))`, `self.last = float(loss)`): the statement moved into a host callback, where the
         conversion gets concrete values, and the advice that says so; else no fix."""
-        statement = self._statement_of(call)
+        statement = self.traced.simple_statement(call)
         if statement is None or not self._host_statement(statement):
             return None, advice
         fix = self._hoists.fix(statement, "_host_" + _last_name(statement))
         if not isinstance(fix, Fix):
             return None, advice
         return fix, "run the statement in `jax.debug.callback`, where the values are concrete"
-
-    def _statement_of(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
-        """The simple statement line holding `node` (None in a lambda or a compound header)."""
-        current: cst.CSTNode | None = node
-        while current is not None and not isinstance(current, cst.SimpleStatementLine):
-            if isinstance(current, cst.Lambda | cst.BaseCompoundStatement):
-                return None
-            current = self.traced.parent(current)
-        return current
 
     def _host_statement(self, statement: Statement) -> bool:
         """A statement whose only effect is on host state: a method called, its result

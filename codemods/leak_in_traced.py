@@ -530,13 +530,9 @@ class LeakInTraced(Rule):
 
     def _statement(self, node: cst.CSTNode) -> Statement | None:
         """The line holding `node`, when moving it to the host changes only host state."""
-        owner = self.traced.owner_function(node)
-        current: cst.CSTNode = node
-        while not isinstance(current, cst.SimpleStatementLine):
-            parent = self.traced.parent(current)
-            if parent is None or parent is owner or isinstance(parent, cst.Lambda):
-                return None
-            current = parent
+        current = self.traced.simple_statement(node)
+        if current is None:
+            return None
         body = current.body
         if len(body) == 1 and isinstance(body[0], cst.Expr) and body[0].value is not node:
             return None

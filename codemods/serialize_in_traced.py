@@ -354,18 +354,8 @@ class SerializeInTraced(Rule):
 
         Inside `with ... as f:` the whole block moves (the host function cannot write to a
         file the block has already closed), and only when it is a block of `open(...)`s."""
-        owner = self.traced.owner_function(call)
-        node: cst.CSTNode = call
-        while not isinstance(node, cst.SimpleStatementLine):
-            parent = self.traced.parent(node)
-            if (
-                parent is None
-                or parent is owner
-                or isinstance(parent, cst.Lambda | cst.FunctionDef)
-            ):
-                return None
-            node = parent
-        if not self._is_host_only_line(node):
+        node = self.traced.simple_statement(call)
+        if node is None or not self._is_host_only_line(node):
             return None
         block = self.traced.parent(node)
         with_node = self.traced.parent(block) if block is not None else None

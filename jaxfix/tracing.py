@@ -372,6 +372,16 @@ class TracedAnalysis:
             child, parent = parent, self._parents.get(parent)
         return None
 
+    def simple_statement(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
+        """The line holding `node` in the body of its function (or of the module); None when
+        `node` is in a compound statement's header, or reached through a lambda or a `def`."""
+        current: cst.CSTNode | None = node
+        while not isinstance(current, cst.SimpleStatementLine):
+            current = self._parents.get(current) if current is not None else None
+            if current is None or isinstance(current, cst.Lambda | cst.FunctionDef):
+                return None
+        return current
+
     def context_of(self, node: cst.CSTNode) -> TracedFunction | None:
         """The traced function `node` runs in, or None when it runs on the host."""
         owner = self.owner_function(node)
