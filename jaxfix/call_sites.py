@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import Assignment, ClassScope, GlobalScope
+from libcst.metadata import Assignment, ClassScope, GlobalScope, Scope
 
 from jaxfix.analysis.reasons import Via
 from jaxfix.syntax import source_of
@@ -106,11 +106,23 @@ def scan_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[Scan
 
 def _given_first(analysis: TracedAnalysis, node: cst.CSTNode) -> cst.Call | None:
     """The call `node` is the first positional argument of (`jax.grad(f)`), if it is one."""
+    call = _given_to(analysis, node)
+    first = call.args[0] if call is not None else None
+    return call if first is not None and first.value is node and first.keyword is None else None
+
+
+def _given_to(analysis: TracedAnalysis, node: cst.CSTNode) -> cst.Call | None:
+    """The call `node` is an argument of, if it is one."""
     arg = analysis.parent(node)
     call = analysis.parent(arg) if isinstance(arg, cst.Arg) else None
-    if isinstance(call, cst.Call) and call.args[0] is arg and arg.keyword is None:
-        return call
-    return None
+    return call if isinstance(call, cst.Call) else None
+
+
+def _sole_binding(scope: Scope | None, function: cst.FunctionDef) -> Assignment | None:
+    """The binding of `function`'s name in `scope`, when the `def` is its only one."""
+    name = function.name.value
+    bindings = [a for a in scope.assignments[name] if isinstance(a, Assignment)] if scope else []
+    return bindings[0] if len(bindings) == 1 and bindings[0].node is function else None
 
 
 def _only_binding(analysis: TracedAnalysis, function: cst.FunctionDef) -> Assignment | str:
@@ -120,13 +132,13 @@ def _only_binding(analysis: TracedAnalysis, function: cst.FunctionDef) -> Assign
     scope = analysis.scope_of(function)
     if not isinstance(scope, GlobalScope):
         return f"`{name}` is not a module-level function"
-    bindings = [a for a in scope.assignments[name] if isinstance(a, Assignment)]
-    if len(bindings) != 1 or bindings[0].node is not function:
+    binding = _sole_binding(scope, function)
+    if binding is None:
         return f"`{name}` is bound more than once"
     if name in exported(analysis.module):
         return f"`{name}` is in `__all__`: other code may call it"
     foreign = {calls.function: calls.why_not for calls in analysis.project.foreign_calls}
-    return foreign.get(name) or bindings[0]
+    return foreign.get(name) or binding
 
 
 def runs_outside_traces(analysis: TracedAnalysis, function: TracedFunction) -> str:
@@ -145,22 +157,20 @@ def runs_outside_traces(analysis: TracedAnalysis, function: TracedFunction) -> s
             return ""
     passed = {reason.name for reason in function.reasons if reason.via is Via.PASSED}
     if isinstance(node, cst.Lambda):
-        parent = analysis.parent(node)
-        call = analysis.parent(parent) if isinstance(parent, cst.Arg) else None
-        if isinstance(call, cst.Call) and analysis.imported_names(call.func) & passed:
+        call = _given_to(analysis, node)
+        if call is not None and analysis.imported_names(call.func) & passed:
             return ""
         return "the lambda may also be called outside a trace"
     name = node.name.value
     scope = analysis.scope_of(node)
-    bindings = [a for a in scope.assignments[name] if isinstance(a, Assignment)] if scope else []
-    if len(bindings) != 1 or bindings[0].node is not node:
+    binding = _sole_binding(scope, node)
+    if binding is None:
         return f"`{name}` is bound more than once"
-    for access in bindings[0].references:
+    for access in binding.references:
         if analysis.context_of(access.node) is not None:
             continue  # called (or handed on) by traced code
-        arg = analysis.parent(access.node)
-        call = analysis.parent(arg) if isinstance(arg, cst.Arg) else None
-        if not isinstance(call, cst.Call) or not analysis.imported_names(call.func) & passed:
+        call = _given_to(analysis, access.node)
+        if call is None or not analysis.imported_names(call.func) & passed:
             line = analysis.line_of(access.node)
             return f"`{name}` is also used outside a trace (line {line})"
     if isinstance(scope, GlobalScope):
