@@ -391,13 +391,10 @@ def _rewrite_site(
     imports: list[ImportNeeded],
 ) -> dict[cst.CSTNode, Replacement] | str:
     """`target = f(...)` -> `target, p = f(...)` and the statements after it, on `p`."""
-    found = _site(analysis, site, imports, _uses_jax(group, wrapping))
+    found = _local_site(analysis, site, group, payloads, wrapping, imports)
     if isinstance(found, str):
         return found
     line, target, jax_name = found
-    why = _means_the_same_at(analysis, site, group, payloads)
-    if why:
-        return why
     renamed = dict(zip(payloads, _fresh_names(analysis, site, payloads), strict=True))
     call_line = _unpacking(line, target, site, [renamed[p] for p in payloads])
     moved = [_on_host(member, renamed, wrapping, jax_name) for member in group]
@@ -414,13 +411,10 @@ def _rewrite_aux_site(
 ) -> dict[cst.CSTNode, Replacement] | str:
     """`g = jax.grad(f)(...)` -> `g, p = jax.grad(f, has_aux=True)(...)` (`(v, p), g = ...`
     for `value_and_grad`) and the statements after it, on `p`."""
-    found = _site(analysis, site.call, imports, _uses_jax(group, wrapping))
+    found = _local_site(analysis, site.call, group, payloads, wrapping, imports)
     if isinstance(found, str):
         return found
     line, target, jax_name = found
-    why = _means_the_same_at(analysis, site.call, group, payloads)
-    if why:
-        return why
     renamed = dict(zip(payloads, _fresh_names(analysis, site.call, payloads), strict=True))
     names = [cst.Name(renamed[p]) for p in payloads]
     aux: cst.BaseExpression = names[0] if len(names) == 1 else _tuple(names, parenthesized=True)
@@ -452,17 +446,14 @@ def _rewrite_scan_site(
 ) -> dict[cst.CSTNode, Replacement] | str:
     """`c, ys = lax.scan(f, ...)` -> `c, (ys, hs) = lax.scan(f, ...)` and the statements in
     `for h in hs:`, once per iteration, in the order the iterations ran."""
-    found = _site(analysis, site.call, imports, _uses_jax(group, wrapping))
+    found = _local_site(analysis, site.call, group, payloads, wrapping, imports)
     if isinstance(found, str):
         return found
     line, target, jax_name = found
-    why = _means_the_same_at(analysis, site.call, group, payloads)
     scope = analysis.scope_of(site.call)
     shadowed = scope is not None and any(not isinstance(a, BuiltinAssignment) for a in scope["zip"])
-    if not why and len(payloads) > 1 and shadowed:
-        why = "`zip` means something else where the function is scanned"
-    if why:
-        return why
+    if len(payloads) > 1 and shadowed:
+        return "`zip` means something else where the function is scanned"
     fresh = _fresh_names(analysis, site.call, [*payloads, *(f"{p}s" for p in payloads)])
     each = dict(zip(payloads, fresh[: len(payloads)], strict=True))
     stacked = [cst.Name(n) for n in fresh[len(payloads) :]]
@@ -485,6 +476,22 @@ def _rewrite_scan_site(
         body=cst.IndentedBlock([_on_host(m, each, wrapping, jax_name) for m in group]),
     )
     return {line: cst.FlattenSentinel([line.with_changes(body=[assign]), loop])}
+
+
+def _local_site(
+    analysis: TracedAnalysis,
+    site: cst.Call,
+    group: Sequence[Statement],
+    payloads: Sequence[str],
+    wrapping: Wrapping,
+    imports: list[ImportNeeded],
+) -> tuple[cst.SimpleStatementLine, cst.BaseAssignTargetExpression | None, str] | str:
+    """`_site` for a call site in the function's own module, where the statements' names
+    must mean what they mean in the function (see `_means_the_same_at`)."""
+    found = _site(analysis, site, imports, _uses_jax(group, wrapping))
+    if isinstance(found, str):
+        return found
+    return _means_the_same_at(analysis, site, group, payloads) or found
 
 
 def _means_the_same_at(
