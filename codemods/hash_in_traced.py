@@ -10,8 +10,8 @@ from libcst.metadata import Assignment, GlobalScope
 from jaxfix.analysis.reasons import Via
 from jaxfix.candidates import HASHED_KEYS
 from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import jax_numpy_name
-from jaxfix.rule import Fix, Rule, command_hooks
+from jaxfix.hoist import jax_module_name, jax_numpy_name
+from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
 from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedFunction
 from jaxfix.transforms import JIT
@@ -63,6 +63,10 @@ MEMBERSHIP = (
     "tracers are unhashable; compare arrays instead (`jnp.isin(x, jnp.asarray(sorted(s)))`),"
     " or test the value outside the trace or on a static argument"
 )
+# Key makers whose seed the fix derives with `fold_in` instead of `hash`.
+KEY_MAKERS = frozenset({"jax.random.PRNGKey", "jax.random.key"})
+# `hash(x) % n` and `hash(x) & mask` only narrow a seed: the fix folds `x` in whole.
+SEED_NARROWING = (cst.Modulo, cst.BitAnd)
 HASH = (
     "tracers are unhashable; for a random seed derive a key inside the trace"
     " (`jax.random.fold_in(key, x)`), or hash a static argument"
@@ -136,11 +140,15 @@ class HashInTraced(Rule):
     fills it with `MEMO[k] = v`) bound at module level to an empty dict and used nowhere else
     is dropped, with both statements, when the rest of the function is JAX code: under a
     trace it can only fail, and `jax.jit` caches the traced computation; called eagerly, the
-    function then computes again instead of returning a stored value. Other tables, sets,
-    `hash(x)` and static arguments have no fix: the rewrite depends on what they hold and on
-    the values the key takes. For a static argument given a
-    parameter of a function jitted by its decorator, the message names the parameters to make
-    static there (`static_argnames`).
+    function then computes again instead of returning a stored value. A key made from a hash,
+    `jax.random.PRNGKey(hash(x))` or `jax.random.key(hash(x))` (also with `% n` or `& mask`),
+    becomes `jax.random.fold_in(jax.random.PRNGKey(0), x)`: a different key for each `x`, as
+    the hash meant, but not the key `PRNGKey(hash(x))` gives for an `x` called with a Python
+    int, so an eager caller draws other numbers. Other tables, sets, other uses of `hash(x)`
+    (`np.random.seed(hash(x))` seeds the host's generator) and static arguments have no fix:
+    the rewrite depends on what they hold and on the values the key takes. For a static
+    argument given a parameter of a function jitted by its decorator, the message names the
+    parameters to make static there (`static_argnames`).
 
     ## References
     - https://docs.jax.dev/en/latest/faq.html#jit-and-caching
@@ -152,8 +160,15 @@ class HashInTraced(Rule):
     name = "hash-in-traced"
     summary = "A traced value used as a dict key, a set element, a hash or a static argument"
     message = "`{site}` hashes the traced `{key}` inside `{function}` ({reason}): {advice}"
-    fix_title = "Index an array of the table's values, or drop the memo dict"
+    fix_title = (
+        "Index an array of the table's values, drop the memo dict, or fold the value into a key"
+    )
     fix_safety = FixSafety.UNSAFE
+    unfixed = (
+        "sets, dicts other than a fixed `0..n-1` table of numbers, host seeds "
+        "(`np.random.seed(hash(x))`) and static arguments (the message names the caller to make"
+        " static)"
+    )
     anchors = frozenset({HASHED_KEYS})
 
     def prepare(self) -> None:
@@ -237,7 +252,41 @@ class HashInTraced(Rule):
             reason=context.reasons[0],
             advice=advice,
         )
-        self.report(site, message, self._table_fix(site) or self._memo_fix(site))
+        fix = self._seed_fix(site) if advice is HASH else None
+        self.report(site, message, fix or self._table_fix(site) or self._memo_fix(site))
+
+    # ----- the fix: a key folded from the value --------------------------------------------
+
+    def _seed_fix(self, site: cst.CSTNode) -> Fix | None:
+        """`jax.random.PRNGKey(hash(x))` (or `hash(x) % n`, `hash(x) & m`) ->
+        `jax.random.fold_in(jax.random.PRNGKey(0), x)`, `key` alike, spelled as the maker is."""
+        if not isinstance(site, cst.Call) or len(site.args) != 1:
+            return None
+        seed: cst.CSTNode = site
+        narrowing = self.traced.parent(seed)
+        if isinstance(narrowing, cst.BinaryOperation) and narrowing.left is seed:
+            if not isinstance(narrowing.operator, SEED_NARROWING):
+                return None
+            seed = narrowing
+        argument, maker = self.traced.parent(seed), None
+        if isinstance(argument, cst.Arg) and not argument.star:
+            maker = self.traced.parent(argument)
+        if not isinstance(maker, cst.Call) or len(maker.args) != 1:
+            return None
+        if not self.qualified_names(maker.func) & KEY_MAKERS:
+            return None
+        imports: list[ImportNeeded] = []
+        if isinstance(maker.func, cst.Attribute):  # `jax.random.key`, `random.key`
+            random = source_of(maker.func.value)
+        else:  # `from jax.random import key`
+            jax_name, imports = jax_module_name(self.traced, maker)
+            if not jax_name:
+                return None
+            random = f"{jax_name}.random"
+        value = source_of(site.args[0].value)
+        folded = f"{random}.fold_in({source_of(maker.func)}(0), {value})"
+        new = cst.parse_expression(folded).with_changes(lpar=maker.lpar, rpar=maker.rpar)
+        return self.make_fix({maker: new}, imports)
 
     # ----- the fix: a lookup table as an array ----------------------------------------------
 

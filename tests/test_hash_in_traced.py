@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxfix.engine import check_text
+from jaxfix.engine import check_text, fix_text
 from jaxfix.registry import find_rule
 
 RULE = find_rule("JF106")
@@ -50,3 +50,56 @@ def test_a_memo_dict_is_dropped_only_where_that_means_the_same(
     assert len(found) == 3
     assert {d.fix_title is not None for d in found} == {fixed}
     assert found == check_text(text, [RULE], slicing=False)
+
+
+SEEDED = """\
+import jax
+{imports}
+
+
+@jax.jit
+def f(x, step):
+    key = {key}
+    return x + jax.random.uniform(key)
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "key", "folded"),
+    [
+        pytest.param(
+            "",
+            "jax.random.PRNGKey(hash(step) & 0xFFFF)",
+            "jax.random.fold_in(jax.random.PRNGKey(0), step)",
+            id="masked",
+        ),
+        pytest.param(
+            "from jax.random import key as make_key",
+            "make_key(hash(step))",
+            "jax.random.fold_in(make_key(0), step)",
+            id="maker imported by name",
+        ),
+        pytest.param("", "jax.random.PRNGKey(hash(step) + 1)", None, id="shifted"),
+        pytest.param(
+            "",
+            "jax.random.PRNGKey(seed=hash(step))",
+            "jax.random.fold_in(jax.random.PRNGKey(0), step)",
+            id="a keyword seed",
+        ),
+        pytest.param("", 'jax.random.key(hash(step), impl="rbg")', None, id="another argument"),
+        pytest.param("import numpy as np", "np.random.seed(hash(step))", None, id="host seed"),
+    ],
+)
+def test_a_hashed_seed_folds_the_value_into_a_key_only_from_a_jax_key_maker(
+    imports: str, key: str, folded: str | None
+) -> None:
+    assert RULE is not None
+    text = SEEDED.format(imports=imports, key=key)
+    [found] = check_text(text, [RULE])
+    assert "hashes the traced `step`" in found.message
+    fixed = fix_text(text, [RULE], unsafe_fixes=True).text
+    if folded:
+        assert f"    key = {folded}\n" in fixed
+        assert check_text(fixed, [RULE]) == []
+    else:
+        assert fixed == text
