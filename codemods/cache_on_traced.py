@@ -80,6 +80,7 @@ class CacheOnTraced(Rule):
     message = "`{cache}` caches `{function}`, which jax traces ({reason}): tracers are unhashable"
     fix_title = "Remove the cache decorator (`jax.jit` already caches compiled code)"
     fix_safety = FixSafety.SAFE
+    unfixed = "a function that also uses the cache's API (`f.cache_clear()`): remove both by hand"
     reads_users = True  # `f.cache_clear()` elsewhere rules the fix out
     sinks = SINKS
     anchors = names_of(SINKS, SinkKind.CACHE) | set(CACHE_METHODS)

@@ -244,6 +244,11 @@ class HostConversionInTraced(Rule):
         " to a host callback"
     )
     fix_safety = FixSafety.UNSAFE
+    unfixed = (
+        "NumPy calls in a function that may also run eagerly (its dtypes would change); "
+        "conversions that feed Python control flow (`if float(x) > 0`): make them `jnp.where` "
+        "or `lax.cond`"
+    )
     sinks = SINKS
     reads_users = True  # a function's eager callers rule out the `jax.numpy` rewrite
     anchors = (

@@ -182,6 +182,10 @@ class LeakInTraced(Rule):
     log_message = "`{what}` logs a traced value inside `{function}` ({reason})"
     fix_title = "Move the statement to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
+    unfixed = (
+        "a read of the stored state that cannot wait for the callback (in the statement that "
+        "makes the call)"
+    )
     after_call_title = "Return the traced values and run the statement on them after each call"
     reads_users = True  # whether traced code reads the state back; the call sites
     project_aware = True  # other modules' calls of a function whose statements move after them

@@ -248,6 +248,10 @@ class ParallelInTraced(Rule):
     message = "`{call}` hands a traced value to {where} inside `{function}` ({reason}): {why}"
     fix_title = "Run the pool's work in the trace, one call after another"
     fix_safety = FixSafety.UNSAFE
+    unfixed = (
+        "queues, pipes, threads, processes, `joblib`, and pools that outlive one block or run "
+        "host work: whether the work can be vmapped or moved out depends on what it does"
+    )
     anchors_receive_traced = False  # the pool made in traced code, not its `map`, is anchored
     sinks = SINKS
     anchors = (

@@ -191,6 +191,11 @@ class SerializeInTraced(Rule):
     message = "`{call}` serializes a traced value inside `{function}` ({reason})"
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
+    unfixed = (
+        "`json` and `sqlite3` writes (no JSON value, a connection bound to its thread); a read "
+        "of the file or state that cannot wait for the callback; a file named by a call site "
+        "not in view"
+    )
     after_call_title = "Return the traced values and serialize their host copies after each call"
     reads_users = True  # the call sites, where the serialization may move
     project_aware = True  # other modules' calls of a function whose statements move after them

@@ -85,6 +85,11 @@ class SerializedReturn(Rule):
     )
     fix_title = "Return the array and serialize its host copy at each call site"
     fix_safety = FixSafety.UNSAFE
+    unfixed = (
+        "`json.dumps` (a host copy is no JSON value either); a function with a call site not in"
+        " view (public, listed in `__all__`, passed as a value) or whose call sites do not"
+        " unpack its result into names"
+    )
     anchors = frozenset(DUMPS)
     project_aware = True
     reads_users = True  # the callers in the module are rewritten too

@@ -51,6 +51,7 @@ class UnusedSuppression(Rule):
     message = "unused suppression"
     fix_title = "Remove the suppression comment"
     fix_safety = None
+    unfixed = "all: remove the comment by hand, it may hold other tools' directives"
     anchors = frozenset()
     traced_only = False
     engine_implemented = True

@@ -54,17 +54,17 @@ def rule_doc(rule: type[Rule]) -> str:
 
 
 def rules_table() -> str:
-    """The Markdown table of every rule: code, name, what it flags, fix and its safety, and
-    whether it runs by default."""
+    """The Markdown table of every rule: code, name, what it flags, fix and its safety, the
+    findings left without a fix, and whether it runs by default."""
     rows = [
-        "| code | name | finds | fix | safety | default |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| code | name | finds | fix | safety | no fix for | default |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for rule in all_rules():
         anchor = f"docs/rules.md#{rule.code.lower()}-{rule.name}"
         rows.append(
             f"| [{rule.code}]({anchor}) | `{rule.name}` | {rule.summary} | {rule.fix_title}"
-            f" | {safety_label(rule)} | {default_label(rule)} |"
+            f" | {safety_label(rule)} | {rule.unfixed or '-'} | {default_label(rule)} |"
         )
     return "\n".join(rows) + "\n"
 

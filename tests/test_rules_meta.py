@@ -71,6 +71,17 @@ def test_every_rule_has_enough_fixtures_with_lookalikes(rule: type[Rule]) -> Non
         assert any(c.fixed for c in cases)
 
 
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_the_rule_table_says_which_findings_have_no_fix_exactly_when_a_fixture_shows_one(
+    rule: type[Rule],
+) -> None:
+    module = rule.name.replace("-", "_")
+    cases = [c for c in load_cases() if c.rule == module]
+    unfixed = [c.id for c in cases if rule.code in c.codes and not c.fixed]
+    assert bool(rule.unfixed) == bool(unfixed) or rule.fix_safety is None, unfixed
+    assert not rule.unfixed.endswith("."), "a table cell"
+
+
 def test_every_fixture_folder_belongs_to_a_rule() -> None:
     modules = {r.name.replace("-", "_") for r in RULES}
     folders = {d.name for d in fixtures_folder().iterdir() if d.is_dir()}
