@@ -26,7 +26,7 @@ from jaxfix.analysis.flow import Bindings
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
 from jaxfix.imports import add_imports
-from jaxfix.metadata import Wrapper, transform
+from jaxfix.metadata import Wrapper
 from jaxfix.options import DEFAULT, Options
 from jaxfix.project import ModuleFacts, Place, ProjectContext, note_top_level, traced_calls
 from jaxfix.registry import all_rules, matches
@@ -296,15 +296,6 @@ def _names_in(nodes: Iterable[cst.CSTNode]) -> set[str]:
     for node in nodes:
         node.visit(_Names())
     return found
-
-
-def _names_read(code: str) -> set[str]:
-    """The names `code` reads anywhere (CPython's parse: a twentieth of LibCST's scopes)."""
-    return {
-        node.id
-        for node in ast.walk(ast.parse(code))
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-    }
 
 
 def _in_file(d: Diagnostic, piece: firstpass.Slice) -> Diagnostic:
@@ -611,6 +602,8 @@ def _apply(
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import RemoveImportsVisitor
 
+    from jaxfix.unused_imports import names_read, remove_unused_imports
+
     context = CodemodContext(wrapper=wrapper)
     replacements: dict[cst.CSTNode, Replacement] = {}
     for fix in fixes:
@@ -621,11 +614,12 @@ def _apply(
     module = add_imports(
         module, [needed for fix in fixes for needed in fix.imports_needed], first_party
     )
-    # The visitor re-resolves the metadata of the whole module: run it only when needed (an
-    # import becomes unused only if a name the removed nodes read is read nowhere else).
+    # An import becomes unused only if a name the removed nodes read is read nowhere else.
     removed = [node for fix in fixes for node in fix.removed_nodes]
-    if removed and not _names_in(removed) <= _names_read(module.code):
-        module = transform(RemoveImportsVisitor(context), module)
+    if removed:
+        read = names_read(module.code)
+        if not _names_in(removed) <= read:
+            module = remove_unused_imports(context, module, read)
     return _tidy_top(wrapper.module, module).code
 
 

@@ -15,9 +15,8 @@ LibCST's keys: ask for `ScopeProvider` as usual.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import (
@@ -32,9 +31,6 @@ from libcst.metadata.base_provider import ProviderT
 from libcst.metadata.expression_context_provider import ExpressionContextVisitor
 from libcst.metadata.scope_provider import Scope, ScopeVisitor
 from libcst.metadata.wrapper import _gen_batchable
-
-if TYPE_CHECKING:
-    from libcst.codemod import Codemod  # pulls in libcst.matchers: half a second
 
 
 class Wrapper(MetadataWrapper):
@@ -63,18 +59,6 @@ class Wrapper(MetadataWrapper):
                 if fast in ready:
                     self._metadata[slow] = self._metadata[fast]
         return {provider: self._metadata[provider] for provider in providers}
-
-
-def transform(codemod: Codemod, module: cst.Module) -> cst.Module:
-    """`codemod.transform_module(module)`, its metadata resolved by a `Wrapper`."""
-    wrapper = Wrapper(module)
-    context = codemod.context
-    with codemod.resolve(wrapper):
-        codemod.context = dataclasses.replace(context, wrapper=wrapper)
-        try:
-            return codemod.transform_module_impl(wrapper.module)
-        finally:
-            codemod.context = context
 
 
 def _dependencies(provider: ProviderT) -> set[ProviderT]:
