@@ -589,7 +589,7 @@ def _non_overlapping(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> list[Fix
 def prepare_fixes() -> None:
     """Import what applying a fix needs (half a second), ahead of the first fix: for a
     long-running process (the language server), while nobody waits."""
-    import libcst.codemod.visitors  # noqa: F401
+    import jaxfix.unused_imports  # noqa: F401
 
 
 def _apply(
@@ -597,29 +597,21 @@ def _apply(
 ) -> str:
     """The module's code with `fixes` applied and their imports added (where isort would put
     them, `first_party` being the project's packages) or removed."""
-    # Imported here: `libcst.codemod` pulls in `libcst.matchers` (half a second), which only
-    # applying a fix needs.
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import RemoveImportsVisitor
-
-    from jaxfix.unused_imports import names_read, remove_unused_imports
-
-    context = CodemodContext(wrapper=wrapper)
     replacements: dict[cst.CSTNode, Replacement] = {}
     for fix in fixes:
         replacements.update(fix.replacements)
-        for node in fix.removed_nodes:
-            RemoveImportsVisitor.remove_unused_import_by_node(context, node)
     module = wrapper.module.visit(ReplaceNodes(replacements))
     module = add_imports(
         module, [needed for fix in fixes for needed in fix.imports_needed], first_party
     )
-    # An import becomes unused only if a name the removed nodes read is read nowhere else.
-    removed = [node for fix in fixes for node in fix.removed_nodes]
-    if removed:
-        read = names_read(module.code)
-        if not _names_in(removed) <= read:
-            module = remove_unused_imports(context, module, read)
+    used = _names_in(node for fix in fixes for node in fix.removed_nodes)
+    if used:
+        # Imported here: `libcst.codemod` pulls in `libcst.matchers` (half a second).
+        from jaxfix.unused_imports import names_read, remove_unused_imports
+
+        gone = used - names_read(module.code)
+        if gone:
+            module = remove_unused_imports(module, gone)
     return _tidy_top(wrapper.module, module).code
 
 

@@ -1,11 +1,12 @@
 """Removing the imports a fix leaves unused.
 
 LibCST's `RemoveImportsVisitor` removes an import (keeping the comments and commas around it)
-when its `GatherUnusedImportsVisitor` finds no reference to it in LibCST's scopes of the whole
-new module: a fifth of a second per fixed file, more than the rest of the fix. Here the same
-removal decides from the names the new code reads, by CPython's parse: an import stays when its
-name is read anywhere in the module, named in `__all__` or written in a string annotation,
-which keeps at least every import LibCST's scopes would keep.
+that the removed code used, by qualified names of the old module, when its
+`GatherUnusedImportsVisitor` finds no reference to it in LibCST's scopes of the whole new
+module: a fifth of a second per fixed file, more than the rest of the fix. Here the same
+removal decides from names, by CPython's parse: an import of a name the removed code used goes
+unless the name is read anywhere in the new module, named in `__all__` or written in a string
+annotation, which keeps at least every import LibCST's scopes would keep.
 
 Imported only when a fix removes code: `libcst.codemod` pulls in `libcst.matchers`.
 """
@@ -14,10 +15,12 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
+from libcst.helpers import get_absolute_module_from_package_for_import
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 # Calls whose string arguments are annotations (as LibCST's gathering reads them).
@@ -54,39 +57,45 @@ def _called_name(func: ast.expr) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else None
 
 
-def remove_unused_imports(
-    context: CodemodContext, module: cst.Module, read: set[str]
-) -> cst.Module:
-    """`module` without the imports that `RemoveImportsVisitor.remove_unused_import_by_node`
-    registered in `context` and whose names nothing in `read` (see `names_read`) uses."""
-    return module.visit(_Remover(context, read))
+def remove_unused_imports(module: cst.Module, gone: Collection[str]) -> cst.Module:
+    """`module` without its imports of the names in `gone` (names that removed code used and
+    that `names_read` no longer finds)."""
+    return module.visit(_Remover(set(gone)))
 
 
 class _Remover(RemoveImportsVisitor):
-    """LibCST's removal, told which imports are unused by `read` instead of by scopes."""
+    """LibCST's removal of the imports of the names in `gone`, with no scopes to gather."""
 
     METADATA_DEPENDENCIES = ()  # type: ignore[misc,assignment]  # it resolves none
 
-    def __init__(self, context: CodemodContext, read: set[str]) -> None:
-        super().__init__(context)
-        self._read = read
+    def __init__(self, gone: set[str]) -> None:
+        super().__init__(CodemodContext())
+        self._gone = gone
 
     def visit_Module(self, node: cst.Module) -> None:
-        """No scopes to gather: each import is judged as it is visited, before its `leave_`."""
+        """Each import is marked as it is visited, before its `leave_` removes what is marked."""
 
     def visit_Import(self, node: cst.Import) -> None:
-        self._note_unused(node)
+        for alias in self._gone_aliases(node):
+            self.unused_module_imports[alias.evaluated_name] = alias.evaluated_alias
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        # As LibCST's gathering: neither `from __future__`, `import *` nor `from . import x`.
-        module = node.module
-        star = isinstance(node.names, cst.ImportStar)
-        if not star and module is not None and module.value != "__future__":
-            self._note_unused(node)
+        # As LibCST's gathering: not `from __future__`, `import *` or `from . import x` (the
+        # package, which resolves a relative import, is unknown).
+        module = get_absolute_module_from_package_for_import(None, node)
+        if isinstance(node.names, cst.ImportStar) or module in (None, "__future__"):
+            return
+        for alias in self._gone_aliases(node):
+            entry = (alias.evaluated_name, alias.evaluated_alias)
+            self.unused_obj_imports.setdefault(module, set()).add(entry)
 
-    def _note_unused(self, node: cst.Import | cst.ImportFrom) -> None:
+    def _gone_aliases(self, node: cst.Import | cst.ImportFrom) -> list[cst.ImportAlias]:
+        """The aliases of `node` that bind a name in `gone`, marked unused."""
         assert not isinstance(node.names, cst.ImportStar)
+        found = []
         for alias in node.names:
             bound = alias.evaluated_alias or alias.evaluated_name
-            if bound.split(".", 1)[0] not in self._read:
+            if bound.split(".", 1)[0] in self._gone:
                 self._unused_imports[alias] = node
+                found.append(alias)
+        return found
