@@ -31,10 +31,11 @@ def _cache_outside_the_tree(
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest runs without xdist too
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's default `load` scheduling, except that one worker gets all the selected cases of
-    a rule in `test_runs_under_jax*` (both callback modes), so that their programs run in one
-    interpreter, and all the pre-commit tests, so that one worker builds their hook virtualenv
-    while the others go on.
+    """With `--dist load` (the suite's default is `worksteal`, set in `pyproject.toml`, which
+    was faster on 2 cores in spite of what this saves): xdist's `load` scheduling, except that
+    one worker gets all the selected cases of a rule in `test_runs_under_jax*` (both callback
+    modes), so that their programs run in one interpreter, and all the pre-commit tests, so
+    that one worker builds their hook virtualenv while the others go on.
     (`LoadScopeScheduling` hands out the largest groups first: the long ones start at once.)
 
     (`--dist loadgroup` would do it with `xdist_group` marks, but xdist 3.8 marks a group in
