@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import libcst as cst
 from libcst.metadata import (
@@ -84,7 +84,6 @@ class HostReads:
 class _Owned:
     """What the module collector found directly inside one function body."""
 
-    calls: list[cst.Call] = field(default_factory=list)
     global_names: set[str] = field(default_factory=set)  # declared `global`
     nonlocal_names: set[str] = field(default_factory=set)  # declared `nonlocal`
 
@@ -92,64 +91,56 @@ class _Owned:
 _NOTHING = _Owned()
 
 
-class _Collector(cst.CSTVisitor):
-    """One pass over the module: calls and `global` / `nonlocal` names, by the function that
-    owns them; the names attributes are read on; and each node's parent (LibCST's
-    `ParentNodeProvider` costs a traversal of its own, and asks every node for its children)."""
+class _Collector:
+    """One walk over the module: `global` / `nonlocal` names, by the function that owns them;
+    the names attributes are read on; and each node's parent.
 
-    def __init__(self) -> None:
+    It reads each node's fields instead of visiting: a LibCST visit rebuilds (and validates)
+    every node it passes, which cost twice the walk. A function's decorators, defaults
+    and annotations belong to the enclosing function, its body to the function."""
+
+    def __init__(self, module: cst.Module) -> None:
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.receivers: dict[str, set[str]] = defaultdict(set)  # `r.attr`: attr -> names r
-        self._ancestors: list[cst.CSTNode] = []
-        self.stack: list[FunctionNode | None] = [None]
         self.owned: dict[FunctionNode | None, _Owned] = {None: _Owned()}
         self.functions: list[FunctionNode] = []
+        parents = self.parents
+        todo: list[tuple[cst.CSTNode, FunctionNode | None]] = [(module, None)]
+        while todo:
+            node, owner = todo.pop()
+            body = None
+            if isinstance(node, cst.FunctionDef | cst.Lambda):
+                self.functions.append(node)
+                self.owned[node] = _Owned()
+                body = node.body
+            elif isinstance(node, cst.Attribute):
+                if isinstance(node.value, cst.Name):
+                    self.receivers[node.attr.value].add(node.value.value)
+            elif isinstance(node, cst.Global):
+                self.owned[owner].global_names.update(n.name.value for n in node.names)
+            elif isinstance(node, cst.Nonlocal):
+                self.owned[owner].nonlocal_names.update(n.name.value for n in node.names)
+            for child in _children(node):
+                parents[child] = node
+                todo.append((child, node if child is body else owner))  # type: ignore[arg-type]
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._ancestors:
-            self.parents[node] = self._ancestors[-1]
-        self._ancestors.append(node)
-        return super().on_visit(node)
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        self._ancestors.pop()
+_FIELDS: dict[type[cst.CSTNode], tuple[str, ...]] = {}
 
-    def _enter(self, node: FunctionNode) -> None:
-        self.functions.append(node)
-        self.owned[node] = _Owned()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self._enter(node)
-        # Decorators, defaults and annotations run in the enclosing function, the body inside.
-        for decorator in node.decorators:
-            decorator.visit(self)
-        node.params.visit(self)
-        self.stack.append(node)
-        node.body.visit(self)
-        self.stack.pop()
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        self._enter(node)
-        node.params.visit(self)
-        self.stack.append(node)
-        node.body.visit(self)
-        self.stack.pop()
-        return False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.owned[self.stack[-1]].calls.append(node)
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if isinstance(node.value, cst.Name):
-            self.receivers[node.attr.value].add(node.value.value)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.owned[self.stack[-1]].global_names.update(item.name.value for item in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.owned[self.stack[-1]].nonlocal_names.update(item.name.value for item in node.names)
+def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes `node` holds: LibCST's `children`, without its rebuilding visit."""
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(f.name for f in fields(node))
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, tuple | list):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
 
 
 class _AttributeValues(cst.CSTVisitor):
@@ -211,8 +202,7 @@ class TracedAnalysis:
         # Asked of the scopes for the nodes that need them: what `QualifiedNameProvider`
         # answers, without its traversal of every node.
         self._qualified: dict[cst.CSTNode, Collection[QualifiedName]] = {}
-        collector = _Collector()
-        self.module.visit(collector)
+        collector = _Collector(self.module)
         self._collected = collector
         self._parents = collector.parents
         self._all_names: set[str] | None = None
