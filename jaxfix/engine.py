@@ -34,6 +34,7 @@ from jaxfix.rule import Fix, Replacement, Rule
 from jaxfix.syntax import ReplaceNodes
 from jaxfix.tracing import OutsideSlice, TracedAnalysis
 from jaxfix.transforms import TransformSpec, with_user_transforms
+from jaxfix.traversal import visit_batched
 
 MAX_FIX_PASSES = 10
 
@@ -549,7 +550,7 @@ def _run(
     instances = [
         rule(analysis, options.for_rule(rule.code, rule.name), options.sinks) for rule in rules
     ]
-    wrapper.visit_batched(instances)
+    visit_batched(wrapper, instances)
     diagnostics = [d for rule in instances for d in rule.diagnostics]
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
     return diagnostics, wrapper, analysis

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import (
@@ -33,6 +33,7 @@ from jaxfix.analysis.reasons import Reason
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.project import Entry, ProjectContext
 from jaxfix.transforms import TRANSFORMS, TransformSpec
+from jaxfix.traversal import children
 
 FunctionNode = cst.FunctionDef | cst.Lambda
 Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
@@ -95,9 +96,9 @@ class _Collector:
     """One walk over the module: `global` / `nonlocal` names, by the function that owns them;
     the names attributes are read on; and each node's parent.
 
-    It reads each node's fields instead of visiting: a LibCST visit rebuilds (and validates)
-    every node it passes, which cost twice the walk. A function's decorators, defaults
-    and annotations belong to the enclosing function, its body to the function."""
+    It walks with `traversal.children`, not a LibCST visit, which rebuilds every node (twice
+    the time). A function's decorators, defaults and annotations belong to the enclosing
+    function, its body to the function."""
 
     def __init__(self, module: cst.Module) -> None:
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
@@ -120,27 +121,9 @@ class _Collector:
                 self.owned[owner].global_names.update(n.name.value for n in node.names)
             elif isinstance(node, cst.Nonlocal):
                 self.owned[owner].nonlocal_names.update(n.name.value for n in node.names)
-            for child in _children(node):
+            for child in children(node):
                 parents[child] = node
                 todo.append((child, node if child is body else owner))  # type: ignore[arg-type]
-
-
-_FIELDS: dict[type[cst.CSTNode], tuple[str, ...]] = {}
-
-
-def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The nodes `node` holds: LibCST's `children`, without its rebuilding visit."""
-    names = _FIELDS.get(type(node))
-    if names is None:
-        names = _FIELDS[type(node)] = tuple(f.name for f in fields(node))
-    for name in names:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, tuple | list):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
 
 
 class _AttributeValues(cst.CSTVisitor):

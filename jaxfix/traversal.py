@@ -1,0 +1,88 @@
+"""Walks over a LibCST tree that only read it.
+
+A LibCST visit rebuilds every node it passes, and validates the copy, even for a visitor that
+changes nothing: about half the time of a read-only visit. These walks read each node's fields
+instead, in the order LibCST's own visit takes them (source order), so that visitors see the
+same calls in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import fields
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+_ORDER: dict[type[cst.CSTNode], tuple[str, ...]] = {}
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node.children`, in the same order, without LibCST rebuilding `node`."""
+    names = _ORDER.get(type(node))
+    if names is None:
+        names = _ORDER[type(node)] = _field_order(node)
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, tuple | list):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def _field_order(node: cst.CSTNode) -> tuple[str, ...]:
+    """The fields of `node`'s type in the order LibCST's visit takes them (once per type)."""
+    recorder = _FieldRecorder()
+    node._visit_and_replace_children(recorder)
+    rest = [f.name for f in fields(node) if f.name not in recorder.names]
+    return (*recorder.names, *rest)
+
+
+class _FieldRecorder(cst.CSTVisitor):
+    """Notes the fields a node's visit enters, in order, without going below them."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if attribute not in self.names:
+            self.names.append(attribute)
+
+
+def visit_batched(wrapper: MetadataWrapper, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
+    """`wrapper.visit_batched(visitors)` for visitors that only read the tree: each node's
+    `visit_<Type>` methods, its children's walks, then its `leave_<Type>` methods."""
+    methods: dict[str, list[Callable[[cst.CSTNode], object]]] = {}
+    for visitor in visitors:
+        for name, method in visitor.get_visitors().items():
+            methods.setdefault(name, []).append(method)
+    if any(name.count("_") > 1 for name in methods):  # `visit_<Type>_<attribute>`: LibCST's
+        wrapper.visit_batched(visitors)
+        return
+    by_type: dict[type[cst.CSTNode], tuple[list[Callable[[cst.CSTNode], object]], ...]] = {}
+
+    def walk(node: cst.CSTNode) -> None:
+        found = by_type.get(type(node))
+        if found is None:
+            kind = type(node).__name__
+            found = by_type[type(node)] = (
+                methods.get(f"visit_{kind}", []),
+                methods.get(f"leave_{kind}", []),
+            )
+        for method in found[0]:
+            method(node)
+        for child in children(node):
+            walk(child)
+        for method in found[1]:
+            method(node)
+
+    with ExitStack() as stack:
+        for visitor in visitors:
+            stack.enter_context(visitor.resolve(wrapper))
+        walk(wrapper.module)
