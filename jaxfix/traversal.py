@@ -1,7 +1,7 @@
 """Walks over a LibCST tree that only read it.
 
 A LibCST visit rebuilds every node it passes, and validates the copy, even for a visitor that
-changes nothing: about half the time of a read-only visit. These walks read each node's fields
+changes nothing: about a third of the time of a read-only visit. These walks read each node's fields
 instead, in the order LibCST's own visit takes them (source order), so that visitors see the
 same calls in the same order.
 """
