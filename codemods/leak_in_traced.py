@@ -17,6 +17,7 @@ from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.sinks import LEVELS, LOGGER_METHODS, METRICS_METHODS
 from jaxfix.syntax import source_of
 from jaxfix.tracing import FunctionNode, TracedAnalysis
+from jaxfix.traversal import children
 
 # Module-level logging functions (every argument is logged), and the makers of loggers whose
 # level methods (`LOGGER_METHODS`) log.
@@ -651,7 +652,7 @@ def _parts(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     without the bodies of lambdas and comprehensions."""
     if isinstance(expr, cst.BaseComp | cst.Lambda):
         return
-    for child in expr.children:
+    for child in children(expr):
         if isinstance(child, cst.BaseExpression):
             yield child
         elif not isinstance(child, cst.BaseSuite | cst.BaseStatement | cst.CompFor):
@@ -659,7 +660,7 @@ def _parts(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
 
 
 def _parts_of_node(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
-    for child in node.children:
+    for child in children(node):
         if isinstance(child, cst.BaseExpression):
             yield child
         else:

@@ -17,6 +17,7 @@ from libcst.metadata import Assignment, ClassScope, GlobalScope, Scope
 from jaxfix.analysis.reasons import Via
 from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedAnalysis, TracedFunction
+from jaxfix.traversal import children
 
 # The transforms whose function may return auxiliary values beside what they differentiate.
 AUX_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad"})
@@ -224,7 +225,7 @@ def alone(analysis: TracedAnalysis, site: cst.Call) -> cst.SimpleStatementLine |
 def count_returns(node: cst.CSTNode) -> int:
     """Return statements in a function's own body (not in nested functions)."""
     count = 0
-    for child in node.children:
+    for child in children(node):
         if isinstance(child, cst.FunctionDef | cst.Lambda | cst.ClassDef):
             continue
         count += isinstance(child, cst.Return) + count_returns(child)

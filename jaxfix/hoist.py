@@ -13,6 +13,7 @@ from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope, Scope
 
 from jaxfix.rule import ImportNeeded
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
+from jaxfix.traversal import children
 
 _HOST_TARGETS = (cst.Attribute, cst.Subscript)
 _TIGHT = cst.AssignEqual(
@@ -136,7 +137,7 @@ def _built_locally(analysis: TracedAnalysis, name: cst.Name) -> bool:
 
 def _walk_body(node: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
-    for child in node.children:
+    for child in children(node):
         if isinstance(child, cst.FunctionDef | cst.ClassDef | cst.Lambda):
             continue
         found.append(child)

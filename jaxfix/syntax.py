@@ -9,6 +9,7 @@ import libcst as cst
 
 from jaxfix.models.sinks import Payload
 from jaxfix.rule import Replacement
+from jaxfix.traversal import children
 
 
 def source_of(node: cst.CSTNode) -> str:
@@ -19,7 +20,7 @@ def source_of(node: cst.CSTNode) -> str:
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:
     """`node` if it is a call, and every call below it, outermost first."""
     found: list[cst.Call] = [node] if isinstance(node, cst.Call) else []
-    for child in node.children:
+    for child in children(node):
         found.extend(calls_in(child))
     return found
 

@@ -720,7 +720,7 @@ def _descendants(node: cst.CSTNode, skip: Collection[cst.CSTNode] = ()) -> list[
         if any(current is s for s in skip):
             continue
         found.append(current)
-        todo.extend(current.children)
+        todo.extend(children(current))
     return found
 
 
@@ -751,7 +751,7 @@ def names_read(node: cst.CSTNode) -> Iterator[cst.Name]:
     if isinstance(node, cst.Attribute):
         yield from names_read(node.value)
         return
-    for child in node.children:
+    for child in children(node):
         if isinstance(child, cst.Arg):
             yield from names_read(child.value)
         elif not isinstance(child, cst.Param):
