@@ -608,9 +608,9 @@ def _apply(
     used = _names_in(node for fix in fixes for node in fix.removed_nodes)
     if used:
         # Imported here: `libcst.codemod` pulls in `libcst.matchers` (half a second).
-        from jaxfix.unused_imports import names_read, remove_unused_imports
+        from jaxfix.unused_imports import names_in_use, remove_unused_imports
 
-        gone = used - names_read(module.code)
+        gone = used - names_in_use(module.code)
         if gone:
             module = remove_unused_imports(module, gone)
     return _tidy_top(wrapper.module, module).code

@@ -27,7 +27,7 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 _ANNOTATING_CALLS = frozenset({"cast", "TypeVar"})
 
 
-def names_read(code: str) -> set[str]:
+def names_in_use(code: str) -> set[str]:
     """The names `code` reads anywhere, with those of its string annotations and `__all__`."""
     found: set[str] = set()
     strings: list[ast.AST] = []
@@ -59,7 +59,7 @@ def _called_name(func: ast.expr) -> str | None:
 
 def remove_unused_imports(module: cst.Module, gone: Collection[str]) -> cst.Module:
     """`module` without its imports of the names in `gone` (names that removed code used and
-    that `names_read` no longer finds)."""
+    that `names_in_use` no longer finds)."""
     return module.visit(_Remover(set(gone)))
 
 

@@ -11,7 +11,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
 
-from jaxfix.unused_imports import names_read, remove_unused_imports
+from jaxfix.unused_imports import names_in_use, remove_unused_imports
 
 HEAD = """\
 from __future__ import annotations
@@ -50,7 +50,7 @@ def without(text: str, index: int) -> tuple[cst.Module, str, str]:
     removed = module.body[index]
     RemoveImportsVisitor.remove_unused_import_by_node(context, removed)
     new = module.with_changes(body=[s for s in module.body if s is not removed])
-    gone = names_read(module.code_for_node(removed)) - names_read(new.code)
+    gone = names_in_use(module.code_for_node(removed)) - names_in_use(new.code)
     ours = remove_unused_imports(new, gone).code
     return new, ours, RemoveImportsVisitor(context).transform_module(new).code
 
