@@ -129,7 +129,7 @@ def plan_after_call(
     }
     assert isinstance(last, cst.SimpleStatementLine) and returned is not None
     names = [cst.Name(p) for p in payloads]
-    extra = names[0] if len(names) == 1 else _tuple(names, parenthesized=True)
+    extra = _packed(names)
     if jitted:
         new_return = _tuple([_parenthesized(returned), *names])
     elif differentiated:  # the auxiliary output (`has_aux=True`)
@@ -151,6 +151,11 @@ def plan_after_call(
             return rewritten
         replacements.update(rewritten)
     return AfterCall(replacements, tuple(dict.fromkeys(imports)))
+
+
+def _packed(names: Sequence[cst.Name]) -> cst.BaseExpression:
+    """One name as it is, several as `(a, b)`: the extra values as one output."""
+    return names[0] if len(names) == 1 else _tuple(names, parenthesized=True)
 
 
 def _tuple(values: Sequence[cst.BaseExpression], parenthesized: bool = False) -> cst.Tuple:
@@ -417,7 +422,7 @@ def _rewrite_aux_site(
     line, target, jax_name = found
     renamed = dict(zip(payloads, _fresh_names(analysis, site.call, payloads), strict=True))
     names = [cst.Name(renamed[p]) for p in payloads]
-    aux: cst.BaseExpression = names[0] if len(names) == 1 else _tuple(names, parenthesized=True)
+    aux = _packed(names)
     if not site.with_value:
         targets = [cst.Name("_") if target is None else _parenthesized(target), aux]
     elif target is None:
@@ -457,7 +462,7 @@ def _rewrite_scan_site(
     fresh = _fresh_names(analysis, site.call, [*payloads, *(f"{p}s" for p in payloads)])
     each = dict(zip(payloads, fresh[: len(payloads)], strict=True))
     stacked = [cst.Name(n) for n in fresh[len(payloads) :]]
-    extra = stacked[0] if len(stacked) == 1 else _tuple(stacked, parenthesized=True)
+    extra = _packed(stacked)
     targets: list[cst.BaseExpression]
     if target is None:
         targets = [cst.Name("_"), _tuple([cst.Name("_"), extra], parenthesized=True)]
