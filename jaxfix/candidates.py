@@ -20,7 +20,6 @@ import functools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import cast
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings
@@ -109,6 +108,16 @@ class _Call:
 
 
 @dataclass
+class _TreeMemo:
+    """What depends on the walk alone, computed once for the copies of `Candidates` made for
+    other analyses of the same tree (`collect`)."""
+
+    hashing: set[int] | None = None  # statements with a site that hashes a parameter
+    calls_by_owner: dict[_Function | None, list[_Call]] | None = None
+    keyed: set[str] | None = None  # names bound to dicts and sets (see `_keyed_names`)
+
+
+@dataclass
 class Candidates:
     """The facts of one file that decide which statements can hold a finding."""
 
@@ -127,9 +136,7 @@ class Candidates:
     keyed_bindings: list[tuple[str, ast.expr]] = field(default_factory=list)
     static_jitted: set[str] = field(default_factory=set)
     _traced: set[_Function] | None = None
-    # What depends on the walk alone, computed once for the copies made for other analyses
-    # of the same tree (`collect`): the names bound to dicts and sets, the hashing sites.
-    _tree_memo: dict[str, object] = field(default_factory=dict)
+    _tree_memo: _TreeMemo = field(default_factory=_TreeMemo)  # shared by the copies
 
     def statements(
         self, anchors: Collection[str], traced_only: bool, given_traced: bool = True
@@ -236,32 +243,32 @@ class Candidates:
                 for site, owner, statement in self.key_sites
                 if owner in traced and self._hashes(site, owner, keyed, traced=True)
             }
-        memo = self._tree_memo.get("hashing")
-        if memo is None:
-            memo = self._tree_memo["hashing"] = {  # the cheaper test first: few sites hash
+        memo = self._tree_memo
+        if memo.hashing is None:
+            memo.hashing = {  # the cheaper test first: few sites hash
                 statement
                 for site, owner, statement in self.key_sites
                 if self._hashes(site, owner, keyed, traced=False) and _reads_parameter(site, owner)
             }
-        return set(cast(set[int], memo))
+        return set(memo.hashing)
 
     def _calls_in(self, functions: Iterable[_Function]) -> list[_Call]:
         """The calls made directly in the bodies of `functions`."""
-        memo = self._tree_memo.get("calls by owner")
-        if memo is None:
+        memo = self._tree_memo
+        if memo.calls_by_owner is None:
             grouped: dict[_Function | None, list[_Call]] = defaultdict(list)
             for call in self.calls:
                 grouped[call.owner].append(call)
-            memo = self._tree_memo["calls by owner"] = dict(grouped)
-        by_owner = cast(dict[_Function | None, list[_Call]], memo)
+            memo.calls_by_owner = dict(grouped)
+        by_owner = memo.calls_by_owner
         return [call for function in functions for call in by_owner.get(function, ())]
 
     def _keyed_names(self) -> set[str]:
         """The names bound to a dict or a set, and `.name` for `obj.name = {}` anywhere in the
         file (the walk skips host code)."""
-        memo = self._tree_memo.get("keyed")
-        if memo is None:
-            memo = self._tree_memo["keyed"] = {
+        memo = self._tree_memo
+        if memo.keyed is None:
+            memo.keyed = {
                 name for name, value in self.keyed_bindings if self._keyed_binding(value)
             } | {
                 f".{target.attr}"
@@ -270,7 +277,7 @@ class Candidates:
                 for target in node.targets
                 if isinstance(target, ast.Attribute)
             }
-        return cast(set[str], memo)
+        return memo.keyed
 
     def _hashes(
         self, site: ast.expr, owner: _Function | None, keyed: set[str], traced: bool
