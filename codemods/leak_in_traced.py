@@ -17,7 +17,6 @@ from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.sinks import LEVELS, LOGGER_METHODS, METRICS_METHODS
 from jaxfix.syntax import source_of
 from jaxfix.tracing import FunctionNode, TracedAnalysis
-from jaxfix.traversal import children
 
 # Module-level logging functions (every argument is logged), and the makers of loggers whose
 # level methods (`LOGGER_METHODS`) log.
@@ -51,32 +50,9 @@ MUTATORS = frozenset(SEQUENCE_METHODS) | frozenset(MAPPING_METHODS)
 # The mutators whose value code uses; every other one returns None, so a call whose value is
 # used is another object's method of that name (`state = opt.update(grads, state)`).
 VALUED_MUTATORS = frozenset({"setdefault"})
-CONTAINER_MAKERS = frozenset(
-    {
-        "builtins.list",
-        "builtins.dict",
-        "builtins.set",
-        "collections.deque",
-        "collections.defaultdict",
-        "collections.OrderedDict",
-        "collections.Counter",
-        "queue.Queue",
-        "queue.SimpleQueue",
-        "queue.LifoQueue",
-        "queue.PriorityQueue",
-    }
-)
-_CONTAINER_LITERALS = (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
 # Objects made by these keep their state in a way their transforms handle (Flax NNX variables,
 # Equinox and Haiku modules), or belong to another rule (JF105: multiprocessing queues).
 NOT_OURS = ("flax.", "equinox.", "haiku.", "multiprocessing.", "torch.multiprocessing.")
-# Base classes whose `self` is a plain Python object (anything else may be a framework module).
-PLAIN_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic"})
-NOT_ARRAYS = frozenset({"tobytes", "dumps", "tolist"})  # methods of arrays that return none
-# Functions whose result is an array when their arguments are (or a Python number, for the
-# conversions, which fail on a tracer: the statement fails at once).
-ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.")
-CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.complex", "builtins.str"})
 Statement = cst.SimpleStatementLine
 _TARGETS = (cst.Attribute, cst.Subscript)
 
@@ -226,12 +202,16 @@ class LeakInTraced(Rule):
             payloads = _arguments(node, SEQUENCE_METHODS[method])
         elif method in MAPPING_METHODS:
             payloads = _arguments(node, MAPPING_METHODS[method])
-            if not self._is_container(func.value):
+            if not self.traced.is_container(func.value):
                 return
         else:
             return
         where = self._outliving(func.value)
-        if where is None or not any(map(self._leaks, payloads)) or self.traced.is_undone(node):
+        if (
+            where is None
+            or not any(map(self.traced.leaks, payloads))
+            or self.traced.is_undone(node)
+        ):
             return
         hint = "tracers are unhashable" if method == "add" else None
         self._found(node, func.value, self.message, where, "keep", hint)
@@ -250,7 +230,7 @@ class LeakInTraced(Rule):
     def _store(
         self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression
     ) -> None:
-        if self.traced.context_of(node) is None or not self._leaks(value):
+        if self.traced.context_of(node) is None or not self.traced.leaks(value):
             return
         if isinstance(target, cst.Name):
             outer = self._outer_name(target)
@@ -259,45 +239,15 @@ class LeakInTraced(Rule):
             keys = [e.slice for e in target.slice]
             if any(self.traced.is_traced(k.value) for k in keys if isinstance(k, cst.Index)):
                 return
-            where = self._outliving(target.value) if self._is_container(target.value) else None
+            where = (
+                self._outliving(target.value) if self.traced.is_container(target.value) else None
+            )
         elif isinstance(target, cst.Attribute):
             where = self._outliving(target)
         else:
             return
         if where is not None:
             self._found(node, target, self.message, where, "keep", None)
-
-    def _leaks(self, value: cst.BaseExpression) -> bool:
-        """`value` is an array (or holds one) of the trace, as far as the syntax shows: a traced
-        name, an operation on one, or a call of jax's array functions or an array's methods.
-        What an unknown function returns may be static (a tree structure, a string made during
-        `eval_shape`), and a serialization is JF101's: neither counts."""
-        if isinstance(value, cst.Name | cst.Attribute):
-            return self.traced.is_traced(value)
-        if isinstance(value, cst.Call):
-            return self._array_call(value)
-        if isinstance(value, cst.Subscript):
-            return self._leaks(value.value)
-        if isinstance(value, cst.Lambda | cst.BaseString | cst.BaseNumber):
-            return isinstance(value, cst.FormattedString) and any(
-                self._leaks(part.expression)
-                for part in value.parts
-                if isinstance(part, cst.FormattedStringExpression)
-            )
-        return any(self._leaks(child) for child in _parts(value))
-
-    def _array_call(self, call: cst.Call) -> bool:
-        func = call.func
-        names = self.qualified_names(func)
-        if names:
-            return any(n.startswith(ARRAY_NAMESPACES) or n in CONVERSIONS for n in names) and any(
-                self._leaks(arg.value) for arg in call.args
-            )
-        return (
-            isinstance(func, cst.Attribute)
-            and func.attr.value not in NOT_ARRAYS
-            and self._leaks(func.value)
-        )
 
     def _logged(self, call: cst.Call) -> bool:
         """`call` hands a traced value to a logger or a metrics writer."""
@@ -311,7 +261,7 @@ class LeakInTraced(Rule):
                 return False
         elif func.attr.value not in METRICS_METHODS or self._own_method(func):
             return False
-        return any(self._leaks(arg.value) for arg in call.args)
+        return any(self.traced.leaks(arg.value) for arg in call.args)
 
     # ----- where a value lives ----------------------------------------------------------------
 
@@ -339,10 +289,10 @@ class LeakInTraced(Rule):
         scope = a.scope
         if isinstance(a.node, cst.Param):
             if scope is not None and getattr(scope, "node", None) is owner:
-                if root is not expr and self._is_plain_self(owner, a.node):
+                if root is not expr and self.traced.plain_self(owner, root.value):
                     return f"an attribute of `{root.value}`"
                 default = a.node.default
-                if default is not None and self._makes_container(default):
+                if default is not None and self.traced.makes_container(default):
                     return f"the default of parameter `{root.value}`"
             return None
         if isinstance(scope, FunctionScope) and scope.node is not owner:
@@ -359,68 +309,6 @@ class LeakInTraced(Rule):
         if name.value in self.traced.declared_outer_names(owner):
             return "`nonlocal`"
         return None
-
-    def _is_plain_self(self, function: FunctionNode | None, param: cst.Param) -> bool:
-        """`param` is `self` of a method of a plain class (no framework module)."""
-        if not isinstance(function, cst.FunctionDef):
-            return False
-        params = function.params.params
-        if not params or params[0] is not param:
-            return False
-        for decorator in function.decorators:
-            if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value in (
-                "staticmethod",
-                "classmethod",
-            ):
-                return False
-        block = self.traced.parent(function)
-        cls = self.traced.parent(block) if block is not None else None
-        return (
-            isinstance(cls, cst.ClassDef)
-            and self._plain_class(cls, depth=0)
-            and not self._made_in_trace(cls)
-        )
-
-    def _made_in_trace(self, cls: cst.ClassDef) -> bool:
-        """Traced code makes instances of `cls` (`m = MLP(); m(x)`): their attributes may die
-        with the trace, so `self` is not known to outlive it."""
-        scope = self.traced.scope_of(cls)
-        if scope is None:
-            return True
-        for assignment in scope[cls.name.value]:
-            if not isinstance(assignment, Assignment) or assignment.node is not cls:
-                continue
-            for access in assignment.references:
-                call = self.traced.parent(access.node)
-                if isinstance(call, cst.Call) and self.traced.context_of(call) is not None:
-                    return True
-        return False
-
-    def _plain_class(self, cls: cst.ClassDef, depth: int) -> bool:
-        if depth > 8 or cls.decorators or cls.keywords:
-            return False
-        for base in cls.bases:
-            if self.qualified_names(base.value) & PLAIN_BASES:
-                continue
-            parent = (
-                self.traced.class_named(base.value) if isinstance(base.value, cst.Name) else None
-            )
-            if parent is None or not self._plain_class(parent, depth + 1):
-                return False
-        return True
-
-    def _is_container(self, expr: cst.BaseExpression) -> bool:
-        """`expr` is a name every binding of which makes a list, dict, set, deque or queue
-        (or `self.name`, every value its class gives it)."""
-        values = self._bound_values(expr)
-        return bool(values) and all(v is not None and self._makes_container(v) for v in values)
-
-    def _makes_container(self, value: cst.BaseExpression) -> bool:
-        if isinstance(value, _CONTAINER_LITERALS):
-            return True
-        return isinstance(value, cst.Call) and bool(
-            self.qualified_names(value.func) & CONTAINER_MAKERS
-        )
 
     def _made_by(
         self,
@@ -645,26 +533,6 @@ def _attributes(module: cst.Module, name: str) -> Iterator[cst.Attribute]:
 
     module.visit(_Finder())
     return iter(found)
-
-
-def _parts(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The operands and elements of an expression (looking through Element, Arg and the like),
-    without the bodies of lambdas and comprehensions."""
-    if isinstance(expr, cst.BaseComp | cst.Lambda):
-        return
-    for child in children(expr):
-        if isinstance(child, cst.BaseExpression):
-            yield child
-        elif not isinstance(child, cst.BaseSuite | cst.BaseStatement | cst.CompFor):
-            yield from _parts_of_node(child)
-
-
-def _parts_of_node(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
-    for child in children(node):
-        if isinstance(child, cst.BaseExpression):
-            yield child
-        else:
-            yield from _parts_of_node(child)
 
 
 # `LeakInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

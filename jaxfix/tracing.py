@@ -376,6 +376,43 @@ class TracedAnalysis:
         value = self.facts.module.value_of(node) if node is not None else None
         return value is not None and self.facts.kind(value) is Kind.HOST
 
+    def leaks(self, value: cst.BaseExpression) -> bool:
+        """Whether `value` is an array of the trace (or holds one) as its syntax shows (see
+        `jaxfix.analysis.keeping`)."""
+        found = self._ast_expression(value)
+        return found is not None and self._analysed.keeping.leaks(*found)
+
+    def is_container(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is a name (or `self.name`) every binding of which makes a list,
+        dict, set, deque or queue."""
+        found = self._ast_expression(expr)
+        return found is not None and self._analysed.keeping.is_container(*found)
+
+    def makes_container(self, value: cst.BaseExpression) -> bool:
+        """Whether `value` makes a new list, dict, set, deque or queue."""
+        found = self._ast_expression(value)
+        return found is not None and self._analysed.keeping.makes_container(*found)
+
+    def plain_self(self, function: FunctionNode | None, name: str) -> bool:
+        """Whether `name` is `self` of the method `function` of a plain class whose instances
+        traced code does not make."""
+        node = self._ast_function(function) if function is not None else None
+        fid = self.facts.module.by_node.get(node) if node is not None else None
+        return fid is not None and self._analysed.keeping.plain_self(fid, name)
+
+    def _ast_expression(self, expr: cst.BaseExpression) -> tuple[ast.expr, str] | None:
+        """The CPython expression standing where `expr` stands, and the id of the function
+        whose code it is (`<module>` for module-level code)."""
+        node = self._where.expression(self._span(expr))
+        if node is None:
+            return None
+        owner = self.owner_function(expr)
+        if owner is None:
+            return node, "<module>"
+        function = self._ast_function(owner)
+        fid = self.facts.module.by_node.get(function) if function is not None else None
+        return (node, fid) if fid is not None else None
+
     def is_undone(self, call: cst.Call) -> bool:
         """Whether every exit of its function undoes `call`'s push (see
         `FileAnalysis.undone_calls`)."""

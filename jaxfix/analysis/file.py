@@ -17,6 +17,7 @@ from jaxfix.analysis.bridge import Positions, first_line
 from jaxfix.analysis.effects import EffectIndex
 from jaxfix.analysis.external import External
 from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse
+from jaxfix.analysis.keeping import Keeping
 from jaxfix.analysis.tracing import KEYWORDS, Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.transforms import STATIC_QUERIES, TRANSFORMS, TransformSpec
@@ -35,6 +36,7 @@ class FileAnalysis:
     _calls: dict[ast.Call, Call] | None = field(default=None, repr=False)  # in traced code
     _static_given_traced: set[ast.Call] | None = field(default=None, repr=False)
     _effects: EffectIndex | None = field(default=None, repr=False)
+    _keeping: Keeping | None = field(default=None, repr=False)
 
     @property
     def positions(self) -> Positions:
@@ -42,6 +44,13 @@ class FileAnalysis:
         if self._positions is None:
             self._positions = Positions(self.tree, self.text)
         return self._positions
+
+    @property
+    def keeping(self) -> Keeping:
+        """What traced code keeps: arrays, containers, plain objects (built when asked)."""
+        if self._keeping is None:
+            self._keeping = Keeping(self.facts)
+        return self._keeping
 
     def only_read(self, name: str, methods: Collection[str], builtins: Collection[str]) -> bool:
         """Whether the module-level `name` is bound once, at the top level, and every other

@@ -1,0 +1,384 @@
+"""What traced code keeps, seen on CPython's tree: whether a value is an array of the trace as
+its syntax shows, whether an object is a list, dict, set, deque or queue, and whether a method's
+`self` is a plain Python object.
+
+These decide where a traced value outlives the trace (`leak-in-traced`). They are answered
+here once, on the whole file, for the rules (through `jaxfix.tracing`) and for the first pass
+that picks the statements LibCST must see (`jaxfix.candidates`): the two can never disagree.
+Names are resolved as Python resolves them: a function's own bindings, then the enclosing
+functions' (not class bodies'), then the module's, then the builtins.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from jaxfix.analysis.tracing import Facts
+from jaxfix.analysis.values import Kind
+from jaxfix.analysis.walk import children
+
+MODULE = "<module>"
+_BUILTINS = frozenset(dir(builtins))
+# Functions whose result is an array when their arguments are (or a Python number, for the
+# conversions, which fail on a tracer: the statement fails at once).
+ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.")
+CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.complex", "builtins.str"})
+NOT_ARRAYS = frozenset({"tobytes", "dumps", "tolist"})  # methods of arrays that return none
+CONTAINER_MAKERS = frozenset(
+    {"builtins.list", "builtins.dict", "builtins.set"}
+    | {"collections.deque", "collections.defaultdict", "collections.OrderedDict"}
+    | {"collections.Counter", "queue.Queue", "queue.SimpleQueue", "queue.LifoQueue"}
+    | {"queue.PriorityQueue"}
+)
+_CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+# Base classes whose `self` is a plain Python object (anything else may be a framework module).
+PLAIN_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic"})
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One binding of a name in a scope: the value it assigns (`x = value`, `x: T = value`, a
+    parameter's default), None when it assigns no one expression (`for x in`, `a, x = ...`);
+    `imported` for an import, `node` for the statement binding a `def` or `class`."""
+
+    value: ast.expr | None = None
+    imported: bool = False
+    node: ast.stmt | None = None
+
+
+@dataclass
+class _ScopeIndex:
+    """The bindings of one function's (or the module's) own code, by name."""
+
+    bindings: dict[str, list[Binding]] = field(default_factory=lambda: defaultdict(list))
+    global_names: set[str] = field(default_factory=set)
+    nonlocal_names: set[str] = field(default_factory=set)
+
+
+class Keeping:
+    """The answers for one analysed file."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.module = facts.module
+        self.facts = facts
+        self._scopes: dict[str, _ScopeIndex] = {}
+        self._classes: dict[ast.AST, ast.ClassDef] | None = None  # method -> its class
+
+    # ----- values ------------------------------------------------------------------------
+
+    def leaks(self, node: ast.expr, fid: str) -> bool:
+        """`node` is an array (or holds one) of the trace, as far as the syntax shows: a traced
+        name, an operation on one, or a call of jax's array functions or an array's methods.
+        What an unknown function returns may be static (a tree structure, a string made during
+        `eval_shape`), and a serialization is another rule's: neither counts."""
+        if isinstance(node, ast.Name | ast.Attribute):
+            return self.is_traced(node, fid)
+        if isinstance(node, ast.Call):
+            return self._array_call(node, fid)
+        if isinstance(node, ast.Subscript):
+            return self.leaks(node.value, fid)
+        if isinstance(node, ast.JoinedStr):
+            formatted = (v.value for v in node.values if isinstance(v, ast.FormattedValue))
+            return any(self.leaks(value, fid) for value in formatted)
+        if isinstance(node, (ast.Lambda, ast.Constant, *_COMPREHENSIONS)):
+            return False
+        return any(self.leaks(part, fid) for part in _operands(node))
+
+    def is_traced(self, node: ast.AST, fid: str) -> bool:
+        """`node`, in the code of `fid`, is certainly a tracer and no tracer guard protects it."""
+        if fid not in self.facts.reasons:
+            return False
+        value = self.module.value_of(node)
+        return (
+            value is not None
+            and self.facts.kind(value) is Kind.TRACED
+            and node not in self.module.guarded
+        )
+
+    def _array_call(self, call: ast.Call, fid: str) -> bool:
+        func = call.func
+        name = self.full_name(func, fid)
+        given = [*call.args, *(k.value for k in call.keywords)]
+        if name is not None:
+            array = name.startswith(ARRAY_NAMESPACES) or name in CONVERSIONS
+            return array and any(self.leaks(_unstarred(arg), fid) for arg in given)
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr not in NOT_ARRAYS
+            and self.leaks(func.value, fid)
+        )
+
+    # ----- objects -----------------------------------------------------------------------
+
+    def is_container(self, node: ast.expr, fid: str) -> bool:
+        """`node` is a name every binding of which makes a list, dict, set, deque or queue (or
+        `self.name`, every value its class gives it)."""
+        values = self._bound_values(node, fid)
+        return bool(values) and all(
+            value is not None and self.makes_container(value, fid) for value in values
+        )
+
+    def makes_container(self, value: ast.expr, fid: str) -> bool:
+        """`value` makes a new list, dict, set, deque or queue."""
+        if isinstance(value, _CONTAINER_DISPLAYS):
+            return True
+        return isinstance(value, ast.Call) and self.full_name(value.func, fid) in CONTAINER_MAKERS
+
+    def _bound_values(self, node: ast.expr, fid: str) -> list[ast.expr | None]:
+        """The value of each binding of a name; of `self.name`, what the methods of its class
+        give it; none for another expression, or when a method changes it otherwise."""
+        if isinstance(node, ast.Name):
+            return [binding.value for binding in self.bindings(node.id, fid)]
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            return self._attribute_values(node.value.id, node.attr, fid) or []
+        return []
+
+    def _attribute_values(self, receiver: str, name: str, fid: str) -> list[ast.expr | None] | None:
+        method = self.module.nodes.get(fid)
+        cls = self._class_of(method) if method is not None else None
+        if cls is None or method is None or _first_parameter(method) != receiver:
+            return None
+        found: list[ast.expr | None] = []
+        for statement in cls.body:
+            own = _first_parameter(statement)
+            if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) or own is None:
+                continue
+            for node in _everything(statement.body):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if _is_attribute(target, own, name):
+                            found.append(node.value)
+                        elif isinstance(target, ast.Tuple | ast.List) and any(
+                            _is_attribute(_unstarred(e), own, name) for e in target.elts
+                        ):
+                            return None
+                elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                    if _is_attribute(node.target, own, name):
+                        found.append(node.value)
+                elif isinstance(node, ast.AugAssign) and _is_attribute(node.target, own, name):
+                    return None
+        return found
+
+    def plain_self(self, fid: str, name: str) -> bool:
+        """`name` is `self` of the method `fid` of a plain class (no framework module: its base
+        classes are `object`, `ABC` or plain classes of the module) whose instances traced code
+        does not make (their attributes could die with the trace)."""
+        method = self.module.nodes.get(fid)
+        if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        if not method.args.args or method.args.args[0].arg != name:
+            return False
+        if any(
+            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+            for d in method.decorator_list
+        ):
+            return False
+        cls = self._class_of(method)
+        where = self.module.declared_in.get(fid, MODULE)
+        return cls is not None and self._plain_class(cls, where, 0) and not self._made_traced(cls)
+
+    def _plain_class(self, cls: ast.ClassDef, fid: str, depth: int) -> bool:
+        if depth > MAX_DEPTH or cls.decorator_list or cls.keywords:
+            return False
+        for base in cls.bases:
+            if self.full_name(base, fid) in PLAIN_BASES:
+                continue
+            parent = self._class_named(base, fid)
+            if parent is None or not self._plain_class(parent, fid, depth + 1):
+                return False
+        return True
+
+    def _class_named(self, node: ast.expr, fid: str) -> ast.ClassDef | None:
+        """The class a name is bound to, when it is bound only to it."""
+        if not isinstance(node, ast.Name):
+            return None
+        bindings = self.bindings(node.id, fid)
+        if len(bindings) == 1 and isinstance(bindings[0].node, ast.ClassDef):
+            return bindings[0].node
+        return None
+
+    def _made_traced(self, cls: ast.ClassDef) -> bool:
+        """Traced code calls the class by its name (`m = MLP(); m(x)`)."""
+        return any(
+            isinstance(call.node.func, ast.Name) and call.node.func.id == cls.name
+            for summary in self.facts.traced_functions()
+            for call in summary.calls
+        )
+
+    def _class_of(self, method: ast.AST) -> ast.ClassDef | None:
+        """The class whose body defines `method`."""
+        if self._classes is None:
+            self._classes = {
+                statement: node
+                for node in ast.walk(self.module.tree)
+                if isinstance(node, ast.ClassDef)
+                for statement in node.body
+            }
+        return self._classes.get(method)
+
+    # ----- names -------------------------------------------------------------------------
+
+    def full_name(self, node: ast.expr, fid: str) -> str | None:
+        """What a dotted name denotes through an import or a builtin (`jax.numpy.zeros`,
+        `builtins.list`); None when its first name is bound otherwise, or not a name."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        bindings = self.bindings(node.id, fid)
+        if not bindings:
+            head = f"builtins.{node.id}" if node.id in _BUILTINS else None
+        elif all(binding.imported for binding in bindings):
+            head = self.module.imports.get(node.id)
+        else:
+            head = None
+        return ".".join([head, *reversed(parts)]) if head is not None else None
+
+    def bindings(self, name: str, fid: str) -> list[Binding]:
+        """The bindings of `name` where the code of `fid` reads it."""
+        scope = self._resolve(name, fid)
+        return self._index(scope).bindings.get(name, []) if scope is not None else []
+
+    def _resolve(self, name: str, fid: str) -> str | None:
+        """The function (or `MODULE`) whose bindings `name` reads in the code of `fid`."""
+        current = fid
+        while current != MODULE:
+            index = self._index(current)
+            if name in index.global_names:
+                return MODULE
+            if name in index.bindings and name not in index.nonlocal_names:
+                return current
+            current = self.module.declared_in.get(current, MODULE)
+        return MODULE if name in self._index(MODULE).bindings else None
+
+    def _index(self, fid: str) -> _ScopeIndex:
+        index = self._scopes.get(fid)
+        if index is None:
+            index = self._scopes[fid] = self._build(fid)
+        return index
+
+    def _build(self, fid: str) -> _ScopeIndex:
+        index = _ScopeIndex()
+        node = self.module.tree if fid == MODULE else self.module.nodes[fid]
+        if not isinstance(node, ast.Module):
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+            for arg, default in zip(positional, defaults, strict=True):
+                index.bindings[arg.arg].append(Binding(default))
+            for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+                index.bindings[arg.arg].append(Binding(default))
+            for star in (args.vararg, args.kwarg):
+                if star is not None:
+                    index.bindings[star.arg].append(Binding())
+        body = [node.body] if isinstance(node, ast.Lambda) else node.body
+        _collect(body, index)
+        if fid == MODULE:  # functions that declare a name `global` bind it here too
+            for other, scope in self.module.scopes.items():
+                if other == MODULE or not scope.declared or other not in self.module.nodes:
+                    continue
+                for name in self._index(other).global_names:
+                    index.bindings[name].extend(self._index(other).bindings.get(name, []))
+        return index
+
+
+def _collect(body: list[ast.stmt] | list[ast.expr], index: _ScopeIndex) -> None:
+    """The bindings of a scope's own code (not of nested functions, classes or
+    comprehensions, which have scopes of their own)."""
+    todo: list[ast.AST] = list(body)
+    bindings = index.bindings
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bindings[node.name].append(Binding(node=node))
+            todo.extend(node.decorator_list)
+            if isinstance(node, ast.ClassDef):
+                todo.extend([*node.bases, *(k.value for k in node.keywords)])
+            else:
+                todo.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d)])
+            continue
+        if isinstance(node, ast.Lambda):
+            todo.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d)])
+            continue
+        if isinstance(node, _COMPREHENSIONS):
+            todo.append(node.generators[0].iter)  # evaluated in the enclosing scope
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                _bind(target, node.value, bindings)
+        elif isinstance(node, ast.AnnAssign):
+            _bind(node.target, node.value, bindings)
+        elif isinstance(node, ast.AugAssign | ast.For | ast.AsyncFor):
+            _bind(node.target, None, bindings)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            _bind(node.optional_vars, None, bindings)
+        elif isinstance(node, ast.NamedExpr):
+            _bind(node.target, None, bindings)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bindings[node.name].append(Binding())
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.name != "*":
+                    bound = alias.asname or alias.name.split(".", 1)[0]
+                    bindings[bound].append(Binding(imported=True))
+        elif isinstance(node, ast.Global):
+            index.global_names.update(node.names)
+        elif isinstance(node, ast.Nonlocal):
+            index.nonlocal_names.update(node.names)
+        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+            bindings[node.name].append(Binding())
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bindings[node.rest].append(Binding())
+        todo.extend(children(node))
+
+
+def _bind(target: ast.expr, value: ast.expr | None, bindings: dict[str, list[Binding]]) -> None:
+    if isinstance(target, ast.Name):
+        bindings[target.id].append(Binding(value))
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            _bind(_unstarred(element), None, bindings)
+
+
+def _everything(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node under the statements of `body`, nested functions' too."""
+    for statement in body:
+        yield from ast.walk(statement)
+
+
+def _operands(node: ast.expr) -> Iterator[ast.expr]:
+    """The operands and elements of an expression."""
+    for child in children(node):
+        if isinstance(child, ast.expr):
+            yield child
+        elif isinstance(child, ast.keyword):
+            yield child.value
+
+
+def _unstarred(node: ast.expr) -> ast.expr:
+    return node.value if isinstance(node, ast.Starred) else node
+
+
+def _is_attribute(target: ast.expr, receiver: str, name: str) -> bool:
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr == name
+        and isinstance(target.value, ast.Name)
+        and target.value.id == receiver
+    )
+
+
+def _first_parameter(function: ast.AST) -> str | None:
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    positional = [*function.args.posonlyargs, *function.args.args]
+    return positional[0].arg if positional else None
