@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
-from libcst.metadata import Assignment, FunctionScope, GlobalScope
 
 from jaxfix.after_call import rewrite_imported_sites
+from jaxfix.analysis.keeping import MUTATORS, Holder, Outliving
 from jaxfix.candidates import OUTER, STORES
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target
@@ -34,25 +34,9 @@ SINKS = (
     ),
     *rows(SinkKind.LOGGER, ["logging.getLogger", "wandb.init"]),
 )
-# Methods that put their argument into a list, deque or queue: method -> index of the value.
-SEQUENCE_METHODS = {
-    "append": 0,
-    "extend": 0,
-    "insert": 1,
-    "appendleft": 0,
-    "extendleft": 0,
-    "put": 0,
-    "put_nowait": 0,
-}
-# Methods of dicts and sets (None: every argument), counted only on a known dict or set.
-MAPPING_METHODS: dict[str, int | None] = {"add": 0, "update": None, "setdefault": 1}
-MUTATORS = frozenset(SEQUENCE_METHODS) | frozenset(MAPPING_METHODS)
 # The mutators whose value code uses; every other one returns None, so a call whose value is
 # used is another object's method of that name (`state = opt.update(grads, state)`).
 VALUED_MUTATORS = frozenset({"setdefault"})
-# Objects made by these keep their state in a way their transforms handle (Flax NNX variables,
-# Equinox and Haiku modules), or belong to another rule (JF105: multiprocessing queues).
-NOT_OURS = ("flax.", "equinox.", "haiku.", "multiprocessing.", "torch.multiprocessing.")
 Statement = cst.SimpleStatementLine
 _TARGETS = (cst.Attribute, cst.Subscript)
 
@@ -193,61 +177,35 @@ class LeakInTraced(Rule):
             self._found(node, None, self.log_message, "", "log", None)
             return
         func = node.func
-        if not isinstance(func, cst.Attribute) or self.qualified_names(func):
+        if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
         if method not in VALUED_MUTATORS and not isinstance(self.traced.parent(node), cst.Expr):
             return  # its value is used: not a mutator, which returns None
-        if method in SEQUENCE_METHODS:
-            payloads = _arguments(node, SEQUENCE_METHODS[method])
-        elif method in MAPPING_METHODS:
-            payloads = _arguments(node, MAPPING_METHODS[method])
-            if not self.traced.is_container(func.value):
-                return
-        else:
-            return
-        where = self._outliving(func.value)
-        if (
-            where is None
-            or not any(map(self.traced.leaks, payloads))
-            or self.traced.is_undone(node)
-        ):
+        found = self.traced.kept_call(node)
+        if found is None or self.traced.is_undone(node):
             return
         hint = "tracers are unhashable" if method == "add" else None
-        self._found(node, func.value, self.message, where, "keep", hint)
+        self._found(node, func.value, self.message, self._where(found, func.value), "keep", hint)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1:
-            self._store(node, node.targets[0].target, node.value)
+            self._store(node, node.targets[0].target)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._store(node, node.target, node.value)
+        self._store(node, node.target)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            self._store(node, node.target, node.value)
+            self._store(node, node.target)
 
-    def _store(
-        self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression
-    ) -> None:
-        if self.traced.context_of(node) is None or not self.traced.leaks(value):
+    def _store(self, node: cst.BaseSmallStatement, target: cst.BaseExpression) -> None:
+        if self.traced.context_of(node) is None:
             return
-        if isinstance(target, cst.Name):
-            outer = self._outer_name(target)
-            where = f"a {outer}" if outer else None
-        elif isinstance(target, cst.Subscript):
-            keys = [e.slice for e in target.slice]
-            if any(self.traced.is_traced(k.value) for k in keys if isinstance(k, cst.Index)):
-                return
-            where = (
-                self._outliving(target.value) if self.traced.is_container(target.value) else None
-            )
-        elif isinstance(target, cst.Attribute):
-            where = self._outliving(target)
-        else:
-            return
-        if where is not None:
-            self._found(node, target, self.message, where, "keep", None)
+        found = self.traced.kept_store(node)
+        if found is not None:
+            written = target.value if isinstance(target, cst.Subscript) else target
+            self._found(node, target, self.message, self._where(found, written), "keep", None)
 
     def _logged(self, call: cst.Call) -> bool:
         """`call` hands a traced value to a logger or a metrics writer."""
@@ -257,7 +215,7 @@ class LeakInTraced(Rule):
         elif not isinstance(func, cst.Attribute) or self.qualified_names(func):
             return False
         elif func.attr.value in LOGGER_METHODS:
-            if not self._made_by(func.value, self._logger_makers):
+            if not self.traced.made_by(func.value, self._logger_makers):
                 return False
         elif func.attr.value not in METRICS_METHODS or self._own_method(func):
             return False
@@ -265,78 +223,23 @@ class LeakInTraced(Rule):
 
     # ----- where a value lives ----------------------------------------------------------------
 
-    def _outliving(self, expr: cst.BaseExpression) -> str | None:
-        """Where `expr` (a name, or attributes of one) lives when it outlives the trace."""
-        root = expr
-        while isinstance(root, cst.Attribute):
-            root = root.value
-        if not isinstance(root, cst.Name) or self.qualified_names(root):
-            return None
-        shown = source_of(expr)
-        outer = self._outer_name(root)
-        if outer is not None:
-            return f"a {outer}" if root is expr else f"an attribute of the {outer} `{root.value}`"
-        if self._made_by(root, frozenset(), NOT_OURS):
-            return None
-        assignments = self.traced.assignments(root)
-        if not assignments:
-            return None
-        owner = self.traced.owner_function(root)
-        if all(isinstance(a.scope, GlobalScope) for a in assignments):
-            return f"module-level `{shown}`"
-        if len(assignments) != 1 or not isinstance(a := assignments[0], Assignment):
-            return None
-        scope = a.scope
-        if isinstance(a.node, cst.Param):
-            if scope is not None and getattr(scope, "node", None) is owner:
-                if root is not expr and self.traced.plain_self(owner, root.value):
-                    return f"an attribute of `{root.value}`"
-                default = a.node.default
-                if default is not None and self.traced.makes_container(default):
-                    return f"the default of parameter `{root.value}`"
-            return None
-        if isinstance(scope, FunctionScope) and scope.node is not owner:
-            enclosing = scope.node
-            if isinstance(enclosing, cst.FunctionDef) and enclosing not in self.traced.functions:
-                return f"`{shown}` of the enclosing `{enclosing.name.value}`"
-        return None
-
-    def _outer_name(self, name: cst.Name) -> str | None:
-        """'`global`' for a name the function declares global ('`nonlocal`')."""
-        owner = self.traced.owner_function(name)
-        if name.value in self.traced.declared_global(owner):
-            return "`global`"
-        if name.value in self.traced.declared_outer_names(owner):
-            return "`nonlocal`"
-        return None
-
-    def _made_by(
-        self,
-        expr: cst.BaseExpression,
-        makers: frozenset[str],
-        prefixes: tuple[str, ...] = (),
-        depth: int = 0,
-    ) -> bool:
-        """`expr` is made by a call to one of `makers` (or, with `prefixes`, by a call of or on
-        something made under them: `multiprocessing.get_context().Queue()`), directly or as
-        the value of a name's every binding (of `self.name`'s, in its class's methods)."""
-        if depth > 8:
-            return False
-        if isinstance(expr, cst.Call):
-            names = self.qualified_names(expr.func)
-            if names & makers or any(n.startswith(prefixes) for n in names):
-                return True
-            func = expr.func
+    def _where(self, found: Outliving, expr: cst.BaseExpression) -> str:
+        """Where the object `expr` lives, in words."""
+        holder, root = found.holder, f"`{found.root}`"
+        if holder in (Holder.GLOBAL, Holder.NONLOCAL):
+            outer = f"`{holder.value}`"
             return (
-                bool(prefixes)
-                and isinstance(func, cst.Attribute)
-                and self._made_by(func.value, makers, prefixes, depth + 1)
+                f"a {outer}"
+                if isinstance(expr, cst.Name)
+                else f"an attribute of the {outer} {root}"
             )
-        values = self._bound_values(expr)
-        return bool(values) and all(
-            isinstance(v, cst.Call) and self._made_by(v, makers, prefixes, depth + 1)
-            for v in values
-        )
+        if holder is Holder.MODULE:
+            return f"module-level `{source_of(expr)}`"
+        if holder is Holder.SELF:
+            return f"an attribute of {root}"
+        if holder is Holder.DEFAULT:
+            return f"the default of parameter {root}"
+        return f"`{source_of(expr)}` of the enclosing `{found.enclosing}`"
 
     def _own_method(self, func: cst.Attribute) -> bool:
         """`self.log_metrics(...)` calls a method the class defines (it is analysed itself)."""
@@ -349,29 +252,6 @@ class LeakInTraced(Rule):
             isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value
             for s in cls.body.body
         )
-
-    def _bound_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression | None]:
-        """The value of each binding of a name (of `self.name`: what the methods of its class
-        give it); none for another expression."""
-        if isinstance(expr, cst.Attribute):
-            return [*(self.traced.instance_attribute_values(expr) or [])]
-        if isinstance(expr, cst.Name):
-            return [self._value(a) for a in self.traced.assignments(expr)]
-        return []
-
-    def _value(self, assignment: Assignment) -> cst.BaseExpression | None:
-        """The value a name binding assigns (`x = value`, `x: T = value`, a parameter's
-        default), when it is one."""
-        if isinstance(assignment.node, cst.Param):
-            return assignment.node.default
-        target = self.traced.parent(assignment.node)
-        if isinstance(target, cst.AssignTarget):
-            assign = self.traced.parent(target)
-            if isinstance(assign, cst.Assign):
-                return assign.value
-        if isinstance(target, cst.AnnAssign):
-            return target.value
-        return None
 
     # ----- report and fix ---------------------------------------------------------------------
 
@@ -494,14 +374,6 @@ def _no_wrapping(
 ) -> dict[cst.BaseExpression, cst.BaseExpression]:
     """What JF103 stores or logs moves as it is."""
     return {}
-
-
-def _arguments(call: cst.Call, position: int | None) -> list[cst.BaseExpression]:
-    """The argument at `position` (every argument when None)."""
-    if position is None:
-        return [arg.value for arg in call.args]
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    return [positional[position].value] if len(positional) > position else []
 
 
 def _write_only(analysis: TracedAnalysis, node: cst.Name | cst.Attribute) -> bool:

@@ -171,9 +171,7 @@ class Candidates:
             return self.analysed is None or call.call not in self.analysed.undone_calls()
 
         def keeps_traced(call: _Call) -> bool:
-            node = call.call
-            given = [*node.args, *(k.value for k in node.keywords)]
-            return on_outer(call) and any(map(self._analysis().carries, given))
+            return on_outer(call) and self._analysis().kept_call(call.call)
 
         # Where `traced_only` is not asked for, the analysis' verdicts are not needed.
         traced = self.traced() if traced_only else set()
@@ -215,7 +213,7 @@ class Candidates:
         if STORES in anchors:
             if traced_only:
                 index = statement_index(self._analysis().tree)
-                stores = self._analysis().store_nodes()
+                stores = self._analysis().kept_stores()
                 found.update(i for node in stores if (i := index(node)) is not None)
             else:
                 found.update(function.statement for function in self.functions if function.stores)

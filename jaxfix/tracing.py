@@ -29,6 +29,7 @@ from jaxfix.analysis import flow, waits
 from jaxfix.analysis.bridge import Span
 from jaxfix.analysis.effects import Keys
 from jaxfix.analysis.file import FileAnalysis, analyse_file
+from jaxfix.analysis.keeping import Outliving
 from jaxfix.analysis.reasons import Reason
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.project import Entry, ProjectContext
@@ -393,25 +394,57 @@ class TracedAnalysis:
         found = self._ast_expression(value)
         return found is not None and self._analysed.keeping.makes_container(*found)
 
+    def outliving(self, expr: cst.BaseExpression) -> Outliving | None:
+        """Where the object `expr` (a name, or attributes of one) lives when it outlives the
+        trace (see `Keeping.outliving`)."""
+        found = self._ast_expression(expr)
+        return self._analysed.keeping.outliving(*found) if found is not None else None
+
+    def kept_store(self, statement: cst.BaseSmallStatement) -> Outliving | None:
+        """Where the assignment `statement` stores a leaking value that outlives the trace
+        (see `Keeping.kept_store`)."""
+        start = self._positions[statement].start
+        node = self._where.statement(self._line_of(start.line), start.column)
+        fid = self._fid(self.owner_function(statement))
+        if node is None or fid is None:
+            return None
+        return self._analysed.keeping.kept_store(node, fid)
+
+    def kept_call(self, call: cst.Call) -> Outliving | None:
+        """Where `call` puts a leaking value into a container that outlives the trace (see
+        `Keeping.kept_call`)."""
+        found = self._ast_expression(call)
+        if found is None or not isinstance(found[0], ast.Call):
+            return None
+        return self._analysed.keeping.kept_call(found[0], found[1])
+
+    def made_by(
+        self, expr: cst.BaseExpression, makers: frozenset[str], prefixes: tuple[str, ...] = ()
+    ) -> bool:
+        """Whether `expr` is made by a call to one of `makers` or of something under
+        `prefixes` (see `Keeping.made_by`)."""
+        found = self._ast_expression(expr)
+        return found is not None and self._analysed.keeping.made_by(*found, makers, prefixes)
+
     def plain_self(self, function: FunctionNode | None, name: str) -> bool:
         """Whether `name` is `self` of the method `function` of a plain class whose instances
         traced code does not make."""
-        node = self._ast_function(function) if function is not None else None
-        fid = self.facts.module.by_node.get(node) if node is not None else None
+        fid = self._fid(function) if function is not None else None
         return fid is not None and self._analysed.keeping.plain_self(fid, name)
 
     def _ast_expression(self, expr: cst.BaseExpression) -> tuple[ast.expr, str] | None:
         """The CPython expression standing where `expr` stands, and the id of the function
         whose code it is (`<module>` for module-level code)."""
         node = self._where.expression(self._span(expr))
-        if node is None:
-            return None
-        owner = self.owner_function(expr)
-        if owner is None:
-            return node, "<module>"
-        function = self._ast_function(owner)
-        fid = self.facts.module.by_node.get(function) if function is not None else None
-        return (node, fid) if fid is not None else None
+        fid = self._fid(self.owner_function(expr)) if node is not None else None
+        return (node, fid) if node is not None and fid is not None else None
+
+    def _fid(self, function: FunctionNode | None) -> str | None:
+        """The analysis' id of a function (`<module>` for None: module-level code)."""
+        if function is None:
+            return "<module>"
+        node = self._ast_function(function)
+        return self.facts.module.by_node.get(node) if node is not None else None
 
     def is_undone(self, call: cst.Call) -> bool:
         """Whether every exit of its function undoes `call`'s push (see

@@ -117,7 +117,8 @@ KEPT = {
             CACHE["x"] = x
         """,
     "an attribute stored in traced code (STORES)": """\
-        import jax
+        import jax, types
+        state = types.SimpleNamespace()
         @jax.jit
         def f(x):
             state.last = x
@@ -167,6 +168,26 @@ KEPT = {
         @jax.jit
         def f(x):
             return g(x, x)
+        """,
+    "an array result kept in a closure": """\
+        import jax, jax.numpy as jnp
+        def make():
+            last = None
+            @jax.jit
+            def step(x):
+                nonlocal last
+                last = jnp.sum(x)
+                return x
+            return step
+        """,
+    "an attribute of `self` of a plain class": """\
+        import jax
+        class Scaled:
+            def __call__(self, x):
+                self.out = x * 2
+                return self.out
+        scaled = Scaled()
+        g = jax.jit(lambda x: scaled(x))
         """,
 }
 
@@ -294,6 +315,54 @@ DROPPED = {
         def f(x, dumps):
             return dumps
         """,
+    "an item of an attribute no code makes a container (a trace's frame)": """\
+        import jax
+        class Trace:
+            def __init__(self, frame):
+                self.frame = frame
+            def write(self, var, x):
+                self.frame.table[var] = x
+        def f(x):
+            return Trace(make_frame()).write("v", x)
+        g = jax.jit(f)
+        """,
+    "static results of unknown calls kept in a closure": """\
+        import jax
+        def make():
+            treedef = None
+            @jax.jit
+            def step(x):
+                nonlocal treedef
+                treedef = jax.tree_util.tree_structure(x)
+                return x
+            return step
+        """,
+    "a tuple target written through `self`": """\
+        import jax
+        class Model:
+            @jax.jit
+            def split(self, x):
+                self.a, self.b = x, x
+                return x
+        """,
+    "an attribute of `self` of a class with an imported base": """\
+        import jax
+        import haiku as hk
+        class Scaled(hk.Module):
+            def __call__(self, x):
+                self.out = x * 2
+                return self.out
+        scaled = Scaled()
+        g = jax.jit(lambda x: scaled(x))
+        """,
+    "a mutator's value used, or a dict method on what is not known to be a dict": """\
+        import jax
+        STATE = make_state()
+        @jax.jit
+        def f(x):
+            STATE.update(x)
+            return x
+        """,
     "indexing arrays, and dicts with constant keys, in traced code": """\
         import jax, jax.numpy as jnp
         TABLE = jnp.asarray([1.0, 2.0])
@@ -332,9 +401,9 @@ def test_rules_that_report_outside_traced_code_see_every_anchor() -> None:
 
 
 def test_stores_count_only_for_the_stores_anchor() -> None:
-    found = collected("import jax\n@jax.jit\ndef f(x):\n    s.a = x\n    d[0] = x\n")
+    found = collected("import jax\nd = {}\n@jax.jit\ndef f(x):\n    s.a = x\n    d[0] = x\n")
     assert found.statements(frozenset({"tobytes"}), traced_only=True) == set()
-    assert found.statements(frozenset({STORES}), traced_only=True) == {1}
+    assert found.statements(frozenset({STORES}), traced_only=True) == {2}
     host = collected("import jax\ndef f(x):\n    s.a = x\n")
     assert host.statements(frozenset({STORES}), traced_only=True) == set()
 

@@ -175,9 +175,21 @@ class FileAnalysis:
             isinstance(source, Param) and source.function == fid for source in self.facts.traced
         )
 
-    def store_nodes(self) -> set[ast.stmt]:
-        """Statements that store a traced value into state that outlives the call."""
-        return {store.node for store in self.facts.stores()}
+    def kept_stores(self) -> set[ast.stmt]:
+        """Statements that store a leaking value into state that outlives the trace (see
+        `Keeping.kept_store`)."""
+        keeping = self.keeping
+        return {
+            store.node
+            for store in self.facts.stores()
+            if keeping.kept_store(store.node, store.caller) is not None
+        }
+
+    def kept_call(self, node: ast.Call) -> bool:
+        """Whether the call, in traced code, puts a leaking value into a container that
+        outlives the trace (see `Keeping.kept_call`)."""
+        call = self.traced_calls().get(node)
+        return call is not None and self.keeping.kept_call(node, call.caller) is not None
 
     def host_indexes(self) -> list[ast.Subscript]:
         """NumPy arrays indexed by a tracer in traced code (`TABLE[i]`): NumPy asks the tracer

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,7 +35,23 @@ CONTAINER_MAKERS = frozenset(
     | {"collections.Counter", "queue.Queue", "queue.SimpleQueue", "queue.LifoQueue"}
     | {"queue.PriorityQueue"}
 )
+# Methods that put their argument into a list, deque or queue: method -> index of the value.
+SEQUENCE_METHODS = {
+    "append": 0,
+    "extend": 0,
+    "insert": 1,
+    "appendleft": 0,
+    "extendleft": 0,
+    "put": 0,
+    "put_nowait": 0,
+}
+# Methods of dicts and sets (None: every argument), counted only on a known dict or set.
+MAPPING_METHODS: dict[str, int | None] = {"add": 0, "update": None, "setdefault": 1}
+MUTATORS = frozenset(SEQUENCE_METHODS) | frozenset(MAPPING_METHODS)
 _CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+# Objects made by these keep their state in a way their transforms handle (Flax NNX variables,
+# Equinox and Haiku modules), or belong to another rule (JF105: multiprocessing queues).
+NOT_OURS = ("flax.", "equinox.", "haiku.", "multiprocessing.", "torch.multiprocessing.")
 # Base classes whose `self` is a plain Python object (anything else may be a framework module).
 PLAIN_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic"})
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -46,11 +63,34 @@ MAX_DEPTH = 8
 class Binding:
     """One binding of a name in a scope: the value it assigns (`x = value`, `x: T = value`, a
     parameter's default), None when it assigns no one expression (`for x in`, `a, x = ...`);
-    `imported` for an import, `node` for the statement binding a `def` or `class`."""
+    `imported` for an import, `parameter` for a parameter, `node` for the statement binding a
+    `def` or `class`."""
 
     value: ast.expr | None = None
     imported: bool = False
+    parameter: bool = False
     node: ast.stmt | None = None
+
+
+class Holder(enum.Enum):
+    """What outlives a call of the traced function (see `Outliving`)."""
+
+    GLOBAL = "global"  # a name the function declares `global`
+    NONLOCAL = "nonlocal"  # ... or `nonlocal`
+    MODULE = "module"  # a module-level object
+    SELF = "self"  # an attribute of `self` of a plain class
+    DEFAULT = "default"  # a parameter's (mutable) default
+    ENCLOSING = "enclosing"  # an object of an enclosing function that is not traced
+
+
+@dataclass(frozen=True)
+class Outliving:
+    """Where an object written to from traced code lives when it outlives the trace: `holder`,
+    for the name `root` (whose attribute it may be), of the function `enclosing`."""
+
+    holder: Holder
+    root: str
+    enclosing: str = ""
 
 
 @dataclass
@@ -115,7 +155,132 @@ class Keeping:
             and self.leaks(func.value, fid)
         )
 
+    # ----- writes ------------------------------------------------------------------------
+
+    def kept_store(self, statement: ast.stmt, fid: str) -> Outliving | None:
+        """Where `statement`, in the code of `fid`, stores a leaking value that outlives the
+        trace: `g = v` for a name declared `global` / `nonlocal`, `box[k] = v` into a
+        container (not at a traced key), `obj.name = v`; None for any other statement."""
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, ast.AugAssign | ast.AnnAssign) and statement.value:
+            target, value = statement.target, statement.value
+        else:
+            return None
+        if not self.leaks(value, fid):
+            return None
+        if isinstance(target, ast.Name):
+            found = self.outliving(target, fid)
+            outer = found is not None and found.holder in (Holder.GLOBAL, Holder.NONLOCAL)
+            return found if outer else None
+        if isinstance(target, ast.Subscript):
+            index = target.slice
+            keys = index.elts if isinstance(index, ast.Tuple) else [index]
+            if any(self.is_traced(k, fid) for k in keys if not isinstance(k, ast.Slice)):
+                return None
+            if not self.is_container(target.value, fid):
+                return None
+            return self.outliving(target.value, fid)
+        if isinstance(target, ast.Attribute):
+            return self.outliving(target, fid)
+        return None
+
+    def kept_call(self, call: ast.Call, fid: str) -> Outliving | None:
+        """Where `call`, in the code of `fid`, puts a leaking value into a container that
+        outlives the trace (`HISTORY.append(loss)`, `self.seen.add(x)`): a method of
+        `SEQUENCE_METHODS` on anything, of `MAPPING_METHODS` on a known dict or set."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or self.full_name(func, fid) is not None:
+            return None  # a module's function, not a method
+        method = func.attr
+        if method in SEQUENCE_METHODS:
+            payloads = _arguments(call, SEQUENCE_METHODS[method])
+        elif method in MAPPING_METHODS:
+            payloads = _arguments(call, MAPPING_METHODS[method])
+            if not self.is_container(func.value, fid):
+                return None
+        else:
+            return None
+        if not any(self.leaks(payload, fid) for payload in payloads):
+            return None
+        return self.outliving(func.value, fid)
+
     # ----- objects -----------------------------------------------------------------------
+
+    def outliving(self, node: ast.expr, fid: str) -> Outliving | None:
+        """Where `node` (a name, or attributes of one) lives when the object outlives the
+        trace: a `global` / `nonlocal` name, a module-level object (not an import, not one
+        of `NOT_OURS`' objects), an attribute of a plain class's `self`, a parameter's
+        container default, an object of an enclosing function that is not traced. None for
+        the function's own objects and its other parameters' (the caller's)."""
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name):
+            return None
+        name = root.id
+        own = self._index(fid)
+        if name in own.global_names:
+            return Outliving(Holder.GLOBAL, name)
+        if name in own.nonlocal_names:
+            return Outliving(Holder.NONLOCAL, name)
+        scope = self._resolve(name, fid)
+        bindings = self._index(scope).bindings.get(name, []) if scope is not None else []
+        if not bindings or all(binding.imported for binding in bindings):
+            return None
+        if self.made_by(root, fid, frozenset(), NOT_OURS):
+            return None
+        if scope == MODULE:
+            return Outliving(Holder.MODULE, name)
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        if scope == fid:
+            if not binding.parameter:
+                return None
+            if root is not node and self.plain_self(fid, name):
+                return Outliving(Holder.SELF, name)
+            default = binding.value
+            if default is not None and self.makes_container(default, fid):
+                return Outliving(Holder.DEFAULT, name)
+            return None
+        if binding.parameter:
+            return None  # an enclosing function's parameter: its caller's object
+        enclosing = self.module.nodes.get(scope or "")
+        if isinstance(enclosing, ast.FunctionDef | ast.AsyncFunctionDef) and (
+            scope not in self.facts.reasons
+        ):
+            return Outliving(Holder.ENCLOSING, name, enclosing.name)
+        return None
+
+    def made_by(
+        self,
+        node: ast.expr,
+        fid: str,
+        makers: frozenset[str],
+        prefixes: tuple[str, ...] = (),
+        depth: int = 0,
+    ) -> bool:
+        """`node` is made by a call to one of `makers` (or, with `prefixes`, by a call of or
+        on something made under them: `multiprocessing.get_context().Queue()`), directly or as
+        the value of a name's every binding (of `self.name`'s, in its class's methods)."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(node, ast.Call):
+            name = self.full_name(node.func, fid)
+            if name is not None and (name in makers or name.startswith(prefixes)):
+                return True
+            func = node.func
+            return (
+                bool(prefixes)
+                and isinstance(func, ast.Attribute)
+                and self.made_by(func.value, fid, makers, prefixes, depth + 1)
+            )
+        values = self._bound_values(node, fid)
+        return bool(values) and all(
+            isinstance(value, ast.Call) and self.made_by(value, fid, makers, prefixes, depth + 1)
+            for value in values
+        )
 
     def is_container(self, node: ast.expr, fid: str) -> bool:
         """`node` is a name every binding of which makes a list, dict, set, deque or queue (or
@@ -274,12 +439,12 @@ class Keeping:
             positional = [*args.posonlyargs, *args.args]
             defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
             for arg, default in zip(positional, defaults, strict=True):
-                index.bindings[arg.arg].append(Binding(default))
+                index.bindings[arg.arg].append(Binding(default, parameter=True))
             for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-                index.bindings[arg.arg].append(Binding(default))
+                index.bindings[arg.arg].append(Binding(default, parameter=True))
             for star in (args.vararg, args.kwarg):
                 if star is not None:
-                    index.bindings[star.arg].append(Binding())
+                    index.bindings[star.arg].append(Binding(parameter=True))
         body = [node.body] if isinstance(node, ast.Lambda) else node.body
         _collect(body, index)
         if fid == MODULE:  # functions that declare a name `global` bind it here too
@@ -362,6 +527,14 @@ def _operands(node: ast.expr) -> Iterator[ast.expr]:
             yield child
         elif isinstance(child, ast.keyword):
             yield child.value
+
+
+def _arguments(call: ast.Call, position: int | None) -> list[ast.expr]:
+    """The positional argument at `position` (every argument when None)."""
+    if position is None:
+        return [*map(_unstarred, call.args), *(k.value for k in call.keywords)]
+    positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
+    return [positional[position]] if len(positional) > position else []
 
 
 def _unstarred(node: ast.expr) -> ast.expr:
