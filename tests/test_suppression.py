@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from jaxfix import suppression
 from jaxfix.add_ignore import add_suppressions
 from jaxfix.cli import main
 from jaxfix.engine import check_text
@@ -83,3 +84,21 @@ def test_the_readme_shows_what_check_prints_for_a_bare_comment(
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["check", "--no-cache", "step.py"])
     assert [line for line in result.stdout.splitlines() if not line.startswith(" ")] == shown
+
+
+@pytest.mark.parametrize(
+    ("comment", "codes"),
+    [("# noqa: F401", ["JF101"]), ("# NOQA: E501, JF101", []), ("# noqa: jf101", ["JF101"])],
+)
+def test_only_a_noqa_naming_a_jaxfix_code_counts(comment: str, codes: list[str]) -> None:
+    """Other linters' codes are theirs; a jaxfix code counts as it is written (upper case)."""
+    text = program(f"BLOBS.append(pickle.dumps(x))  {comment}\nreturn x\n")
+    assert [code for _, code, _ in found(text)] == codes
+
+
+def test_comments_are_read_only_in_files_that_may_name_jaxfix() -> None:
+    assert suppression.find("import os  # noqa: F401\n") == []
+    assert [s.selector for s in suppression.find("x = 1  # noqa: E501, JF101\n")] == [
+        "E501",
+        "JF101",
+    ]

@@ -241,6 +241,8 @@ class Module:
     # Every statement or clause that binds a value (assignments, `for`, comprehensions, `with
     # ... as`), anywhere in the module, in the order of the walk.
     binders: list[ast.AST] = field(default_factory=list)
+    # The module-level `def`s by name (found when another module's call first asks).
+    top_level: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]] | None = None
     _values: dict[ast.AST, Value] = field(default_factory=dict)
     _values_of: int = 0  # how many summaries `_values` holds the values of
 

@@ -10,6 +10,7 @@ ends. Rules then ask for the calls, stores and values that are certainly traced 
 from __future__ import annotations
 
 import ast
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -161,15 +162,17 @@ def _given_python_values(module: Module, external: Sequence[External]) -> frozen
 
 def _top_level_functions(
     module: Module, name: str
-) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """The module-level functions called `name` (a `def` in each branch of an `if` may be)."""
-    for fid, node in module.nodes.items():
-        if (
-            module.declared_in.get(fid) == "<module>"
-            and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            and node.name == name
-        ):
-            yield fid, node
+) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The module-level functions called `name` (a `def` in each branch of an `if` may be),
+    by name once per module: a module other modules trace is entered hundreds of times."""
+    if module.top_level is None:
+        module.top_level = defaultdict(list)
+        for fid, node in module.nodes.items():
+            if module.declared_in.get(fid) == "<module>" and isinstance(
+                node, ast.FunctionDef | ast.AsyncFunctionDef
+            ):
+                module.top_level[node.name].append((fid, node))
+    return module.top_level.get(name, [])
 
 
 def _static_parameters(module: Module) -> dict[str, frozenset[str]]:
