@@ -10,7 +10,7 @@ from libcst.metadata import Assignment, GlobalScope, Scope
 
 from jaxfix.analysis.reasons import Via
 from jaxfix.call_sites import runs_outside_traces
-from jaxfix.candidates import HOST_INDEXES
+from jaxfix.candidates import HOST_INDEXES, UNRAISED
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target, jax_module_name, jax_numpy_name
 from jaxfix.host_effects import Hoists
@@ -254,7 +254,7 @@ class HostConversionInTraced(Rule):
     anchors = (
         LIBRARY_SINKS
         | names_of(SINKS, SinkKind.CONVERT)
-        | {PRINT, DEVICE_GET, "builtins.format", FORMAT}
+        | {PRINT, DEVICE_GET, "builtins.format", UNRAISED + FORMAT}
         | CONVERTING_METHODS
         | {HOST_INDEXES}
     )
@@ -466,7 +466,7 @@ class HostConversionInTraced(Rule):
             and not self.traced.is_traced(func.value)
             and self._any_traced(call)
             and not self._in_print(call)
-            and not self._in_raise(call)
+            and not self.traced.raising(call)
         ):
             return _Finding("str.format", _FORMATS, _FORMAT_ADVICE)
         return None
@@ -582,14 +582,6 @@ class HostConversionInTraced(Rule):
 
     def _in_print(self, node: cst.CSTNode) -> bool:
         return any(PRINT in self.qualified_names(call.func) for call in self._enclosing_calls(node))
-
-    def _in_raise(self, node: cst.CSTNode) -> bool:
-        parent = self.traced.parent(node)
-        while parent is not None and not isinstance(parent, cst.BaseStatement):
-            if isinstance(parent, cst.Raise | cst.Assert):
-                return True
-            parent = self.traced.parent(parent)
-        return False
 
     # ----- fixes ----------------------------------------------------------------------------
 

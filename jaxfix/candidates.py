@@ -38,6 +38,9 @@ STORES = "<stores>"
 # `x.at[i].add`), only where the call's value is dropped (`state = opt.update(g, state)` is a
 # functional method), and, in traced code, only when an argument carries a tracer.
 OUTER = "<outer>."
+# A method anchor written `UNRAISED + "format"` counts only outside `raise` and `assert`
+# statements (where it builds an error's message, which the rule leaves alone).
+UNRAISED = "<unraised>."
 # A full-name anchor written `MADE + "shelve.open"` stands for a call that makes an object the
 # rule follows (a shelf written by `db[key] = value`): it counts wherever traced code calls it,
 # whatever the call is given.
@@ -150,10 +153,11 @@ class Candidates:
         `OUTER + name` for a method on a receiver that is not a local variable."""
         if not anchors:
             return set()
-        qualified, methods, outer, made = _split(frozenset(anchors))
+        qualified, methods, outer, made, unraised = _split(frozenset(anchors))
+        any_method = methods | unraised
 
         def anchored(func: ast.expr) -> bool:
-            if isinstance(func, ast.Attribute) and func.attr in methods:
+            if isinstance(func, ast.Attribute) and func.attr in any_method:
                 return True
             if isinstance(func, ast.Name) and f"builtins.{func.id}" in qualified:
                 return True  # a builtin (`print`), or a name that may shadow it: a candidate
@@ -197,7 +201,11 @@ class Candidates:
             # What the analysis resolved: a module's function is no method (`jnp.log` is not
             # a logger's `log`).
             if known.method is not None:
-                return known.method in methods or (known.method in outer and keeps_traced(call))
+                return (
+                    known.method in methods
+                    or (known.method in unraised and not known.raising)
+                    or (known.method in outer and keeps_traced(call))
+                )
             if known.callee is not None:
                 return known.callee in qualified
             return anchored(call.call.func) or bool(outer and keeps_traced(call))
@@ -645,15 +653,16 @@ def _root_name(expr: ast.expr) -> str | None:
 @functools.lru_cache(maxsize=64)
 def _split(
     anchors: frozenset[str],
-) -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
-    """A rule's anchors as full names, method names, `OUTER` method names and `MADE` full
-    names (once per rule: with the NumPy table, thousands)."""
-    marked = (OUTER, MADE)
+) -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
+    """A rule's anchors as full names, method names, `OUTER` method names, `MADE` full names
+    and `UNRAISED` method names (once per rule: with the NumPy table, thousands)."""
+    marked = (OUTER, MADE, UNRAISED)
     qualified = frozenset(a for a in anchors if "." in a and not a.startswith(marked))
     methods = frozenset(a for a in anchors if "." not in a and a not in SYNTAX_ANCHORS)
     outer = frozenset(a[len(OUTER) :] for a in anchors if a.startswith(OUTER))
     made = frozenset(a[len(MADE) :] for a in anchors if a.startswith(MADE))
-    return qualified, methods, outer, made
+    unraised = frozenset(a[len(UNRAISED) :] for a in anchors if a.startswith(UNRAISED))
+    return qualified, methods, outer, made, unraised
 
 
 def _attribute_root(expr: ast.expr) -> str | None:

@@ -446,6 +446,13 @@ class TracedAnalysis:
         node = self._ast_function(function)
         return self.facts.module.by_node.get(node) if node is not None else None
 
+    def raising(self, call: cst.Call) -> bool:
+        """Whether `call`, in traced code, is in a `raise` or `assert` statement (it builds
+        an error's message)."""
+        node = self._where.expression(self._span(call))
+        known = self._analysed.call_in_traced(node) if isinstance(node, ast.Call) else None
+        return known is not None and known.raising
+
     def is_undone(self, call: cst.Call) -> bool:
         """Whether every exit of its function undoes `call`'s push (see
         `FileAnalysis.undone_calls`)."""

@@ -189,6 +189,13 @@ KEPT = {
         scaled = Scaled()
         g = jax.jit(lambda x: scaled(x))
         """,
+    "a tracer formatted into a string that is kept": """\
+        import jax
+        @jax.jit
+        def f(x):
+            text = "value: {}".format(x)
+            return x
+        """,
 }
 
 DROPPED = {
@@ -361,6 +368,16 @@ DROPPED = {
         @jax.jit
         def f(x):
             STATE.update(x)
+            return x
+        """,
+    "an error's message formatted from a tracer": """\
+        import jax
+        @jax.jit
+        def f(x):
+            if x.ndim != 1:
+                msg = "expected a vector, got {}"
+                raise TypeError(msg.format(x))
+            assert x.shape, "empty: {}".format(x)
             return x
         """,
     "indexing arrays, and dicts with constant keys, in traced code": """\

@@ -140,11 +140,15 @@ class FileAnalysis:
             return any(map(self.carries, node.values))
         return False
 
-    def _is_static_query(self, node: ast.Call) -> bool:
-        """A call of a function that answers from a value's shape or dtype."""
+    def call_in_traced(self, node: ast.Call) -> Call | None:
+        """What the analysis knows of a call in traced code (None for other calls)."""
         if self._calls is None:
             self._calls = {c.node: c for s in self.facts.traced_functions() for c in s.calls}
-        call = self._calls.get(node)
+        return self._calls.get(node)
+
+    def _is_static_query(self, node: ast.Call) -> bool:
+        """A call of a function that answers from a value's shape or dtype."""
+        call = self.call_in_traced(node)
         callee = call.callee if call is not None else None
         return callee is not None and (
             callee in STATIC_QUERIES or callee.rsplit(".", 1)[-1] in DTYPE_QUERIES

@@ -128,6 +128,8 @@ class Call:
     bound: int = 0  # leading parameters bound before the call (`self`, `partial`)
     # Functions handed to an unknown callable: it may apply them to the data it is given.
     applied: tuple[Value, ...] = ()
+    # In a `raise` or `assert` statement: it builds an error (its message), if anything.
+    raising: bool = False
 
     def values(self) -> Iterator[Value]:
         yield from self.args
@@ -760,6 +762,7 @@ class _Interpreter:
         self.declared = scope.declared if not isinstance(node, ast.Module) else set()
         self.locals = (scope.assigned | set(params)) - self.declared
         self.guarded = 0
+        self.raising = 0  # inside `raise` / `assert` statements (see `Call.raising`)
         self.compile_time = 0
         self.is_module = isinstance(node, ast.Module)
 
@@ -835,9 +838,26 @@ class _Interpreter:
         raise _Exit
 
     def s_Raise(self, node: ast.Raise, env: Env) -> None:
-        if node.exc is not None:
-            self.expr(node.exc, env)
+        with self._raising():
+            for part in (node.exc, node.cause):
+                if part is not None:
+                    self.expr(part, env)
         raise _Exit
+
+    def s_Assert(self, node: ast.Assert, env: Env) -> None:
+        with self._raising():
+            self.expr(node.test, env)
+            if node.msg is not None:
+                self.expr(node.msg, env)
+
+    @contextlib.contextmanager
+    def _raising(self) -> Iterator[None]:
+        """Calls made meanwhile are in a `raise` or `assert` statement."""
+        self.raising += 1
+        try:
+            yield
+        finally:
+            self.raising -= 1
 
     def s_Assign(self, node: ast.Assign, env: Env) -> None:
         value = self.expr(node.value, env)
@@ -1409,6 +1429,7 @@ class _Interpreter:
             bool(self.guarded),
             bound,
             applied,
+            bool(self.raising),
         )
         self.summary.calls.append(call)
         return self._result(call, func, env)
