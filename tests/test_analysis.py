@@ -16,6 +16,7 @@ from jaxfix.analysis.file import analyse_file
 from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.tracing import External, Facts, trace
+from jaxfix.proofs import Case, load_cases
 
 SINK = frozenset({"pickle.dumps"})
 HEADER = """\
@@ -626,3 +627,59 @@ def test_the_analysis_of_a_file_leaves_no_reference_cycle() -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def _signature(source: str, tree: ast.Module, external: tuple[External, ...]) -> object:
+    """What the rules read of an analysis: traced sources and functions, calls given a tracer
+    and stores of one (by position)."""
+    analysed = analyse_file(tree, source, external=external)
+    facts = analysed.facts
+    return (
+        frozenset(facts.traced),
+        {fid: tuple(reasons) for fid, reasons in facts.reasons.items()},
+        sorted((c.node.lineno, c.node.col_offset) for c in analysed.traced_calls().values()),
+        sorted((s.node.lineno, s.node.col_offset) for s in facts.stores()),
+    )
+
+
+def _entries(tree: ast.Module) -> tuple[External, ...]:
+    """Every top-level function entered from another module with all its parameters traced."""
+    return tuple(
+        External(node.name, tuple(range(len(node.args.args))), staged=True)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    )
+
+
+@pytest.mark.parametrize("case", load_cases(), ids=lambda case: case.name)
+def test_a_reused_analysis_gives_what_a_fresh_one_gives(case: Case) -> None:
+    """A file other modules trace is analysed again on the same tree with more entries, its
+    summaries reused: in either order, each result is the fresh analysis'."""
+    source = case.before.read_text(encoding="utf-8")
+    runs = [(), _entries(ast.parse(source))]
+    fresh = [_signature(source, ast.parse(source), entries) for entries in runs]
+    for order in ([0, 1], [1, 0]):
+        tree = ast.parse(source)
+        for index in order:
+            assert _signature(source, tree, runs[index]) == fresh[index]
+
+
+def test_mutually_recursive_functions_have_the_same_summaries_whichever_is_asked_first() -> None:
+    source = HEADER + textwrap.dedent("""\
+        def f(x):
+            if x.ndim:
+                return g(x)
+            return jnp.sin(x)
+        def g(x):
+            return f(x) + x
+        """)
+    tree = ast.parse(source)
+    returns = []
+    for first, second in (("f", "g"), ("g", "f")):
+        module = analyse(tree, reuse=False)
+        ids = {module.nodes[fid].name: fid for fid in module.nodes}
+        module.summary_of(ids[first])
+        module.summary_of(ids[second])
+        returns.append({name: module.functions[fid].returns for name, fid in ids.items()})
+    assert returns[0] == returns[1]
+    assert not module.order_dependent

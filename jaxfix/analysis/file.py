@@ -291,8 +291,14 @@ def analyse_file(
     transforms: Mapping[str, TransformSpec] = TRANSFORMS,
     external: Sequence[External] = (),
 ) -> FileAnalysis:
-    """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it."""
-    return FileAnalysis(tree, text, trace(analyse(tree, transforms=transforms), external))
+    """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it.
+    The summaries of an earlier analysis of the same tree are reused; when this trace finds
+    that they depend on the order they were asked for, it is done again afresh."""
+    module = analyse(tree, transforms=transforms)
+    facts = trace(module, external)
+    if module.reused and not module.reusable():
+        facts = trace(analyse(tree, transforms=transforms, reuse=False), external)
+    return FileAnalysis(tree, text, facts)
 
 
 # A push and the pop that undoes it.

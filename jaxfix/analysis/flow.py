@@ -20,6 +20,7 @@ import ast
 import builtins
 import contextlib
 import re
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -243,6 +244,15 @@ class Module:
     # Every statement or clause that binds a value (assignments, `for`, comprehensions, `with
     # ... as`), anywhere in the module, in the order of the walk.
     binders: list[ast.AST] = field(default_factory=list)
+    # Functions being interpreted now, and whether a call reached one of them that is no
+    # enclosing function and not in a cycle `cycles` found: its value then depends on the order
+    # the summaries were asked for (see `_Interpreter._apply`).
+    running: set[str] = field(default_factory=set)
+    order_dependent: bool = False
+    _cycles: dict[str, int] | None = None
+    # How many transforms `analyse` found; whether the last `analyse` reused this module.
+    entries_found: int = 0
+    reused: bool = False
     # The module-level `def`s by name (found when another module's call first asks).
     top_level: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]] | None = None
     _values: dict[ast.AST, Value] = field(default_factory=dict)
@@ -260,6 +270,21 @@ class Module:
                 self._values.update(summary.values)
         return self._values.get(node)
 
+    def in_cycle(self, caller: str, callee: str) -> bool:
+        """Whether two functions may call each other (directly, through others or through the
+        functions they define), by the names their code mentions: a call between them is left
+        unknown, so that a summary never depends on which of them was asked for first."""
+        if self._cycles is None:
+            self._cycles = _cycles(self)
+        found = self._cycles.get(caller)
+        return found is not None and found == self._cycles.get(callee)
+
+    def reusable(self) -> bool:
+        """Whether another trace may use these summaries as they are: none depends on the
+        order they were asked for, and interpreting more of them found no transform that a
+        fresh analysis would not know from the start."""
+        return not self.order_dependent and len(self.entries) == self.entries_found
+
     def summary_of(self, fid: str) -> Summary | None:
         """The summary of `fid`, interpreting it now if it is still pending."""
         run = self.pending.pop(fid, None)
@@ -274,9 +299,20 @@ def analyse(
     *,
     is_package: bool = False,
     transforms: Mapping[str, TransformSpec] = TRANSFORMS,
+    reuse: bool = True,
 ) -> Module:
     """The module's analysis: the summaries of the module body (as `<module>`) and of the
-    functions that may apply a transform; the others' on demand (`Module.summary_of`)."""
+    functions that may apply a transform; the others' on demand (`Module.summary_of`).
+
+    The last analysis of a tree (on this thread) is reused, with the summaries interpreted
+    since, while it is `reusable`: a file that other modules trace is analysed again in each
+    round of tracing across modules (`jaxfix.batch`), on the same tree (`jaxfix.engine` keeps
+    the last one parsed), with other modules' calls into it (`reuse=False`: analyse afresh)."""
+    key = (module, is_package, frozenset(transforms.items()))
+    last: tuple[ast.Module, tuple[object, ...], Module] | None = getattr(_last, "analysed", None)
+    if reuse and last is not None and last[0] is tree and last[1] == key and last[2].reusable():
+        last[2].reused = True
+        return last[2]
     result = _declared(tree, module, is_package, transforms)
     # The interpreters hold the module weakly: it holds the pending ones (`Module.pending`),
     # and a reference cycle would leave the whole syntax tree to the cycle collector.
@@ -286,7 +322,13 @@ def analyse(
     # The others are interpreted when the tracing finds them traced, or a caller needs them.
     for fid in [fid for fid in result.pending if fid in result.applying]:
         result.summary_of(fid)
+    result.entries_found = len(result.entries)
+    _last.analysed = (tree, key, result)
     return result
+
+
+# The last analysis, per thread (the language server analyses documents on several).
+_last = threading.local()
 
 
 # The last tree's declarations: a file that other modules trace is analysed again on the same
@@ -326,6 +368,64 @@ def _declared(
         _values={},
         _values_of=0,
     )
+
+
+def _cycles(module: Module) -> dict[str, int]:
+    """The strongly connected components of more than one function of the graph "may call":
+    `f` -> `g` when `f`'s own code mentions `g`'s name (or attribute name), and when `g` is
+    defined in `f` (its body runs while `f` is interpreted). Each function of such a component,
+    by the component's number (Tarjan's algorithm, without recursion)."""
+    by_name: dict[str, list[str]] = {}
+    for fid, function in module.nodes.items():
+        if not isinstance(function, ast.Lambda):
+            by_name.setdefault(function.name, []).append(fid)
+    edges: dict[str, set[str]] = {fid: set() for fid in module.nodes}
+    for fid, edge in edges.items():
+        scope = module.scopes.get(fid)
+        if scope is not None:
+            for name in scope.names | scope.attributes:
+                edge.update(by_name.get(name, ()))
+        parent = module.declared_in.get(fid)
+        if parent in edges:
+            edges[parent].add(fid)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: dict[str, int] = {}
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            current, successors = work[-1]
+            for successor in successors:
+                if successor not in index:
+                    index[successor] = low[successor] = len(index)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(sorted(edges[successor]))))
+                    break
+                if successor in on_stack:
+                    low[current] = min(low[current], index[successor])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[current])
+                if low[current] == index[current]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == current:
+                            break
+                    if len(component) > 1:
+                        found.update(dict.fromkeys(component, index[current]))
+    return found
 
 
 def function_id(node: ast.AST, qualname: str) -> str:
@@ -777,12 +877,17 @@ class _Interpreter:
                 qualified=f"<instance>.{class_name}",
             )
         node = self.summary.node
-        if isinstance(node, ast.Lambda):
-            self.summary.returns = self.expr(node.body, env)
+        running = self.module.running
+        running.add(self.summary.id)
+        try:
+            if isinstance(node, ast.Lambda):
+                self.summary.returns = self.expr(node.body, env)
+                return env
+            with contextlib.suppress(_Exit):
+                self.block(self.body, env)
             return env
-        with contextlib.suppress(_Exit):
-            self.block(self.body, env)
-        return env
+        finally:
+            running.discard(self.summary.id)
 
     def _instance_params(self) -> dict[str, str]:
         """Parameters that hold an instance of one of the module's classes: `self`, and
@@ -1509,11 +1614,27 @@ class _Interpreter:
         call gives them."""
         if self.is_module and target in self.module.pending:
             return UNKNOWN  # the module's names are not all known yet: nothing to run it with
+        own = target == self.summary.id or self._encloses(target)
+        if not own:
+            if self.module.in_cycle(self.summary.id, target):
+                return UNKNOWN  # whichever of the two is asked for first, neither sees the other
+            if target in self.module.running:
+                self.module.order_dependent = True
         summary = self.module.summary_of(target)
         if summary is None or summary.returns is None:
             return UNKNOWN
         given = bind_arguments(summary, call)
         return substitute(summary.returns, target, given, self.summary.id)
+
+    def _encloses(self, target: str) -> bool:
+        """Whether `target` is a function whose body defines this one (at any depth): it is
+        being interpreted, as far as it has gone, whoever asked for it."""
+        fid = self.module.declared_in.get(self.summary.id)
+        while fid is not None and fid != "<module>":
+            if fid == target:
+                return True
+            fid = self.module.declared_in.get(fid)
+        return False
 
     def _transform(self, call: Call) -> Value:
         """`jax.jit(f, ...)` and the like: an entry for `f`; the value is the transformed
