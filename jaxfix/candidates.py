@@ -30,13 +30,15 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BUILTINS = frozenset(dir(builtins))
 # An anchor that is no callee: the statements whose functions may store to state that outlives
 # them: assign to an attribute or an item of a name that is not a local variable (a parameter,
-# a global, a closure's name), or declare a name `global` / `nonlocal`.
+# a global, a closure's name), or declare a name `global` / `nonlocal`; in traced code, the
+# stores the analysis finds keep a leaking value there (`Keeping.kept_store`).
 STORES = "<stores>"
 # A method anchor written `OUTER + "append"` stands for a method that keeps its arguments in its
 # receiver and returns None: it counts only on a name or attribute chain whose root is not a
 # local variable of the calling function (`self.history.append`, not `xs.append` nor
 # `x.at[i].add`), only where the call's value is dropped (`state = opt.update(g, state)` is a
-# functional method), and, in traced code, only when an argument carries a tracer.
+# functional method), and, in traced code, only where the analysis finds that it keeps a
+# leaking value in an object that outlives the trace (`Keeping.kept_call`).
 OUTER = "<outer>."
 # A method anchor written `UNRAISED + "format"` counts only outside `raise` and `assert`
 # statements (where it builds an error's message, which the rule leaves alone).

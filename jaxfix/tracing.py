@@ -383,23 +383,6 @@ class TracedAnalysis:
         found = self._ast_expression(value)
         return found is not None and self._analysed.keeping.leaks(*found)
 
-    def is_container(self, expr: cst.BaseExpression) -> bool:
-        """Whether `expr` is a name (or `self.name`) every binding of which makes a list,
-        dict, set, deque or queue."""
-        found = self._ast_expression(expr)
-        return found is not None and self._analysed.keeping.is_container(*found)
-
-    def makes_container(self, value: cst.BaseExpression) -> bool:
-        """Whether `value` makes a new list, dict, set, deque or queue."""
-        found = self._ast_expression(value)
-        return found is not None and self._analysed.keeping.makes_container(*found)
-
-    def outliving(self, expr: cst.BaseExpression) -> Outliving | None:
-        """Where the object `expr` (a name, or attributes of one) lives when it outlives the
-        trace (see `Keeping.outliving`)."""
-        found = self._ast_expression(expr)
-        return self._analysed.keeping.outliving(*found) if found is not None else None
-
     def kept_store(self, statement: cst.BaseSmallStatement) -> Outliving | None:
         """Where the assignment `statement` stores a leaking value that outlives the trace
         (see `Keeping.kept_store`)."""
@@ -425,12 +408,6 @@ class TracedAnalysis:
         `prefixes` (see `Keeping.made_by`)."""
         found = self._ast_expression(expr)
         return found is not None and self._analysed.keeping.made_by(*found, makers, prefixes)
-
-    def plain_self(self, function: FunctionNode | None, name: str) -> bool:
-        """Whether `name` is `self` of the method `function` of a plain class whose instances
-        traced code does not make."""
-        fid = self._fid(function) if function is not None else None
-        return fid is not None and self._analysed.keeping.plain_self(fid, name)
 
     def _ast_expression(self, expr: cst.BaseExpression) -> tuple[ast.expr, str] | None:
         """The CPython expression standing where `expr` stands, and the id of the function
