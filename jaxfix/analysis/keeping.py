@@ -1,6 +1,7 @@
 """What traced code keeps, seen on CPython's tree: whether a value is an array of the trace as
-its syntax shows, whether an object is a list, dict, set, deque or queue, and whether a method's
-`self` is a plain Python object.
+its syntax shows, whether an object is a list, dict, set, deque or queue, where an object lives
+when it outlives the trace (`Outliving`), whether a method's `self` is a plain Python object,
+and which statements and calls keep a leaking value in such an object.
 
 These decide where a traced value outlives the trace (`leak-in-traced`). They are answered
 here once, on the whole file, for the rules (through `jaxfix.tracing`) and for the first pass
@@ -54,7 +55,6 @@ _CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, 
 NOT_OURS = ("flax.", "equinox.", "haiku.", "multiprocessing.", "torch.multiprocessing.")
 # Base classes whose `self` is a plain Python object (anything else may be a framework module).
 PLAIN_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic"})
-_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 MAX_DEPTH = 8
 
