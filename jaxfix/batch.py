@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -26,7 +26,7 @@ from jaxfix.stamps import digest
 
 # Rounds of re-analysis for tracing across modules: a call chain through more modules than
 # this is followed no further.
-MAX_PROJECT_ROUNDS = 5
+MAX_PROJECT_ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -207,9 +207,9 @@ def _trace_across_modules(
     packages: tuple[str, ...],
     analyser: _Analyser,
 ) -> None:
-    """Analyse again the files whose traced code calls a function of the run that reaches a
-    rule's anchor (now noting those calls precisely), then, round after round, the files
-    whose functions such calls trace."""
+    """Analyse again, round after round, the files whose functions other files' traced code
+    calls, when the function reaches a rule's anchor (themselves or through the functions of
+    the run they call): the first round noted every call traced code makes into the run."""
     index_of = {path: i for i, (path, _) in tasks.items()}
     reaching = index.reaching_anchors({tasks[i][0]: o.facts for i, o in outcomes.items()})
     if not reaching:
@@ -218,28 +218,25 @@ def _trace_across_modules(
     def reaches(target: str) -> bool:
         return index.definition(target) in reaching
 
-    followed = {
-        i for i, outcome in outcomes.items() if any(map(reaches, outcome.facts.traced_targets))
-    }
-    entered: dict[int, tuple[project.Entry, ...]] = {}
-    again: dict[int, tuple[project.Entry, ...]] = dict.fromkeys(followed, ())
-    for _ in range(MAX_PROJECT_ROUNDS):
-        if not again:
-            return
-        entered.update(again)
-        followed |= set(again)
-        for i, entries in again.items():
-            targets = _reaching_targets(outcomes[i].facts, reaches)
-            tasks[i] = (tasks[i][0], _with_project(tasks[i][1], packages, entries, targets))
-        outcomes.update(analyser.outcomes({i: tasks[i] for i in again}))
+    def wanted() -> dict[int, tuple[project.Entry, ...]]:
         calls = [
             call
             for outcome in outcomes.values()
             for call in outcome.facts.calls_out
             if reaches(call.target)
         ]
-        wanted = {index_of[path]: entries for path, entries in index.entries(calls).items()}
-        again = {i: e for i, e in wanted.items() if not _same_entries(entered.get(i), e)}
+        return {index_of[path]: entries for path, entries in index.entries(calls).items()}
+
+    entered: dict[int, tuple[project.Entry, ...]] = {}
+    again = wanted()
+    for _ in range(MAX_PROJECT_ROUNDS):
+        if not again:
+            return
+        entered.update(again)
+        for i, entries in again.items():
+            tasks[i] = (tasks[i][0], _with_project(tasks[i][1], packages, entries))
+        outcomes.update(analyser.outcomes({i: tasks[i] for i in again}))
+        again = {i: e for i, e in wanted().items() if not _same_entries(entered.get(i), e)}
 
 
 def _same_entries(old: tuple[project.Entry, ...] | None, new: tuple[project.Entry, ...]) -> bool:
@@ -375,29 +372,13 @@ def _rerun(
     outcomes.update(analyser.outcomes(again))
 
 
-def _reaching_targets(
-    facts: project.ModuleFacts, reaches: Callable[[str], bool]
-) -> tuple[str, ...]:
-    """The functions of the run a file calls that reach a rule's anchor: the only calls its
-    follow-up analysis must note (the cheap facts of the first round list them all)."""
-    called = facts.traced_targets | {target for _, target in facts.calls}
-    return tuple(sorted(filter(reaches, called)))
-
-
 def _with_project(
-    job: Job,
-    packages: tuple[str, ...],
-    entries: tuple[project.Entry, ...] | None,
-    targets: tuple[str, ...] = (),
+    job: Job, packages: tuple[str, ...], entries: tuple[project.Entry, ...] | None
 ) -> Job:
-    """The job for a file of this run: the run's packages, and, when it is to be followed
-    (`entries` None in the first round), its entries and the calls worth noting."""
+    """The job for a file of this run: the run's packages, whose calls its traced code makes
+    are noted, and the entries other files' traced calls give it (None in the first round)."""
     options = dataclasses.replace(
-        job.options,
-        packages=packages,
-        follow=entries is not None,
-        entries=entries or (),
-        follow_targets=targets,
+        job.options, packages=packages, follow=True, entries=entries or ()
     )
     return dataclasses.replace(job, options=options)
 

@@ -450,7 +450,7 @@ def _check(
     if follow is not None:
         _note_facts(tree, found, options.packages, follow)
         if options.follow:
-            calls = traced_calls(analysed, follow.place, options.packages, options.follow_targets)
+            calls = traced_calls(analysed, follow.place, options.packages)
             follow.facts.calls_out.extend(calls)
     if sliced:
         by_rule = {
@@ -496,13 +496,9 @@ def _note_facts(
     facts.wrappers.update(found.wrappers(tree))
     facts.imported.update((raw, place.absolute(raw)) for raw in found.project_imports(packages))
     facts.decorators.update(found.project_decorators(packages))
-    traced = found.traced()
     for call, name in found.project_calls(packages):
-        target = place.absolute(name)
         if call.statement in named:
-            facts.calls.add((named[call.statement], target))
-        if call.owner in traced:
-            facts.traced_targets.add(target)
+            facts.calls.add((named[call.statement], place.absolute(name)))
 
 
 def _run_on(

@@ -26,14 +26,12 @@ class Options:
     # those whose fixes may not (`fixable` / `unfixable`).
     fixable: tuple[str, ...] | None = None
     unfixable: tuple[str, ...] = ()
-    # The top-level packages of the run's files, whether to find the calls this file's traced
+    # The top-level packages of the run's files, whether to note the calls this file's traced
     # code makes into them, and the functions of this file that other modules' traced code
-    # calls (see `jaxfix.project`); when following, only the calls of these functions (absolute
-    # names, those that reach a rule's anchor) are noted: other calls cannot make a finding.
+    # calls (see `jaxfix.project`).
     packages: tuple[str, ...] = ()
     follow: bool = False
     entries: tuple[Entry, ...] = ()
-    follow_targets: tuple[str, ...] = ()
     # JF107 across modules: names this file imports whose functions return serializations,
     # and whether the other modules' calls of this file's such functions can be rewritten.
     serialized_imports: tuple[SerializedImport, ...] = ()

@@ -117,8 +117,6 @@ class ModuleFacts:
     anchored: set[str] = field(default_factory=set)
     # (top-level function, absolute target) for each call into the run's packages.
     calls: set[tuple[str, str]] = field(default_factory=set)
-    # Absolute targets called from code that may be traced.
-    traced_targets: set[str] = field(default_factory=set)
     # Top-level functions that return a transform applied to their argument (decorators that
     # trace), and the names imported from the run that decorate functions (as imported).
     wrappers: set[str] = field(default_factory=set)
@@ -161,7 +159,6 @@ class ModuleFacts:
             reexports=dict(data["reexports"]),
             anchored=set(data["anchored"]),
             calls={(a, b) for a, b in data["calls"]},
-            traced_targets=set(data["traced_targets"]),
             wrappers=set(data["wrappers"]),
             decorators=set(data["decorators"]),
             calls_out=[TracedCall(c["target"], _entry(c["entry"])) for c in data["calls_out"]],
@@ -176,7 +173,6 @@ _SETS = (
     "functions",
     "anchored",
     "calls",
-    "traced_targets",
     "wrappers",
     "decorators",
     "imported",
@@ -363,15 +359,15 @@ def _earliest(a: int | None, b: int | None) -> int | None:
 
 
 def traced_calls(
-    analysed: FileAnalysis, place: Place, packages: Collection[str], targets: Collection[str]
+    analysed: FileAnalysis, place: Place, packages: Collection[str]
 ) -> list[TracedCall]:
-    """The calls the file's traced code makes to `targets` (absolute names of functions of the
-    run's `packages`), with which of their parameters receive traced values and which Python
-    values: the other modules' entries."""
+    """The calls the file's traced code makes into the run's `packages` (by absolute name),
+    with which of their parameters receive traced values and which Python values: the other
+    modules' entries, once the run knows which of these functions reach a rule's anchor."""
     found: list[TracedCall] = []
     for name, call, label, staged in analysed.calls_out():
         target = place.absolute(name)
-        if target.split(".")[0] not in packages or target not in targets:
+        if target.split(".")[0] not in packages:
             continue
         positions, keywords, rest_from = analysed.traced_arguments(call)
         static_positions, static_keywords = analysed.static_arguments(call)

@@ -706,7 +706,6 @@ def test_followed_calls_are_the_same_with_and_without_the_slice() -> None:
         packages=("pkg",),
         follow=True,
         entries=(Entry("entered", positions=(1,)),),
-        follow_targets=("pkg.io.save_blob", "pkg.io.save_tag"),
     )
     calls = []
     for slicing in (True, False):
