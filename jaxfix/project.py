@@ -106,8 +106,8 @@ class ModuleFacts:
     """What the analysis of one file tells the run about it (plain values, for the cache).
 
     The cheap facts come from CPython's tree: its top level for every file of a run over
-    packages, the rest for every file that names a package of the run; `calls_out` needs the
-    analysis and is found only for the files the batch asks to follow."""
+    packages, the rest for every file that names a package of the run; `calls_out` comes from
+    the analysis (every call its traced code makes into the run's packages)."""
 
     # The functions defined at the top level, and the names imported there from elsewhere
     # (name -> `module.name` as written, relative or not): where another module's call lands.
