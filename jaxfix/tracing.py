@@ -741,13 +741,7 @@ class TracedAnalysis:
 
     def _traced(self, expr: cst.BaseExpression, staged: bool = False) -> bool:
         """Whether the analysis finds `expr` certainly traced where it stands."""
-        node = self._where.expression(self._span(expr))
-        value = self.facts.module.value_of(node) if node is not None else None
-        return (
-            value is not None
-            and self.facts.kind(value) is Kind.TRACED
-            and node not in self.facts.module.guarded
-        )
+        return self.facts.tracer_at(self._where.expression(self._span(expr)))
 
 
 def _same_line(line: int) -> int:

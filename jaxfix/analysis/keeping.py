@@ -19,8 +19,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from jaxfix.analysis.names import dotted
 from jaxfix.analysis.tracing import Facts
-from jaxfix.analysis.values import Kind
 from jaxfix.analysis.walk import children
 
 MODULE = "<module>"
@@ -133,14 +133,7 @@ class Keeping:
 
     def is_traced(self, node: ast.AST, fid: str) -> bool:
         """`node`, in the code of `fid`, is certainly a tracer and no tracer guard protects it."""
-        if fid not in self.facts.reasons:
-            return False
-        value = self.module.value_of(node)
-        return (
-            value is not None
-            and self.facts.kind(value) is Kind.TRACED
-            and node not in self.module.guarded
-        )
+        return fid in self.facts.reasons and self.facts.tracer_at(node)
 
     def _array_call(self, call: ast.Call, fid: str) -> bool:
         func = call.func
@@ -393,20 +386,18 @@ class Keeping:
     def full_name(self, node: ast.expr, fid: str) -> str | None:
         """What a dotted name denotes through an import or a builtin (`jax.numpy.zeros`,
         `builtins.list`); None when its first name is bound otherwise, or not a name."""
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
+        parts = dotted(node)
+        if parts is None:
             return None
-        bindings = self.bindings(node.id, fid)
+        first, rest = parts[0], parts[1:]
+        bindings = self.bindings(first, fid)
         if not bindings:
-            head = f"builtins.{node.id}" if node.id in _BUILTINS else None
+            head = f"builtins.{first}" if first in _BUILTINS else None
         elif all(binding.imported for binding in bindings):
-            head = self.module.imports.get(node.id)
+            head = self.module.imports.get(first)
         else:
             head = None
-        return ".".join([head, *reversed(parts)]) if head is not None else None
+        return ".".join([head, *rest]) if head is not None else None
 
     def bindings(self, name: str, fid: str) -> list[Binding]:
         """The bindings of `name` where the code of `fid` reads it."""

@@ -61,6 +61,16 @@ class Facts:
             return Kind.TRACED if Kind.TRACED in kinds else value.kind
         return value.resolve(self.traced)
 
+    def tracer_at(self, node: ast.AST | None) -> bool:
+        """Whether `node` certainly holds a tracer where it stands, and no tracer guard (nor a
+        `try:` catching the concretization errors) protects it."""
+        value = self.module.value_of(node) if node is not None else None
+        return (
+            value is not None
+            and self.kind(value) is Kind.TRACED
+            and node not in self.module.guarded
+        )
+
     def traced_functions(self) -> Iterator[Summary]:
         for fid in self.reasons:
             if fid in self.module.functions:
