@@ -32,6 +32,8 @@ from libcst.metadata.expression_context_provider import ExpressionContextVisitor
 from libcst.metadata.scope_provider import Scope, ScopeVisitor
 from libcst.metadata.wrapper import _gen_batchable
 
+from jaxfix.traversal import ReadOnlyVisitor
+
 
 class Wrapper(MetadataWrapper):
     """A `MetadataWrapper` that resolves providers in dependency order, traverses the module in
@@ -80,11 +82,19 @@ def _instance(wrapper: MetadataWrapper, provider: ProviderT) -> Any:
     return provider(wrapper._cache.get(provider)) if provider.gen_cache else provider()
 
 
+class _ExpressionContextWalk(ReadOnlyVisitor, ExpressionContextVisitor):
+    """LibCST's expression-context visitor, walking without rebuilding the tree."""
+
+
+class _ScopeWalk(ReadOnlyVisitor, ScopeVisitor):
+    """LibCST's scope visitor, walking without rebuilding the tree."""
+
+
 class _ExpressionContexts(BaseMetadataProvider[ExpressionContext]):
     """`ExpressionContextProvider`'s metadata, from one walk."""
 
     def _gen_impl(self, module: cst.Module) -> None:
-        module.visit(ExpressionContextVisitor(self, ExpressionContext.LOAD))  # type: ignore[arg-type]
+        module.visit(_ExpressionContextWalk(self, ExpressionContext.LOAD))  # type: ignore[arg-type]
 
 
 class _Scopes(BaseMetadataProvider[Scope | None]):
@@ -99,7 +109,7 @@ class _Scopes(BaseMetadataProvider[Scope | None]):
         return super().get_metadata(key, node, *default)
 
     def _gen_impl(self, module: cst.Module) -> None:
-        visitor = ScopeVisitor(self)  # type: ignore[arg-type]
+        visitor = _ScopeWalk(self)  # type: ignore[arg-type]
         module.visit(visitor)
         visitor.infer_accesses()
 

@@ -16,6 +16,9 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 _ORDER: dict[type[cst.CSTNode], tuple[str, ...]] = {}
+# Whether a field's value is a node, by the value's type: `isinstance(value, cst.CSTNode)` goes
+# through `ABCMeta`'s check, slow for the strings, tuples and `None`s most fields hold.
+_IS_NODE: dict[type, bool] = {}
 
 
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -25,12 +28,20 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         names = _ORDER[type(node)] = _field_order(node)
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, tuple | list):
+        kind = type(value)
+        if kind is tuple or kind is list:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                is_node = _IS_NODE.get(type(item))
+                if is_node is None:
+                    is_node = _IS_NODE[type(item)] = isinstance(item, cst.CSTNode)
+                if is_node:
                     yield item
+        else:
+            is_node = _IS_NODE.get(kind)
+            if is_node is None:
+                is_node = _IS_NODE[kind] = isinstance(value, cst.CSTNode)
+            if is_node:
+                yield value
 
 
 def _field_order(node: cst.CSTNode) -> tuple[str, ...]:
@@ -53,6 +64,20 @@ class _FieldRecorder(cst.CSTVisitor):
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if attribute not in self.names:
             self.names.append(attribute)
+
+
+class ReadOnlyVisitor(cst.CSTVisitor):
+    """A visitor that only reads: each node's children are walked with `children` from its
+    `on_visit`, which then tells LibCST not to walk them, so LibCST rebuilds nothing.
+
+    Put it first among a visitor's bases. `visit_<Type>`, `leave_<Type>` and a `node.visit(self)`
+    inside them work as usual; `visit_<Type>_<attribute>` methods are not called."""
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if super().on_visit(node):
+            for child in children(node):
+                child.visit(self)
+        return False
 
 
 def visit_batched(wrapper: MetadataWrapper, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
