@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.metadata import Assignment, GlobalScope
 
+from jaxfix.analysis.keys import ENTERED, GUESSED, HOST_METHODS
 from jaxfix.analysis.reasons import Via
 from jaxfix.candidates import HASHED_KEYS
 from jaxfix.diagnostic import FixSafety
@@ -44,15 +45,6 @@ KEY_METHODS = DICT_METHODS | {"add", "discard", "remove"}
 HASHED_BY_ID = frozenset({"functools.partial"})
 # Array namespaces: a loop over what their functions return walks an array, not a dict.
 ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.")
-# Methods that turn an array into a Python value: they fail (or not) on their own, not here.
-HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__index__"})
-
-# Why tracing marks every parameter traced while some may hold Python values: a callable
-# given to an unknown function along with traced data, a custom derivative rule (its
-# `nondiff_argnums` arguments are passed as they are).
-GUESSED = frozenset({Via.APPLIED, Via.CUSTOM_RULE})
-# Functions a transform traces itself: their parameters are traced as declared.
-ENTERED = frozenset({Via.DECORATED, Via.PASSED})
 SHOWN = 60  # characters of a site's source the message quotes
 
 LOOKUP = (

@@ -291,11 +291,41 @@ class Candidates:
         self, site: ast.expr, owner: _Function | None, keyed: set[str], traced: bool
     ) -> bool:
         """Whether `site` may hash a tracer (see `_variable`); with `traced`, only one the
-        analysis finds traced there."""
+        analysis finds traced there, as the rule asks (`jaxfix.analysis.keys`)."""
         loops = self._loop_names(owner.loops) if owner is not None else set()
+        keys = self._analysis().keys if traced else None
+        node = owner.node if owner is not None else None
+        fid = keys.facts.module.by_node.get(node) if keys and node is not None else None
+        if keys is not None and fid is not None and not keys.hashes_traced(fid):
+            return False  # only guesses make the function traced: its values may be Python's
 
         def variable(key: ast.expr, loops: set[str]) -> bool:
-            return self._variable(key, loops) and (not traced or self._analysis().carries(key))
+            if not self._variable(key, loops):
+                return False
+            if keys is None or fid is None:
+                return not traced or self._analysis().carries(key)
+            return keys.tracer_valued(key, fid)
+
+        def element(iterable: ast.expr) -> bool:
+            """`set(...)` hashes each element: of a display, a comprehension, or what a call
+            or an operation gives. Not of a name (`set(d)` may hash a dict's keys)."""
+            if isinstance(iterable, ast.List | ast.Tuple | ast.Set):
+                elements = [e for e in iterable.elts if not isinstance(e, ast.Starred)]
+                return any(variable(e, loops) for e in elements)
+            if isinstance(iterable, ast.GeneratorExp | ast.ListComp | ast.SetComp):
+                return variable(iterable.elt, loops | self._loop_names(iterable.generators))
+            return isinstance(iterable, ast.Call | ast.BinOp) and variable(iterable, loops)
+
+        def receiver(expr: ast.expr) -> bool:
+            """A dict or a set; in traced code `obj.name` only when `obj` is the method's
+            `self` and its class gives `self.name` only dicts or sets (as the rule asks)."""
+            if not isinstance(expr, ast.Attribute) or keys is None or fid is None:
+                return self._keyed(expr, keyed)
+            values = keys.attribute_values(expr, fid)
+            return bool(values) and all(
+                not isinstance(v, ast.Name | ast.Attribute) and self._keyed(v, keyed)
+                for v in values
+            )
 
         if isinstance(site, ast.Dict):
             return any(k is not None and variable(k, loops) for k in site.keys)
@@ -308,22 +338,20 @@ class Candidates:
             plain = not isinstance(site.slice, ast.Slice)
             # A traced array indexed by a tracer is indexing, not a lookup by hash.
             array = traced and self._analysis().carries(site.value)
-            return (
-                plain
-                and not array
-                and variable(site.slice, loops)
-                and self._keyed(site.value, keyed)
-            )
+            return plain and not array and variable(site.slice, loops) and receiver(site.value)
         if isinstance(site, ast.Compare):
-            keyed_right = any(self._keyed(c, keyed) for c in site.comparators)
+            keyed_right = any(receiver(c) for c in site.comparators)
             return keyed_right and variable(site.left, loops)
         if not isinstance(site, ast.Call):
             return False
         func, first = site.func, site.args[0] if site.args else None
         if isinstance(func, ast.Attribute) and func.attr in _KEY_METHODS:
-            return first is not None and variable(first, loops) and self._keyed(func.value, keyed)
+            return first is not None and variable(first, loops) and receiver(func.value)
         if isinstance(func, ast.Name) and func.id in self.static_jitted:
-            return not traced or site in self._analysis().static_given_traced()
+            if not traced:
+                return True
+            entered = keys is None or fid is None or keys.entered(fid)
+            return entered and site in self._analysis().static_given_traced()
         # By name or through an import: `x.at[i].set(v)` is no `set(...)`.
         named = {func.id} if isinstance(func, ast.Name) else set()
         callees = (
@@ -331,9 +359,7 @@ class Candidates:
         ) & _HASHING_CALLEES
         if callees == {"hash"}:
             return first is not None and variable(first, loops)
-        # `set(name)` may be a set of a dict's keys: the rule looks at displays and results.
-        plain = not isinstance(first, ast.Name | ast.Attribute | ast.Constant)
-        return bool(callees) and first is not None and plain and variable(first, loops)
+        return bool(callees) and first is not None and element(first)
 
     def _variable(self, key: ast.expr, loops: set[str]) -> bool:
         """Whether a key may be a tracer: not a constant, not a name `loops` bind (nor their
@@ -387,11 +413,9 @@ class Candidates:
 
     def _last_names(self, expr: ast.expr) -> set[str]:
         names = {name.rsplit(".", 1)[-1] for name in self._full_names(expr)}
-        if isinstance(expr, ast.Name):
+        if isinstance(expr, ast.Name):  # a builtin, or a name the imports do not show
             names.add(expr.id)
-        elif isinstance(expr, ast.Attribute):
-            names.add(expr.attr)
-        return names
+        return names  # an attribute through the imports only: `x.at[i].set(v)` is no `set`
 
     def project_calls(self, packages: Collection[str]) -> Iterator[tuple[_Call, str]]:
         """Each call of a function imported from `packages` or by a relative import, with the

@@ -196,6 +196,40 @@ KEPT = {
             text = "value: {}".format(x)
             return x
         """,
+    "a static argument given a tracer by the jitted function itself": """\
+        import jax
+        from functools import partial
+        @partial(jax.jit, static_argnums=0)
+        def run(f, x):
+            return f(x)
+        @jax.jit
+        def outer(x):
+            return run(jax.numpy.sin(x), x)
+        """,
+    "a dict indexed by a tracer in a loop body": """\
+        import jax, jax.numpy as jnp
+        def precondition(xs, m):
+            alphas = {0: 1.0}
+            def left(i, u):
+                return u * alphas[i]
+            return jax.lax.fori_loop(0, m, left, xs)
+        """,
+    "sets of tracers: a display, and what a jnp function returns": """\
+        import jax, jax.numpy as jnp
+        @jax.jit
+        def f(x):
+            seen = frozenset({x})
+            return set(jnp.unique(x))
+        """,
+    "a dict attribute of the method's `self`": """\
+        import jax
+        class Memo:
+            def __init__(self):
+                self.table = {}
+            @jax.jit
+            def lookup(self, x):
+                return self.table.get(x)
+        """,
 }
 
 DROPPED = {
@@ -387,6 +421,46 @@ DROPPED = {
         @jax.jit
         def f(x, i, xs):
             return {"y": TABLE[i] * x[i] * xs[i] * CONFIG["scale"]}, xs.get(i)
+        """,
+    "a static argument given a tracer by a function that traced code only calls (jax ode.py)": """\
+        import jax
+        from functools import partial
+        @partial(jax.jit, static_argnums=0)
+        def run(f, x):
+            return f(x)
+        def solve(x):
+            return run(jax.numpy.sin(x), x)
+        @jax.jit
+        def outer(x):
+            return solve(x)
+        """,
+    "a name bound to `x.at[i].set(v)`, indexed in a loop body (optax alias_test)": """\
+        import jax, jax.numpy as jnp
+        def precondition(xs, m):
+            alphas = jnp.zeros(m)
+            alphas = alphas.at[0].set(1.0)
+            def left(i, u):
+                return u * alphas[i]
+            return jax.lax.fori_loop(0, m, left, xs)
+        """,
+    "sets of a dict's keys and of loop variables' fields (numpyro)": """\
+        import jax
+        @jax.jit
+        def f(x, sites):
+            assert set(x.keys()) == {"a"}
+            dims = set(s.dim for s in sites)
+            for s in sites:
+                names = frozenset({s.name})
+            return x
+        """,
+    "a dict attribute of an object that is not the method's `self` (jax core.py)": """\
+        import jax
+        class Context:
+            def __init__(self):
+                self.shared = {}
+        @jax.jit
+        def f(x, context):
+            return context.shared.get(x)
         """,
 }
 

@@ -18,6 +18,7 @@ from jaxfix.analysis.effects import EffectIndex
 from jaxfix.analysis.external import External
 from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse
 from jaxfix.analysis.keeping import Keeping
+from jaxfix.analysis.keys import Keys
 from jaxfix.analysis.tracing import KEYWORDS, Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.transforms import STATIC_QUERIES, TRANSFORMS, TransformSpec
@@ -37,6 +38,7 @@ class FileAnalysis:
     _static_given_traced: set[ast.Call] | None = field(default=None, repr=False)
     _effects: EffectIndex | None = field(default=None, repr=False)
     _keeping: Keeping | None = field(default=None, repr=False)
+    _keys: Keys | None = field(default=None, repr=False)
 
     @property
     def positions(self) -> Positions:
@@ -51,6 +53,13 @@ class FileAnalysis:
         if self._keeping is None:
             self._keeping = Keeping(self.facts)
         return self._keeping
+
+    @property
+    def keys(self) -> Keys:
+        """What a hash in traced code would be asked of (built when asked)."""
+        if self._keys is None:
+            self._keys = Keys(self.facts, self.keeping)
+        return self._keys
 
     def only_read(self, name: str, methods: Collection[str], builtins: Collection[str]) -> bool:
         """Whether the module-level `name` is bound once, at the top level, and every other

@@ -269,7 +269,7 @@ class Keeping:
                 and isinstance(func, ast.Attribute)
                 and self.made_by(func.value, fid, makers, prefixes, depth + 1)
             )
-        values = self._bound_values(node, fid)
+        values = self.bound_values(node, fid)
         return bool(values) and all(
             isinstance(value, ast.Call) and self.made_by(value, fid, makers, prefixes, depth + 1)
             for value in values
@@ -278,7 +278,7 @@ class Keeping:
     def is_container(self, node: ast.expr, fid: str) -> bool:
         """`node` is a name every binding of which makes a list, dict, set, deque or queue (or
         `self.name`, every value its class gives it)."""
-        values = self._bound_values(node, fid)
+        values = self.bound_values(node, fid)
         return bool(values) and all(
             value is not None and self.makes_container(value, fid) for value in values
         )
@@ -289,7 +289,7 @@ class Keeping:
             return True
         return isinstance(value, ast.Call) and self.full_name(value.func, fid) in CONTAINER_MAKERS
 
-    def _bound_values(self, node: ast.expr, fid: str) -> list[ast.expr | None]:
+    def bound_values(self, node: ast.expr, fid: str) -> list[ast.expr | None]:
         """The value of each binding of a name; of `self.name`, what the methods of its class
         give it; none for another expression, or when a method changes it otherwise."""
         if isinstance(node, ast.Name):
