@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.metadata import Assignment, GlobalScope, Scope
 
-from jaxfix.analysis.reasons import Via
+from jaxfix.analysis.reasons import Via, abstract_only
 from jaxfix.call_sites import runs_outside_traces
 from jaxfix.candidates import HOST_INDEXES, UNRAISED
 from jaxfix.diagnostic import FixSafety
@@ -120,7 +120,6 @@ FORMAT = "format"
 _HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
 # The reason `jaxfix.tracing` gives a function that an unknown higher-order call applies to
 # traced data, and the transforms that trace a function without ever running it.
-ABSTRACT_TRANSFORMS = ("jax.eval_shape", "jax.make_jaxpr")
 # Traced through its callers: what its parameters hold depends on what they pass.
 THROUGH_CALLERS = frozenset({Via.APPLIED, Via.CALLED, Via.OTHER_MODULE})
 # A `try` catching one of these around a conversion handles the traced case on purpose.
@@ -258,6 +257,7 @@ class HostConversionInTraced(Rule):
         | CONVERTING_METHODS
         | {HOST_INDEXES}
     )
+    run_time_anchors = frozenset({PRINT, "builtins.format", UNRAISED + FORMAT})
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """`TABLE[i]`: a NumPy array (made by NumPy where the analysis sees it) indexed by a
@@ -296,7 +296,7 @@ class HostConversionInTraced(Rule):
         found = self._reported(node)
         if found is None:
             return
-        if found.display in {"print", "str.format", "format"} and _abstract_only(context):
+        if found.display in {"print", "str.format", "format"} and abstract_only(context.reasons):
             return  # `jax.eval_shape` never runs the function: a print at trace time is all
         if found.fix is not None:
             blocking = self._unfixed_beside(node)
@@ -863,11 +863,6 @@ def _literal(text: str) -> str:
     if literal.startswith("'") and '"' not in text:
         literal = '"' + literal[1:-1].replace("\\'", "'") + '"'
     return literal
-
-
-def _abstract_only(context: TracedFunction) -> bool:
-    """Traced only to find shapes (`jax.eval_shape`, `jax.make_jaxpr`): it never runs."""
-    return all(reason.name in ABSTRACT_TRANSFORMS for reason in context.reasons)
 
 
 def _is_parameter(scope: Scope | None, name: cst.Name) -> bool:

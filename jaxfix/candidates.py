@@ -144,7 +144,11 @@ class Candidates:
     _tree_memo: _TreeMemo = field(default_factory=_TreeMemo)  # shared by the copies
 
     def statements(
-        self, anchors: Collection[str], traced_only: bool, given_traced: bool = True
+        self,
+        anchors: Collection[str],
+        traced_only: bool,
+        given_traced: bool = True,
+        run_time: Collection[str] = (),
     ) -> set[int]:
         """Top-level statements calling (or decorating with) one of `anchors`, in the body of a
         traced function (anywhere, when not `traced_only`), a call that is given a certainly
@@ -152,7 +156,30 @@ class Candidates:
         through the file's imports (`pickle.dumps`); a plain one is a method name, matched on
         any receiver (`x.tobytes()`). `STORES` stands for the stores of traced values into
         state that outlives the call (of `_Function.stores` when not `traced_only`), and
-        `OUTER + name` for a method on a receiver that is not a local variable."""
+        `OUTER + name` for a method on a receiver that is not a local variable. The `run_time`
+        anchors do not count in functions that never run (`Facts.abstract_only`)."""
+        timed = frozenset(anchors) & frozenset(run_time)
+        if traced_only and timed:
+            facts = self._analysis().facts
+            fids = facts.module.by_node
+            never_run = {
+                f
+                for f in self.traced()
+                if f.node is not None and facts.abstract_only(fids.get(f.node))
+            }
+            if never_run:
+                rest = self._statements(frozenset(anchors) - timed, True, given_traced)
+                return rest | self._statements(timed, True, given_traced, never_run)
+        return self._statements(anchors, traced_only, given_traced)
+
+    def _statements(
+        self,
+        anchors: Collection[str],
+        traced_only: bool,
+        given_traced: bool,
+        skipped: Collection[_Function] = (),
+    ) -> set[int]:
+        """`statements`, with the functions `skipped` taken as not traced."""
         if not anchors:
             return set()
         qualified, methods, outer, made, unraised = _split(frozenset(anchors))
@@ -180,7 +207,7 @@ class Candidates:
             return on_outer(call) and self._analysis().kept_call(call.call)
 
         # Where `traced_only` is not asked for, the analysis' verdicts are not needed.
-        traced = self.traced() if traced_only else set()
+        traced = self.traced() - set(skipped) if traced_only else set()
         given = self._analysis().traced_calls() if given_traced and traced_only else None
 
         def anchored_call(call: _Call) -> bool:

@@ -455,7 +455,10 @@ def _check(
     if sliced:
         by_rule = {
             rule: found.statements(
-                _anchors(rule, options), rule.traced_only, rule.anchors_receive_traced
+                _anchors(rule, options),
+                rule.traced_only,
+                rule.anchors_receive_traced,
+                rule.run_time_anchors,
             )
             for rule in rules
         }

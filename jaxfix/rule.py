@@ -77,6 +77,9 @@ class Rule(cst.BatchableCSTVisitor):
     # argument): anchored calls given none are no candidates. False when an anchor only marks
     # the context of a finding (the pool whose `map` later receives the tracer).
     anchors_receive_traced: ClassVar[bool] = True
+    # Anchors whose calls matter only when the traced function runs (`print`): they do not
+    # count in functions that only shape-finding transforms trace (`jax.eval_shape`).
+    run_time_anchors: ClassVar[frozenset[str]] = frozenset()
     # The rule (or its fix) looks at the statements that use what a finding's statement
     # defines: the callers of its function, `f.cache_clear()`, the readers of a global it
     # sets. LibCST then sees those too.

@@ -17,6 +17,13 @@ from jaxfix.candidates import HASHED_KEYS, STORES, Candidates, collect
 from jaxfix.registry import all_rules
 
 ANCHORS = frozenset().union(*(rule.anchors for rule in all_rules()))
+# The anchors that count only where code runs, for every rule that has them.
+RUN_TIME = frozenset(
+    anchor
+    for rule in all_rules()
+    for anchor in rule.run_time_anchors
+    if all(anchor in r.run_time_anchors for r in all_rules() if anchor in r.anchors)
+)
 
 
 def collected(text: str) -> Candidates:
@@ -28,7 +35,8 @@ def kept(source: str) -> list[str]:
     """The first line of every top-level statement that is a candidate."""
     text = textwrap.dedent(source)
     tree = ast.parse(text)
-    statements = collect(tree, analyse_file(tree, text)).statements(ANCHORS, traced_only=True)
+    found = collect(tree, analyse_file(tree, text))
+    statements = found.statements(ANCHORS, traced_only=True, run_time=RUN_TIME)
     lines = text.splitlines()
     return [lines[tree.body[index].lineno - 1] for index in sorted(statements)]
 
@@ -229,6 +237,14 @@ KEPT = {
             @jax.jit
             def lookup(self, x):
                 return self.table.get(x)
+        """,
+    "a print in a function `jax.eval_shape` and `jax.jit` trace": """\
+        import jax
+        def shapes(x):
+            print("tracing", x)
+            return x * 2
+        out = jax.eval_shape(shapes, 1.0)
+        run = jax.jit(shapes)
         """,
 }
 
@@ -461,6 +477,13 @@ DROPPED = {
         @jax.jit
         def f(x, context):
             return context.shared.get(x)
+        """,
+    "a print in a function only `jax.eval_shape` traces (equinox checkpointed)": """\
+        import jax
+        def shapes(x):
+            print("tracing", x)
+            return "{}".format(x), x * 2
+        out = jax.eval_shape(shapes, 1.0)
         """,
 }
 

@@ -4,7 +4,10 @@ read the text."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection
 from dataclasses import dataclass
+
+from jaxfix.transforms import ABSTRACT_TRANSFORMS
 
 
 class Via(enum.Enum):
@@ -24,3 +27,9 @@ class Reason:
 
     def __str__(self) -> str:
         return self.via.value.format(self.name)
+
+
+def abstract_only(reasons: Collection[Reason]) -> bool:
+    """Whether only transforms that find shapes (`jax.eval_shape`) trace a function traced for
+    `reasons`: it never runs, so what it would do at run time never happens."""
+    return bool(reasons) and all(reason.name in ABSTRACT_TRANSFORMS for reason in reasons)

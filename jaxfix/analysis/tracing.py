@@ -24,7 +24,7 @@ from jaxfix.analysis.flow import (
     outliving_params,
     params_of,
 )
-from jaxfix.analysis.reasons import Reason, Via
+from jaxfix.analysis.reasons import Reason, Via, abstract_only
 from jaxfix.analysis.values import Kind, Param, Source, Staged, Value
 
 
@@ -70,6 +70,11 @@ class Facts:
             and self.kind(value) is Kind.TRACED
             and node not in self.module.guarded
         )
+
+    def abstract_only(self, fid: str | None) -> bool:
+        """Whether only transforms that find shapes trace `fid` (`jax.eval_shape`): it never
+        runs, so what it would do at run time never happens."""
+        return fid is not None and abstract_only(self.reasons.get(fid, []))
 
     def traced_functions(self) -> Iterator[Summary]:
         for fid in self.reasons:
