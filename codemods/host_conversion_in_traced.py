@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
-from libcst.metadata import Assignment, GlobalScope, Scope
+from libcst.metadata import GlobalScope
 
-from jaxfix.analysis.reasons import Via, abstract_only
+from jaxfix.analysis.reasons import abstract_only
 from jaxfix.call_sites import runs_outside_traces
 from jaxfix.candidates import HOST_INDEXES, UNRAISED
 from jaxfix.diagnostic import FixSafety
@@ -118,10 +118,6 @@ CONVERTING_METHODS = frozenset({"item", "tolist"})
 FORMAT = "format"
 # Array methods whose result leaves traced computation (the fixed NumPy call must not feed them).
 _HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
-# The reason `jaxfix.tracing` gives a function that an unknown higher-order call applies to
-# traced data, and the transforms that trace a function without ever running it.
-# Traced through its callers: what its parameters hold depends on what they pass.
-THROUGH_CALLERS = frozenset({Via.APPLIED, Via.CALLED, Via.OTHER_MODULE})
 # A `try` catching one of these around a conversion handles the traced case on purpose.
 CAUGHT_BUILTINS = frozenset({"builtins.Exception", "builtins.BaseException", "builtins.TypeError"})
 CONVERSION_ERRORS = frozenset(
@@ -258,6 +254,7 @@ class HostConversionInTraced(Rule):
         | {HOST_INDEXES}
     )
     run_time_anchors = frozenset({PRINT, "builtins.format", UNRAISED + FORMAT})
+    sure_tracer_anchors = names_of(SINKS, SinkKind.CONVERT)  # see `_converts_traced`
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """`TABLE[i]`: a NumPy array (made by NumPy where the analysis sees it) indexed by a
@@ -485,23 +482,9 @@ class HostConversionInTraced(Rule):
         return bool(arguments) and self._converts_traced(arguments[0])
 
     def _converts_traced(self, value: cst.BaseExpression) -> bool:
-        """Traced, and not a parameter that is probably a Python value: in a function traced
-        only because a higher-order function (`tree_map`) applies it to traced data, where
-        `bool(leaf)` is usually of a static leaf (a filter spec); or one that looks like a
-        Python value (`n: int`, `axis=0`) in a function traced only through its callers."""
-        if not self.traced.is_traced(value):
-            return False
-        context = self.traced.context_of(value)
-        if context is None or not isinstance(value, cst.Name):
-            return True
-        if not _is_parameter(self.traced.scope_of(value), value):
-            return True
-        ways = {reason.via for reason in context.reasons}
-        if ways == {Via.APPLIED}:
-            return False
-        through_callers = ways <= THROUGH_CALLERS
-        python_valued = value.value in self.traced.python_valued_params(context.node)
-        return not (through_callers and python_valued)
+        """Traced, and not a parameter that is a tracer only by a guess (`bool(leaf)` in a
+        `tree_map` of a filter spec, `n: int` of a helper traced through its callers)."""
+        return self.traced.is_traced(value) and not self.traced.guessed_parameter(value)
 
     def _prints_traced(self, value: cst.BaseExpression) -> bool:
         """Traced, and not what a serializer makes of a traced value (JF101 reports that)."""
@@ -863,15 +846,6 @@ def _literal(text: str) -> str:
     if literal.startswith("'") and '"' not in text:
         literal = '"' + literal[1:-1].replace("\\'", "'") + '"'
     return literal
-
-
-def _is_parameter(scope: Scope | None, name: cst.Name) -> bool:
-    """Whether `name` is a parameter (also when reassigned: `axis = int(axis)`)."""
-    if scope is None:
-        return False
-    return any(
-        isinstance(a, Assignment) and isinstance(a.node, cst.Param) for a in scope[name.value]
-    )
 
 
 # `HostConversionInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

@@ -149,6 +149,7 @@ class Candidates:
         traced_only: bool,
         given_traced: bool = True,
         run_time: Collection[str] = (),
+        sure: Collection[str] = (),
     ) -> set[int]:
         """Top-level statements calling (or decorating with) one of `anchors`, in the body of a
         traced function (anywhere, when not `traced_only`), a call that is given a certainly
@@ -157,7 +158,9 @@ class Candidates:
         any receiver (`x.tobytes()`). `STORES` stands for the stores of traced values into
         state that outlives the call (of `_Function.stores` when not `traced_only`), and
         `OUTER + name` for a method on a receiver that is not a local variable. The `run_time`
-        anchors do not count in functions that never run (`Facts.abstract_only`)."""
+        anchors do not count in functions that never run (`Facts.abstract_only`); the `sure`
+        ones only where a call gets a tracer that is no guess
+        (`FileAnalysis.given_sure_tracer`)."""
         timed = frozenset(anchors) & frozenset(run_time)
         if traced_only and timed:
             facts = self._analysis().facts
@@ -168,15 +171,16 @@ class Candidates:
                 if f.node is not None and facts.abstract_only(fids.get(f.node))
             }
             if never_run:
-                rest = self._statements(frozenset(anchors) - timed, True, given_traced)
-                return rest | self._statements(timed, True, given_traced, never_run)
-        return self._statements(anchors, traced_only, given_traced)
+                rest = self._statements(frozenset(anchors) - timed, True, given_traced, sure)
+                return rest | self._statements(timed, True, given_traced, sure, never_run)
+        return self._statements(anchors, traced_only, given_traced, sure)
 
     def _statements(
         self,
         anchors: Collection[str],
         traced_only: bool,
         given_traced: bool,
+        sure: Collection[str],
         skipped: Collection[_Function] = (),
     ) -> set[int]:
         """`statements`, with the functions `skipped` taken as not traced."""
@@ -236,6 +240,8 @@ class Candidates:
                     or (known.method in outer and keeps_traced(call))
                 )
             if known.callee is not None:
+                if known.callee in sure and not self._analysis().given_sure_tracer(known):
+                    return False
                 return known.callee in qualified
             return anchored(call.call.func) or bool(outer and keeps_traced(call))
 

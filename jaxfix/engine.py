@@ -459,6 +459,7 @@ def _check(
                 rule.traced_only,
                 rule.anchors_receive_traced,
                 rule.run_time_anchors,
+                rule.sure_tracer_anchors,
             )
             for rule in rules
         }

@@ -80,6 +80,10 @@ class Rule(cst.BatchableCSTVisitor):
     # Anchors whose calls matter only when the traced function runs (`print`): they do not
     # count in functions that only shape-finding transforms trace (`jax.eval_shape`).
     run_time_anchors: ClassVar[frozenset[str]] = frozenset()
+    # Anchors whose calls the rule reports only when they get a tracer that is not a guess (a
+    # parameter of a function an unknown higher-order call applies, or one that looks like a
+    # Python value: `FileAnalysis.guessed_parameter`).
+    sure_tracer_anchors: ClassVar[frozenset[str]] = frozenset()
     # The rule (or its fix) looks at the statements that use what a finding's statement
     # defines: the callers of its function, `f.cache_clear()`, the readers of a global it
     # sets. LibCST then sees those too.

@@ -458,11 +458,11 @@ class TracedAnalysis:
             return self._collected.owned.get(function, _NOTHING)
         return _NOTHING
 
-    def python_valued_params(self, function: FunctionNode) -> set[str]:
-        """Parameters of `function` that look like Python values, not arrays (`n: int`,
-        `axis=0`): what Equinox's `filter_*` treat as static."""
-        node = self._ast_function(function)
-        return flow.python_valued_params(node) if node is not None else set()
+    def guessed_parameter(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is a parameter that is a tracer only by a guess (see
+        `FileAnalysis.guessed_parameter`)."""
+        found = self._ast_expression(expr)
+        return found is not None and self._analysed.guessed_parameter(*found)
 
     def receivers_of(self, attribute: str) -> set[str]:
         """The names the module reads `attribute` on (`f` for `f.cache_clear()`)."""

@@ -17,13 +17,21 @@ from jaxfix.candidates import HASHED_KEYS, STORES, Candidates, collect
 from jaxfix.registry import all_rules
 
 ANCHORS = frozenset().union(*(rule.anchors for rule in all_rules()))
-# The anchors that count only where code runs, for every rule that has them.
-RUN_TIME = frozenset(
-    anchor
-    for rule in all_rules()
-    for anchor in rule.run_time_anchors
-    if all(anchor in r.run_time_anchors for r in all_rules() if anchor in r.anchors)
-)
+
+
+def _of_every_rule(declared: str) -> frozenset[str]:
+    """The anchors in the `declared` set (`run_time_anchors`) of every rule that has them."""
+    rules = all_rules()
+    return frozenset(
+        anchor
+        for rule in rules
+        for anchor in getattr(rule, declared)
+        if all(anchor in getattr(r, declared) for r in rules if anchor in r.anchors)
+    )
+
+
+RUN_TIME = _of_every_rule("run_time_anchors")  # count only where code runs
+SURE = _of_every_rule("sure_tracer_anchors")  # count only with a tracer that is no guess
 
 
 def collected(text: str) -> Candidates:
@@ -36,7 +44,7 @@ def kept(source: str) -> list[str]:
     text = textwrap.dedent(source)
     tree = ast.parse(text)
     found = collect(tree, analyse_file(tree, text))
-    statements = found.statements(ANCHORS, traced_only=True, run_time=RUN_TIME)
+    statements = found.statements(ANCHORS, traced_only=True, run_time=RUN_TIME, sure=SURE)
     lines = text.splitlines()
     return [lines[tree.body[index].lineno - 1] for index in sorted(statements)]
 
@@ -245,6 +253,14 @@ KEPT = {
             return x * 2
         out = jax.eval_shape(shapes, 1.0)
         run = jax.jit(shapes)
+        """,
+    "an array converted in a lambda that `tree_map` applies": """\
+        import jax
+        def select(tree):
+            return jax.tree_util.tree_map(lambda x: x if bool(x.sum()) else None, tree)
+        @jax.jit
+        def f(tree):
+            return select(tree)
         """,
 }
 
@@ -484,6 +500,14 @@ DROPPED = {
             print("tracing", x)
             return "{}".format(x), x * 2
         out = jax.eval_shape(shapes, 1.0)
+        """,
+    "a leaf of a filter spec converted in a lambda that `tree_map` applies (equinox)": """\
+        import jax
+        def select(tree, spec):
+            return jax.tree_util.tree_map(lambda mask, x: x if bool(mask) else None, spec, tree)
+        @jax.jit
+        def f(tree, spec):
+            return select(tree, spec)
         """,
 }
 

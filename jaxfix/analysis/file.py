@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from jaxfix.analysis.bridge import Positions, first_line
 from jaxfix.analysis.effects import EffectIndex
 from jaxfix.analysis.external import External
-from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse
+from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse, python_valued_params
 from jaxfix.analysis.keeping import Keeping
 from jaxfix.analysis.keys import Keys
+from jaxfix.analysis.reasons import THROUGH_CALLERS, Via
 from jaxfix.analysis.tracing import KEYWORDS, Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.transforms import STATIC_QUERIES, TRANSFORMS, TransformSpec
@@ -60,6 +61,37 @@ class FileAnalysis:
         if self._keys is None:
             self._keys = Keys(self.facts, self.keeping)
         return self._keys
+
+    def guessed_parameter(self, node: ast.expr, fid: str) -> bool:
+        """Whether `node` is a parameter (also reassigned: `axis = int(axis)`) that is a tracer
+        only by a guess: of a function traced only because an unknown higher-order call
+        applies it to traced data (`bool(leaf)` in a `tree_map` of a filter spec), or one that
+        looks like a Python value (`n: int`, `axis=0`) in a function traced only through its
+        callers."""
+        if not isinstance(node, ast.Name):
+            return False
+        if not any(b.parameter for b in self.keeping.bindings(node.id, fid)):
+            return False
+        ways = {reason.via for reason in self.facts.reasons.get(fid, [])}
+        if not ways:
+            return False
+        if ways == {Via.APPLIED}:
+            return True
+        function = self.facts.module.nodes.get(fid)
+        python_valued = function is not None and node.id in python_valued_params(function)
+        return ways <= THROUGH_CALLERS and python_valued
+
+    def given_sure_tracer(self, call: Call) -> bool:
+        """Whether `call` gets a tracer (as an argument or its receiver) that is not a
+        parameter whose tracer is a guess (see `guessed_parameter`)."""
+        node = call.node
+        given = [*node.args, *(keyword.value for keyword in node.keywords)]
+        if isinstance(node.func, ast.Attribute):
+            given.append(node.func.value)
+        return any(
+            self.carries(value) and not self.guessed_parameter(value, call.caller)
+            for value in given
+        )
 
     def only_read(self, name: str, methods: Collection[str], builtins: Collection[str]) -> bool:
         """Whether the module-level `name` is bound once, at the top level, and every other

@@ -29,6 +29,11 @@ class Reason:
         return self.via.value.format(self.name)
 
 
+# Traced through its callers (or an unknown higher-order call): what its parameters hold
+# depends on what they pass.
+THROUGH_CALLERS = frozenset({Via.APPLIED, Via.CALLED, Via.OTHER_MODULE})
+
+
 def abstract_only(reasons: Collection[Reason]) -> bool:
     """Whether only transforms that find shapes (`jax.eval_shape`) trace a function traced for
     `reasons`: it never runs, so what it would do at run time never happens."""
