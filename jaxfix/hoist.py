@@ -251,6 +251,20 @@ def stored_names(statement: cst.CSTNode) -> set[str]:
     return names
 
 
+def bound_names(statement: cst.CSTNode) -> set[str]:
+    """The names `statement` binds in its function: what it assigns, the targets of its `for`
+    and `with`, the `def` or `class` it is, and what it imports."""
+    names = stored_names(statement) | _bound_inside(statement)
+    if isinstance(statement, cst.FunctionDef | cst.ClassDef):
+        names.add(statement.name.value)
+    for node in [statement, *_walk_body(statement)]:
+        if isinstance(node, cst.Import | cst.ImportFrom) and not isinstance(
+            node.names, cst.ImportStar
+        ):  # `import a.b` binds `a`
+            names.update(a.evaluated_alias or a.evaluated_name.split(".")[0] for a in node.names)
+    return names
+
+
 def _target_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.Name):
         return {target.value}

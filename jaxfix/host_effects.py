@@ -23,7 +23,7 @@ import libcst as cst
 
 from jaxfix.after_call import AfterCall, Wrapping, plan_after_call
 from jaxfix.analysis.effects import Keys
-from jaxfix.hoist import fresh_name, hoist_statements, jax_module_name, stored_names
+from jaxfix.hoist import bound_names, fresh_name, hoist_statements, jax_module_name
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
 
@@ -156,12 +156,13 @@ def _rebinds_between(
     analysis: TracedAnalysis, block: cst.CSTNode | None, group: list[Statement]
 ) -> bool:
     """Whether a statement of `block` between the first and the last of `group` binds a name
-    one of them reads (the host function, defined at the first, would read the old value)."""
+    one of them reads (the host function, defined at the first, would read the old value, or
+    none: a `def` made by an earlier fix)."""
     body = list(block.body) if isinstance(block, cst.IndentedBlock) else []
     at = [i for i, node in enumerate(body) if any(node is member for member in group)]
     between = [body[i] for i in range(at[0], at[-1]) if i not in at] if at else []
     read = {name.value for member in group for name in names_read(member)}
-    return any(stored_names(node) & read for node in between)
+    return any(bound_names(node) & read for node in between)
 
 
 def _barrier(jax_name: str, place: Statement) -> cst.SimpleStatementLine:
