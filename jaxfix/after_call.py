@@ -55,7 +55,7 @@ from jaxfix.call_sites import (
     only_here,
     scan_sites,
 )
-from jaxfix.hoist import jax_module_name
+from jaxfix.hoist import binds_with_walrus, jax_module_name
 from jaxfix.project import JAX, PAYLOAD, EffectAfterCall, SerializedImport
 from jaxfix.rule import ImportNeeded, Replacement, Rule
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
@@ -95,6 +95,8 @@ def plan_after_call(
     body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
     if not all(any(member is s for s in body) for member in group):
         return "it runs in a branch or a loop of the function"
+    if any(binds_with_walrus(member) for member in group):
+        return "it binds a name with `:=` (the binding would leave the function)"
     last = body[-1] if body else None
     returned = _returned(last)
     if returned is None or count_returns(function.body) != 1:

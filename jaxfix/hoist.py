@@ -156,7 +156,7 @@ def hoist_statements(
     callback, to stand where the first is; None when they cannot be moved safely: one binds a
     name with `:=` (the binding would move into the host function), or none reads a traced
     name."""
-    if any(isinstance(n, cst.NamedExpr) for s in statements for n in _walk_body(s)):
+    if any(map(binds_with_walrus, statements)):
         return None
     traced, frozen = _host_parameters(analysis, statements)
     if not traced:
@@ -192,6 +192,12 @@ def hoist_statements(
         f"{jax_name}.debug.callback({', '.join([host_name, *traced])}, ordered=True)\n"
     ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     return [host_def, callback]
+
+
+def binds_with_walrus(statement: Statement) -> bool:
+    """Whether `statement` binds a name of its function with `:=`: moving it elsewhere would
+    move the binding away from the code that reads it."""
+    return any(isinstance(node, cst.NamedExpr) for node in _walk_body(statement))
 
 
 def _blank_line_before(analysis: TracedAnalysis, statement: cst.CSTNode) -> list[cst.EmptyLine]:
