@@ -164,12 +164,7 @@ class Candidates:
         timed = frozenset(anchors) & frozenset(run_time)
         if traced_only and timed:
             facts = self._analysis().facts
-            fids = facts.module.by_node
-            never_run = {
-                f
-                for f in self.traced()
-                if f.node is not None and facts.abstract_only(fids.get(f.node))
-            }
+            never_run = {f for f in self.traced() if facts.abstract_only(self._fid(f))}
             if never_run:
                 rest = self._statements(frozenset(anchors) - timed, True, given_traced, sure)
                 return rest | self._statements(timed, True, given_traced, sure, never_run)
@@ -268,6 +263,12 @@ class Candidates:
             found.update(i for node in indexes if (i := index(node)) is not None)
         return found
 
+    def _fid(self, function: _Function | None) -> str | None:
+        """The analysis' id of `function`, when it knows it."""
+        if function is None or function.node is None:
+            return None
+        return self._analysis().facts.module.by_node.get(function.node)
+
     def _analysis(self) -> FileAnalysis:
         if self.analysed is None:
             raise ValueError("traced code is known only with the file's analysis")
@@ -327,8 +328,7 @@ class Candidates:
         analysis finds traced there, as the rule asks (`jaxfix.analysis.keys`)."""
         loops = self._loop_names(owner.loops) if owner is not None else set()
         keys = self._analysis().keys if traced else None
-        node = owner.node if owner is not None else None
-        fid = keys.facts.module.by_node.get(node) if keys and node is not None else None
+        fid = self._fid(owner) if keys is not None else None
         if keys is not None and fid is not None and not keys.hashes_traced(fid):
             return False  # only guesses make the function traced: its values may be Python's
 

@@ -140,9 +140,10 @@ PYTHON_TYPES = frozenset(
     {"int", "float", "bool", "str", "bytes", "complex", "type", "Callable", "None"}
 )
 
-# `f.defjvp` / `f.defvjp` on a function made by these register rules that are traced too.
 # Transforms that trace a function only to find shapes: it never runs (`jax.eval_shape`).
 ABSTRACT_TRANSFORMS = frozenset({"jax.eval_shape", "jax.make_jaxpr"})
+
+# `f.defjvp` / `f.defvjp` on a function made by these register rules that are traced too.
 CUSTOM_DERIVATIVES = frozenset({"jax.custom_jvp", "jax.custom_vjp"})
 CUSTOM_RULE_METHODS = frozenset({"defjvp", "defvjp", "defjvps"})
 

@@ -72,7 +72,7 @@ class FileAnalysis:
             return False
         if not any(b.parameter for b in self.keeping.bindings(node.id, fid)):
             return False
-        ways = {reason.via for reason in self.facts.reasons.get(fid, [])}
+        ways = self.facts.ways(fid)
         if not ways:
             return False
         if ways == {Via.APPLIED}:
@@ -84,13 +84,9 @@ class FileAnalysis:
     def given_sure_tracer(self, call: Call) -> bool:
         """Whether `call` gets a tracer (as an argument or its receiver) that is not a
         parameter whose tracer is a guess (see `guessed_parameter`)."""
-        node = call.node
-        given = [*node.args, *(keyword.value for keyword in node.keywords)]
-        if isinstance(node.func, ast.Attribute):
-            given.append(node.func.value)
         return any(
             self.carries(value) and not self.guessed_parameter(value, call.caller)
-            for value in given
+            for value in _inputs(call.node)
         )
 
     def only_read(self, name: str, methods: Collection[str], builtins: Collection[str]) -> bool:
@@ -159,11 +155,7 @@ class FileAnalysis:
         if isinstance(node, ast.Call):
             if self._is_static_query(node):
                 return False  # `np.ndim(x)`, `jnp.result_type(x)`: no data needed
-            receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
-            given = [*node.args, *(k.value for k in node.keywords)]
-            return any(map(self.carries, given)) or (
-                receiver is not None and self.carries(receiver)
-            )
+            return any(map(self.carries, _inputs(node)))
         if isinstance(node, ast.JoinedStr):
             formatted = (v.value for v in node.values if isinstance(v, ast.FormattedValue))
             return any(map(self.carries, formatted))
@@ -340,6 +332,14 @@ def analyse_file(
     if module.reused and not module.reusable():
         facts = trace(analyse(tree, transforms=transforms, reuse=False), external)
     return FileAnalysis(tree, text, facts)
+
+
+def _inputs(call: ast.Call) -> list[ast.expr]:
+    """What `call` is given: its arguments, then its receiver (`r` of `r.m(...)`)."""
+    given = [*call.args, *(keyword.value for keyword in call.keywords)]
+    if isinstance(call.func, ast.Attribute):
+        given.append(call.func.value)
+    return given
 
 
 # A push and the pop that undoes it.

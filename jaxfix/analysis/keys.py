@@ -33,13 +33,13 @@ class Keys:
     def hashes_traced(self, fid: str) -> bool:
         """Whether the function `fid` is traced for a reason that makes its values tracers,
         not only guessed ones (see `GUESSED`)."""
-        reasons = self.facts.reasons.get(fid, [])
-        return bool(reasons) and not {reason.via for reason in reasons} <= GUESSED
+        ways = self.facts.ways(fid)
+        return bool(ways) and not ways <= GUESSED
 
     def entered(self, fid: str) -> bool:
         """Whether a transform traces `fid` itself (`jit`, `vmap`, a `scan` body): its
         parameters hold what the transform gives, not what a caller may pass."""
-        return any(reason.via in ENTERED for reason in self.facts.reasons.get(fid, ()))
+        return bool(self.facts.ways(fid) & ENTERED)
 
     def tracer_valued(self, node: ast.expr, fid: str) -> bool:
         """Whether `node` is a tracer (or a tuple holding one) where it stands: not a Python

@@ -71,6 +71,10 @@ class Facts:
             and node not in self.module.guarded
         )
 
+    def ways(self, fid: str) -> set[Via]:
+        """How `fid` comes to be traced (none when it is not)."""
+        return {reason.via for reason in self.reasons.get(fid, ())}
+
     def abstract_only(self, fid: str | None) -> bool:
         """Whether only transforms that find shapes trace `fid` (`jax.eval_shape`): it never
         runs, so what it would do at run time never happens."""
