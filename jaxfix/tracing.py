@@ -111,16 +111,18 @@ class _Collector:
         while todo:
             node, owner = todo.pop()
             body = None
-            if isinstance(node, cst.FunctionDef | cst.Lambda):
+            # By exact type: LibCST's node classes have no subclasses, and `isinstance` goes
+            # through `ABCMeta` (a third of this walk).
+            if type(node) is cst.FunctionDef or type(node) is cst.Lambda:
                 self.functions.append(node)
                 self.owned[node] = _Owned()
                 body = node.body
-            elif isinstance(node, cst.Attribute):
-                if isinstance(node.value, cst.Name):
+            elif type(node) is cst.Attribute:
+                if type(node.value) is cst.Name:
                     self.receivers[node.attr.value].add(node.value.value)
-            elif isinstance(node, cst.Global):
+            elif type(node) is cst.Global:
                 self.owned[owner].global_names.update(n.name.value for n in node.names)
-            elif isinstance(node, cst.Nonlocal):
+            elif type(node) is cst.Nonlocal:
                 self.owned[owner].nonlocal_names.update(n.name.value for n in node.names)
             for child in children(node):
                 parents[child] = node

@@ -76,7 +76,10 @@ class ReadOnlyVisitor(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if super().on_visit(node):
             for child in children(node):
-                child.visit(self)
+                # What `child.visit(self)` does for a visitor, less its two `isinstance` checks
+                # through `ABCMeta` (a tenth of the walk).
+                self.on_visit(child)
+                self.on_leave(child)
         return False
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from hypothesis import given
 from libcst._metadata_dependent import LazyValue
 from libcst.metadata import (
     BaseMetadataProvider,
@@ -23,6 +24,7 @@ from libcst.metadata import (
 from jaxfix import metadata
 from jaxfix.metadata import Wrapper
 from jaxfix.proofs import load_cases
+from tests.test_fuzz import GRAMMAR_PROGRAMS, fuzz_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(
@@ -62,6 +64,41 @@ def test_the_same_metadata_as_libcst(path: Path) -> None:
     assert all(described(fast[node]) == described(theirs[node]) for node in pairs.values())
     for provider in (ExpressionContextProvider, PositionProvider, QualifiedNameProvider):
         assert evaluated(ours.resolve(provider)) == evaluated(libcsts.resolve(provider)), provider
+
+
+# Code whose positions LibCST's code generation takes care over: line endings, continuations,
+# strings over several lines, decorators, statements sharing a line, wide characters.
+TRICKY = [
+    "x = 1\r\ny = (2,\r\n     3)\r\n",
+    "x = 1\ry = 2\r",
+    "total = 1 + \\\n    2\n",
+    's = """a\nb\r\nc"""\nt = f"{s!r:>{10}}" \'d\'\n',
+    "@a.b(c)\n# comment\n@d\nasync def f(x, /, *, y=1) -> 'T':\n    return [i async for i in x]\n",
+    "a = 1; b = 2;\nif a: b = 3\nelse: pass\n",
+    "名前 = '値'  # 注\nclass C(名前, metaclass=M): x: int = lambda: (yield)\n",
+    "with (open(a) as b, c):\n    match b:\n        case [1, *r] if r: pass\n",
+]
+
+
+def _same_positions(text: str) -> None:
+    module = cst.parse_module(text)
+    ours = Wrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert ours == MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_the_same_positions_as_libcst_on_tricky_code(text: str) -> None:
+    _same_positions(text)
+
+
+@fuzz_settings(20)
+@given(GRAMMAR_PROGRAMS)
+def test_the_same_positions_as_libcst_on_grammar_programs(text: str) -> None:
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return  # Hypothesmith's grammar is wider than LibCST's parser
+    _same_positions(text)
 
 
 def test_scopes_and_positions_take_no_batched_traversal(monkeypatch: pytest.MonkeyPatch) -> None:
