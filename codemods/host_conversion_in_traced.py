@@ -246,6 +246,7 @@ class HostConversionInTraced(Rule):
     )
     sinks = SINKS
     reads_users = True  # a function's eager callers rule out the `jax.numpy` rewrite
+    reads_after_calls = True  # the hoisting fix waits for the callback where host code reads
     anchors = (
         LIBRARY_SINKS
         | names_of(SINKS, SinkKind.CONVERT)

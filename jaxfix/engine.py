@@ -617,19 +617,40 @@ def _apply(
 
 
 def _tidy_top(before: cst.Module, after: cst.Module) -> cst.Module:
-    """Drop the blank lines that a removed statement with none above it leaves: the first
-    import of the file, or the first after its docstring, keeps its place flush."""
+    """Keep the blank lines around a removed top-level statement where a person would: the
+    blank lines above it stay above the statement that takes its place (when that one had
+    none), and when it had none, the first statement of the file (or the first after the
+    docstring) stays flush. Else what separated it from the next stays (the blank line
+    between an import block and the code after it)."""
     old = [before.code_for_node(statement) for statement in before.body]
     new = [after.code_for_node(statement) for statement in after.body]
     index = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), None)
     if index is None or old[index + 1 : index + 2] != new[index : index + 1]:
         return after  # the first difference is no removal
     removed, first = before.body[index], after.body[index]
-    if removed.leading_lines or any(line.comment for line in first.leading_lines):
+    if any(line.comment for line in first.leading_lines):
+        return after
+    if removed.leading_lines:
+        blank = [line for line in removed.leading_lines if line.comment is None]
+        if first.leading_lines or not blank:
+            return after
+        leading: Sequence[cst.EmptyLine] = blank
+    elif index == 0 or (index == 1 and _is_docstring(before.body[0])):
+        leading = ()
+    else:
         return after
     body = list(after.body)
-    body[index] = first.with_changes(leading_lines=())
+    body[index] = first.with_changes(leading_lines=leading)
     return after.with_changes(body=body)
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
 
 
 def _reparse(code: str, filename: str, codes: Sequence[str]) -> cst.Module:

@@ -715,7 +715,8 @@ class TracedAnalysis:
     def _holds_line(self, line: int) -> bool:
         """Whether the module analysed holds the file's `line` (a slice may not)."""
         if self._lines is None:
-            count = self.module.code.count("\n") + 1
+            code = self.module.code
+            count = code.count("\n") + (not code.endswith("\n"))  # no line after the last
             self._lines = {self._line_of(n) for n in range(1, count + 1)}
         return line in self._lines
 

@@ -393,6 +393,61 @@ def test_edits_asked_for_one_line_are_those_of_that_finding(case: Case) -> None:
         assert some == [d if d.line == line else replace(d, edits=()) for d in every]
 
 
+UNRELATED_READ = textwrap.dedent("""\
+    import jax
+    import numpy as np
+
+    LOG = []
+
+
+    @jax.jit
+    def f(i):
+        LOG.append(np.asarray(i))
+        return i
+
+
+    f(2)
+    print(LOG)
+""")
+
+
+def test_a_wait_the_slice_leaves_out_makes_the_engine_read_the_whole_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hoist must wait before `print(LOG)`, which a slice without the script leaves out: the
+    analysis of the slice says so (the slice's last line is no line after it), and the engine
+    analyses the whole file instead of giving up the fix."""
+    rule = next(rule for rule in RULES if rule.code == "JF104")
+    monkeypatch.setattr(rule, "reads_after_calls", False)  # the slice then ends at `f(2)`
+    found = check_text(UNRELATED_READ, RULES, edits=True)
+    assert found == check_text(UNRELATED_READ, RULES, edits=True, slicing=False)
+    assert [d.fix_title and d.fix_title.endswith("before the read at line 14") for d in found] == [
+        True
+    ]
+
+
+_SIN = "\n\n@jax.jit\ndef f(x):\n    return np.sin(x)\n"
+
+
+@pytest.mark.parametrize(
+    ("top", "fixed_top"),
+    [
+        # The last import of a block: the blank line before the code stays.
+        ("import jax\nimport numpy as np\n\nX = 1\n", "import jax\n\nX = 1\n"),
+        # The first import of the file, or after the docstring: the next one takes its place.
+        ("import numpy as np\n\nimport jax\n", "import jax\n"),
+        ('"""Doc."""\nimport numpy as np\n\nimport jax\n', '"""Doc."""\nimport jax\n'),
+        # The blank line above a removed import stays above what follows it.
+        ('"""Doc."""\n\nimport numpy as np\nimport jax\n', '"""Doc."""\n\nimport jax\n'),
+        ("import jax\n\nimport numpy as np\nX = 1\n", "import jax\n\nX = 1\n"),
+    ],
+    ids=["last-of-block", "first", "first-after-docstring", "blank-above", "blank-above-code"],
+)
+def test_a_removed_import_leaves_the_blank_lines_a_person_would(top: str, fixed_top: str) -> None:
+    fixed = fix_text(top + _SIN, RULES, unsafe_fixes=True).text
+    assert fixed == fixed_top + _SIN.replace("np.sin", "jax.numpy.sin")
+
+
 FAR_USE = textwrap.dedent("""\
     \"\"\"A cache removed from a jitted function while `functools` is still used far below.\"\"\"
     import functools
