@@ -269,9 +269,9 @@ class HostConversionInTraced(Rule):
         ):
             return
         jnp_name, imports = jax_numpy_name(self.traced, node)
-        fix = None
         advice = f"index `jax.numpy.asarray({source_of(node.value)})` instead"
-        if jnp_name:
+        fix, advice = self._hoisted(node, advice)
+        if fix is None and jnp_name and self._stays_traced(node):
             array = cst.parse_expression(f"{jnp_name}.asarray(x)")
             assert isinstance(array, cst.Call)
             table = array.with_changes(args=[cst.Arg(node.value)])
@@ -403,11 +403,11 @@ class HostConversionInTraced(Rule):
             fix, advice = self._if_never_eager(fix, advice, context)
         return _Finding(source_of(call.func), problem, advice, fix)
 
-    def _hoisted(self, call: cst.Call, advice: str) -> tuple[Fix | None, str]:
+    def _hoisted(self, call: cst.Call | cst.Subscript, advice: str) -> tuple[Fix | None, str]:
         """For a conversion whose statement only changes host state (`ACTS.append(np.asarray
         (h))`, `self.last = float(loss)`): the statement moved into a host callback, where the
         conversion gets concrete values, and the advice that says so; else no fix."""
-        statement = self.traced.simple_statement(call)
+        statement = self.traced.simple_statement(call, through_applied=True)
         if statement is None or not self._host_statement(statement):
             return None, advice
         fix = self._hoists.fix(statement, "_host_" + _last_name(statement))
@@ -603,7 +603,7 @@ class HostConversionInTraced(Rule):
         new = call.with_changes(func=cst.parse_expression(func))
         return self.make_fix({call: new}, imports, removed_nodes=[call.func])
 
-    def _stays_traced(self, call: cst.Call) -> bool:
+    def _stays_traced(self, call: cst.Call | cst.Subscript) -> bool:
         """Whether the call's result only feeds traced computation: array arithmetic, JAX
         functions, a local name, the return value (a lambda's body)."""
         node: cst.CSTNode = call
@@ -626,9 +626,9 @@ class HostConversionInTraced(Rule):
                 if isinstance(parent.operator, cst.Not):
                     return False
                 node = parent
-            elif isinstance(parent, cst.Return) or (
-                isinstance(parent, cst.Lambda) and node is parent.body
-            ):
+            elif isinstance(parent, cst.Lambda) and node is parent.body:
+                node = parent  # what the lambda returns goes where its caller puts it
+            elif isinstance(parent, cst.Return):
                 return True
             elif isinstance(parent, cst.Assign):
                 return all(self._local_target(t.target) for t in parent.targets)

@@ -359,7 +359,7 @@ class SerializeInTraced(Rule):
 
         Inside `with ... as f:` the whole block moves (the host function cannot write to a
         file the block has already closed), and only when it is a block of `open(...)`s."""
-        node = self.traced.simple_statement(call)
+        node = self.traced.simple_statement(call, through_applied=True)
         if node is None or not self._is_host_only_line(node):
             return None
         block = self.traced.parent(node)

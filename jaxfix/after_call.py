@@ -55,7 +55,7 @@ from jaxfix.call_sites import (
     only_here,
     scan_sites,
 )
-from jaxfix.hoist import binds_with_walrus, jax_module_name
+from jaxfix.hoist import binds_with_walrus, jax_module_name, moves_with
 from jaxfix.project import JAX, PAYLOAD, EffectAfterCall, SerializedImport
 from jaxfix.rule import ImportNeeded, Replacement, Rule
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
@@ -356,6 +356,8 @@ def _payloads(analysis: TracedAnalysis, group: Sequence[Statement]) -> list[str]
             if node.value in names or not analysis.is_traced(node):
                 continue
             scope = analysis.scope_of(node)
+            if scope is not None and moves_with(analysis, scope, group):
+                continue  # a parameter of a lambda that moves too (`lambda leaf: ...`)
             bound = list(scope[node.value]) if scope is not None else []
             if any(isinstance(a, Assignment) and analysis.line_of(a.node) > first for a in bound):
                 return f"`{node.value}` is bound again after it"

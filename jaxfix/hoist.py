@@ -229,7 +229,7 @@ def _host_parameters(
         assignments = [a for a in scope[name.value] if isinstance(a, Assignment)]
         if not assignments or all(not isinstance(a.scope, FunctionScope) for a in assignments):
             continue  # a module global or builtin: the host function sees it as well
-        if all(_moves_with(analysis, a.scope, statements) for a in assignments):
+        if all(moves_with(analysis, a.scope, statements) for a in assignments):
             continue  # a parameter of a lambda or `def` that moves too (`lambda leaf: ...`)
         if name.value in traced_here:
             traced[name.value] = None
@@ -238,7 +238,7 @@ def _host_parameters(
     return list(traced), [n for n in frozen if n not in traced]
 
 
-def _moves_with(analysis: TracedAnalysis, scope: Scope, statements: Sequence[Statement]) -> bool:
+def moves_with(analysis: TracedAnalysis, scope: Scope, statements: Sequence[Statement]) -> bool:
     """Whether `scope` is that of a lambda or function defined in one of `statements`."""
     node = getattr(scope, "node", None)
     return isinstance(node, cst.CSTNode) and any(analysis.inside(node, s) for s in statements)

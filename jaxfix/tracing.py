@@ -30,7 +30,7 @@ from jaxfix.analysis.bridge import Span
 from jaxfix.analysis.effects import Keys
 from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.keeping import Outliving
-from jaxfix.analysis.reasons import Reason
+from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.project import Entry, ProjectContext
 from jaxfix.transforms import TRANSFORMS, TransformSpec
@@ -348,15 +348,29 @@ class TracedAnalysis:
             child, parent = parent, self._parents.get(parent)
         return None
 
-    def simple_statement(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
+    def simple_statement(
+        self, node: cst.CSTNode, through_applied: bool = False
+    ) -> cst.SimpleStatementLine | None:
         """The line holding `node` in the body of its function (or of the module); None when
-        `node` is in a compound statement's header, or reached through a lambda or a `def`."""
+        `node` is in a compound statement's header, or reached through a lambda or a `def`.
+        With `through_applied`, also through a lambda traced only because a call applies it to
+        traced values (`LOG.append(tree_map(lambda leaf: np.asarray(leaf), params))`): run on
+        the host, the line applies it to concrete ones. Not through one a transform traces
+        (`jax.vmap(lambda ...)` traces it again wherever the line runs)."""
         current: cst.CSTNode | None = node
         while not isinstance(current, cst.SimpleStatementLine):
             current = self._parents.get(current) if current is not None else None
-            if current is None or isinstance(current, cst.Lambda | cst.FunctionDef):
+            if current is None or isinstance(current, cst.FunctionDef):
+                return None
+            if isinstance(current, cst.Lambda) and not (
+                through_applied and self._only_applied(current)
+            ):
                 return None
         return current
+
+    def _only_applied(self, function: cst.Lambda) -> bool:
+        traced = self.functions.get(function)
+        return traced is not None and all(r.via is Via.APPLIED for r in traced.reasons)
 
     def context_of(self, node: cst.CSTNode) -> TracedFunction | None:
         """The traced function `node` runs in, or None when it runs on the host."""
