@@ -9,7 +9,7 @@ import libcst as cst
 from libcst.metadata import GlobalScope
 
 from jaxfix.analysis.reasons import abstract_only
-from jaxfix.call_sites import runs_outside_traces
+from jaxfix.call_sites import runs_outside_traces, uses_of
 from jaxfix.candidates import HOST_INDEXES, UNRAISED
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target, jax_module_name, jax_numpy_name
@@ -143,6 +143,8 @@ _ARRAY_EXPRESSIONS = (
     cst.List,
 )
 # What a NumPy call made `jax.numpy` changes when it runs on concrete values.
+# Why a namesake is not put in: its result may reach host state, which would keep a tracer.
+_KEPT = " where its result stays in traced code (not rewritten: here it may reach host state)"
 _EAGER = "there `jax.numpy` would return a float32 `jax.Array` where NumPy gives float64"
 # `jax.debug.print`'s own parameters: a `.format(ordered=...)` keyword would clash.
 _DEBUG_PRINT_PARAMETERS = frozenset({"fmt", "ordered"})
@@ -393,6 +395,8 @@ class HostConversionInTraced(Rule):
         hoisted, hoist_advice = self._hoisted(call, advice)
         if hoisted is not None:  # a `jax.numpy` result would leak into the host state
             return _Finding(source_of(call.func), problem, hoist_advice, hoisted)
+        if (short in JNP_EQUIVALENTS or name in SCIPY_EQUIVALENTS) and not self._stays_traced(call):
+            advice += _KEPT
         fix = (
             self._jnp_fix(call, short)
             if name.startswith("numpy.")
@@ -475,6 +479,7 @@ class HostConversionInTraced(Rule):
         self._conversions = {row.callable: row for row in self.sink_rows(SinkKind.CONVERT)}
         self._hoists = Hoists(self, self._host_statement, _nothing_wrapped)
         self._eager: dict[cst.CSTNode, str] = {}  # why a function may run eagerly, or ""
+        self._returning: set[cst.FunctionDef] = set()  # see `_returned_stays_traced`
         self._logging_functions = self.sink_names(SinkKind.LOG)
 
     def _converts_traced_payload(self, call: cst.Call, conversion: Sink) -> bool:
@@ -629,13 +634,38 @@ class HostConversionInTraced(Rule):
             elif isinstance(parent, cst.Lambda) and node is parent.body:
                 node = parent  # what the lambda returns goes where its caller puts it
             elif isinstance(parent, cst.Return):
-                return True
+                return self._returned_stays_traced(parent)
             elif isinstance(parent, cst.Assign):
                 return all(self._local_target(t.target) for t in parent.targets)
             elif isinstance(parent, cst.AnnAssign | cst.AugAssign):
                 return self._local_target(parent.target)
             else:
                 return False
+
+    def _returned_stays_traced(self, statement: cst.Return) -> bool:
+        """Whether what a function returns stays traced where traced code in the module uses
+        it: each call's result, and the result of each JAX call it is handed to
+        (`tree_map(to_host, x)`). Uses the module does not show (a method's, another
+        module's) are not seen; eager calls rule the rewrite out elsewhere (`_if_never_eager`)."""
+        function = self.traced.owner_function(statement)
+        if not isinstance(function, cst.FunctionDef) or function in self._returning:
+            return True  # a use inside itself: the others decide
+        self._returning.add(function)
+        try:
+            for name in uses_of(self.traced, function) or ():
+                parent = self.traced.parent(name)
+                handed_to = self.traced.parent(parent) if isinstance(parent, cst.Arg) else None
+                if isinstance(parent, cst.Call) and parent.func is name:
+                    use = parent
+                elif isinstance(handed_to, cst.Call) and self._array_function(handed_to):
+                    use = handed_to
+                else:
+                    continue
+                if self.traced.context_of(use) is not None and not self._stays_traced(use):
+                    return False  # on the host a jitted function's result is an array
+            return True
+        finally:
+            self._returning.discard(function)
 
     def _array_function(self, call: cst.Call) -> bool:
         """A JAX function, or a NumPy function this rule rewrites too."""

@@ -59,6 +59,15 @@ def call_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.
     return calls
 
 
+def uses_of(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.Name] | None:
+    """Where the module uses `function`'s name, when those are all its uses (see
+    `_only_binding`); else None."""
+    binding = _only_binding(analysis, function)
+    if isinstance(binding, str):
+        return None
+    return [access.node for access in binding.references if isinstance(access.node, cst.Name)]
+
+
 def aux_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[AuxSite] | str:
     """Every use of `function`, when each is `jax.grad(function)(...)` (or `value_and_grad`)
     called at once outside traced code, without auxiliary outputs yet; else why not."""
