@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.metadata import Assignment, GlobalScope
 
-from jaxfix.analysis.keys import ENTERED, GUESSED, HOST_METHODS
+from jaxfix.analysis.keys import HOST_METHODS
 from jaxfix.analysis.reasons import Via
 from jaxfix.candidates import HASHED_KEYS
 from jaxfix.diagnostic import FixSafety
@@ -428,7 +428,7 @@ class HashInTraced(Rule):
         context = self._context(call) if found is not None else None
         if found is None or context is None:
             return
-        if not any(reason.via in ENTERED for reason in context.reasons):
+        if not self.traced.entered(context):
             return
         params, static = found
         for index, arg in enumerate(call.args):
@@ -450,12 +450,11 @@ class HashInTraced(Rule):
 
     def _context(self, site: cst.CSTNode) -> TracedFunction | None:
         """The traced function `site` runs in, unless only guesses make it traced (see
-        `GUESSED`): a callable handed to some function along with traced data (optax's
-        `update(..., metrics_logger=log)` calls `log("lr", 0.3)`), or a custom rule."""
+        `jaxfix.analysis.keys.GUESSED`): a callable handed to some function along with traced
+        data (optax's `update(..., metrics_logger=log)` calls `log("lr", 0.3)`), or a custom
+        rule."""
         context = self.traced.context_of(site)
-        if context is None or {reason.via for reason in context.reasons} <= GUESSED:
-            return None
-        return context
+        return context if context is not None and self.traced.hashes_traced(context) else None
 
     def _tracer_valued(self, expr: cst.BaseExpression) -> bool:
         """Whether `expr` is a tracer (or a tuple holding one) where it stands. A name bound by

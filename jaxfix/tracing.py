@@ -65,6 +65,7 @@ class TracedFunction:
     traced_params: set[str] = field(default_factory=set)
     staged: bool = False
     reasons: list[Reason] = field(default_factory=list)  # how it came to be traced
+    fid: str = ""  # the analysis' id of the function
 
     @property
     def label(self) -> str:
@@ -218,7 +219,7 @@ class TracedAnalysis:
                 p.name for p in self.facts.traced if isinstance(p, Param) and p.function == fid
             }
             staged = Staged(fid) in self.facts.traced
-            found[node] = TracedFunction(node, params, staged, list(reasons))
+            found[node] = TracedFunction(node, params, staged, list(reasons), fid)
         return found
 
     def _function_ids(self) -> Iterator[tuple[str, FunctionNode]]:
@@ -376,6 +377,15 @@ class TracedAnalysis:
         """The traced function `node` runs in, or None when it runs on the host."""
         owner = self.owner_function(node)
         return self.functions.get(owner) if owner is not None else None
+
+    def hashes_traced(self, function: TracedFunction) -> bool:
+        """Whether `function` is traced for a reason that makes its values tracers, not only
+        guessed ones (`jaxfix.analysis.keys`)."""
+        return self._analysed.keys.hashes_traced(function.fid)
+
+    def entered(self, function: TracedFunction) -> bool:
+        """Whether a transform traces `function` itself (`jit`, `vmap`, a `scan` body)."""
+        return self._analysed.keys.entered(function.fid)
 
     def is_traced(self, expr: cst.BaseExpression) -> bool:
         """Whether `expr` evaluates to a tracer (or a container of them) where it stands.
