@@ -143,9 +143,9 @@ _ARRAY_EXPRESSIONS = (
     cst.List,
 )
 # What a NumPy call made `jax.numpy` changes when it runs on concrete values.
+_EAGER = "there `jax.numpy` would return a float32 `jax.Array` where NumPy gives float64"
 # Why a namesake is not put in: its result may reach host state, which would keep a tracer.
 _KEPT = " where its result stays in traced code (not rewritten: here it may reach host state)"
-_EAGER = "there `jax.numpy` would return a float32 `jax.Array` where NumPy gives float64"
 # `jax.debug.print`'s own parameters: a `.format(ordered=...)` keyword would clash.
 _DEBUG_PRINT_PARAMETERS = frozenset({"fmt", "ordered"})
 
@@ -407,11 +407,11 @@ class HostConversionInTraced(Rule):
             fix, advice = self._if_never_eager(fix, advice, context)
         return _Finding(source_of(call.func), problem, advice, fix)
 
-    def _hoisted(self, call: cst.Call | cst.Subscript, advice: str) -> tuple[Fix | None, str]:
+    def _hoisted(self, conversion: cst.Call | cst.Subscript, advice: str) -> tuple[Fix | None, str]:
         """For a conversion whose statement only changes host state (`ACTS.append(np.asarray
         (h))`, `self.last = float(loss)`): the statement moved into a host callback, where the
         conversion gets concrete values, and the advice that says so; else no fix."""
-        statement = self.traced.simple_statement(call, through_applied=True)
+        statement = self.traced.simple_statement(conversion, through_applied=True)
         if statement is None or not self._host_statement(statement):
             return None, advice
         fix = self._hoists.fix(statement, "_host_" + _last_name(statement))
@@ -608,10 +608,10 @@ class HostConversionInTraced(Rule):
         new = call.with_changes(func=cst.parse_expression(func))
         return self.make_fix({call: new}, imports, removed_nodes=[call.func])
 
-    def _stays_traced(self, call: cst.Call | cst.Subscript) -> bool:
-        """Whether the call's result only feeds traced computation: array arithmetic, JAX
-        functions, a local name, the return value (a lambda's body)."""
-        node: cst.CSTNode = call
+    def _stays_traced(self, value: cst.Call | cst.Subscript) -> bool:
+        """Whether `value` only feeds traced computation: array arithmetic, JAX functions, a
+        local name, what a lambda or function returns where its callers keep it traced."""
+        node: cst.CSTNode = value
         while True:
             parent = self.traced.parent(node)
             if isinstance(parent, cst.Arg):
