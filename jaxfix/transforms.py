@@ -143,6 +143,21 @@ PYTHON_TYPES = frozenset(
 # Transforms that trace a function only to find shapes: it never runs (`jax.eval_shape`).
 ABSTRACT_TRANSFORMS = frozenset({"jax.eval_shape", "jax.make_jaxpr"})
 
+# Transforms that run the function they are given at once and return what it computes (data),
+# not a function that runs it later.
+RUN_AT_ONCE = frozenset(
+    {
+        "jax.lax.scan",
+        "jax.lax.fori_loop",
+        "jax.lax.while_loop",
+        "jax.lax.cond",
+        "jax.lax.switch",
+        "jax.lax.map",
+        "jax.lax.associative_scan",
+        "jax.jvp",
+    }
+)
+
 # `f.defjvp` / `f.defvjp` on a function made by these register rules that are traced too.
 CUSTOM_DERIVATIVES = frozenset({"jax.custom_jvp", "jax.custom_vjp"})
 CUSTOM_RULE_METHODS = frozenset({"defjvp", "defvjp", "defjvps"})

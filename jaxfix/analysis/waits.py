@@ -30,6 +30,7 @@ from jaxfix.analysis.statements import (
     walk_code,
     walk_statements,
 )
+from jaxfix.transforms import RUN_AT_ONCE
 
 BARRIER = "jax.effects_barrier"
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -87,19 +88,30 @@ def _runners(index: EffectIndex, function: FunctionNode, keys: Keys) -> _Runners
             if node.name not in runners.functions and any(map(runners.runs, calls)):
                 runners.add_function(node)
         for target, value in index.assigned:
-            if target not in keys.names and runners.holds(value):
+            if target not in keys.names and not _ran(index, value) and runners.holds(value):
                 runners.aliases.add(target)
         grown = len(runners.functions) + len(runners.aliases) != before
     return runners
+
+
+def _ran(index: EffectIndex, value: ast.expr) -> bool:
+    """`value` is what a transform that runs its function at once computes (`out =
+    lax.fori_loop(0, n, body, x)`): data, not something that runs `body` later."""
+    return isinstance(value, ast.Call) and _full_name(index, value.func) in RUN_AT_ONCE
+
+
+def _full_name(index: EffectIndex, node: ast.expr) -> str | None:
+    """The full name of a dotted name through the module's imports (`lax.scan`)."""
+    parts = dotted(node)
+    head = index.module.imports.get(parts[0]) if parts else None
+    return ".".join([head, *parts[1:]]) if parts and head is not None else None
 
 
 def _is_barrier(index: EffectIndex, statement: ast.stmt) -> bool:
     """`jax.effects_barrier()` as a statement (through any import of it)."""
     if not isinstance(statement, ast.Expr) or not isinstance(statement.value, ast.Call):
         return False
-    parts = dotted(statement.value.func)
-    head = index.module.imports.get(parts[0]) if parts else None
-    return parts is not None and head is not None and ".".join([head, *parts[1:]]) == BARRIER
+    return _full_name(index, statement.value.func) == BARRIER
 
 
 @dataclass
