@@ -461,6 +461,8 @@ class HostConversionInTraced(Rule):
             problem = "needs a concrete value but gets a traced one (`ConcretizationTypeError`)"
             advice = "keep the array, or convert the jitted function's result"
             fix = self._printed_fix(call) if method == "item" else None
+            if fix is None:
+                fix, advice = self._hoisted(call, advice)
             return _Finding(f".{method}()", problem, advice, fix)
         if (
             method == FORMAT
