@@ -262,6 +262,13 @@ class Module:
         """What the body of `fid` binds, declares, assigns and calls."""
         return self.scopes.setdefault(fid, Scope())
 
+    def import_name(self, node: ast.expr) -> str | None:
+        """The full name of a dotted name whose first name an import binds (`lax.scan` ->
+        `jax.lax.scan`); None otherwise."""
+        parts = dotted(node)
+        head = self.imports.get(parts[0]) if parts else None
+        return ".".join([head, *parts[1:]]) if parts and head is not None else None
+
     def value_of(self, node: ast.AST) -> Value | None:
         """The value of an expression where it stands (None when no function evaluated it)."""
         if self._values_of != len(self.functions):
@@ -632,8 +639,7 @@ class _Declarations:
                 continue
             if expr is not call.func and parts[-1] in self.function_names:
                 return True
-            base = self.module.imports.get(parts[0])
-            if base is not None and ".".join([base, *parts[1:]]) in transforms:
+            if self.module.import_name(expr) in transforms:
                 return True
         return False
 

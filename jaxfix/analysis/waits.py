@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis.effects import EffectIndex, Keys
 from jaxfix.analysis.flow import FunctionNode, params_of
-from jaxfix.analysis.names import dotted
 from jaxfix.analysis.statements import (
     FUNCTIONS,
     branches,
@@ -97,21 +96,14 @@ def _runners(index: EffectIndex, function: FunctionNode, keys: Keys) -> _Runners
 def _ran(index: EffectIndex, value: ast.expr) -> bool:
     """`value` is what a transform that runs its function at once computes (`out =
     lax.fori_loop(0, n, body, x)`): data, not something that runs `body` later."""
-    return isinstance(value, ast.Call) and _full_name(index, value.func) in RUN_AT_ONCE
-
-
-def _full_name(index: EffectIndex, node: ast.expr) -> str | None:
-    """The full name of a dotted name through the module's imports (`lax.scan`)."""
-    parts = dotted(node)
-    head = index.module.imports.get(parts[0]) if parts else None
-    return ".".join([head, *parts[1:]]) if parts and head is not None else None
+    return isinstance(value, ast.Call) and index.module.import_name(value.func) in RUN_AT_ONCE
 
 
 def _is_barrier(index: EffectIndex, statement: ast.stmt) -> bool:
     """`jax.effects_barrier()` as a statement (through any import of it)."""
     if not isinstance(statement, ast.Expr) or not isinstance(statement.value, ast.Call):
         return False
-    return _full_name(index, statement.value.func) == BARRIER
+    return index.module.import_name(statement.value.func) == BARRIER
 
 
 @dataclass
