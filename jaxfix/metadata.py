@@ -16,7 +16,7 @@ generation too, with a bookkeeping a third cheaper (`_Positions`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -35,7 +35,7 @@ from libcst.metadata import (
 from libcst.metadata.base_provider import ProviderT
 from libcst.metadata.expression_context_provider import ExpressionContextVisitor
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
-from libcst.metadata.scope_provider import Scope, ScopeVisitor
+from libcst.metadata.scope_provider import _ASSIGNMENT_LIKE_NODES, Scope, ScopeVisitor
 from libcst.metadata.wrapper import _gen_batchable
 
 from jaxfix.traversal import ReadOnlyVisitor
@@ -94,6 +94,18 @@ class _ExpressionContextWalk(ReadOnlyVisitor, ExpressionContextVisitor):
 
 class _ScopeWalk(ReadOnlyVisitor, ScopeVisitor):
     """LibCST's scope visitor, walking without rebuilding the tree."""
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        """`ScopeVisitor.on_leave`, matching the assignment-like nodes by exact type (LibCST's
+        node classes have no subclasses): its `isinstance` against eighteen classes goes
+        through `ABCMeta` for each, on every node."""
+        self.provider.set_metadata(original_node, self.scope)
+        if type(original_node) in _ASSIGNMENT_LIKE:
+            self.scope._assignment_count += 1
+        ReadOnlyVisitor.on_leave(self, original_node)
+
+
+_ASSIGNMENT_LIKE = frozenset(_ASSIGNMENT_LIKE_NODES)
 
 
 class _ExpressionContexts(BaseMetadataProvider[ExpressionContext]):
@@ -203,16 +215,34 @@ class _Positions(BaseMetadataProvider[CodeRange]):
         )
         state.spans = {}
         module._codegen(state)
-        points: dict[Point, CodePosition] = {}  # a node and its first child share their start
+        self._computed = _Ranges(state.spans)  # type: ignore[assignment]
 
-        def position(point: Point) -> CodePosition:
-            found = points.get(point)
-            if found is None:
-                found = points[point] = CodePosition(*point)
-            return found
 
-        for node, (start, end) in state.spans.items():
-            self._computed[node] = CodeRange(position(start), position(end))
+class _Ranges(Mapping[cst.CSTNode, CodeRange]):
+    """Each node's `CodeRange`, made from its span when first asked for: a check asks for few
+    of them, and making one per node was a tenth of the positions' time."""
+
+    __slots__ = ("made", "spans")
+
+    def __init__(self, spans: Mapping[cst.CSTNode, tuple[Point, Point]]) -> None:
+        self.spans = spans
+        self.made: dict[cst.CSTNode, CodeRange] = {}
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        found = self.made.get(node)
+        if found is None:
+            start, end = self.spans[node]
+            found = self.made[node] = CodeRange(CodePosition(*start), CodePosition(*end))
+        return found
+
+    def __contains__(self, node: object) -> bool:
+        return node in self.spans
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self.spans)
+
+    def __len__(self) -> int:
+        return len(self.spans)
 
 
 # LibCST's providers, and ours that give the same metadata faster.

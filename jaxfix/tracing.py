@@ -748,9 +748,9 @@ class TracedAnalysis:
         """The LibCST statement that starts where `node` does."""
         if self._statements is None:
             self._statements = {}
-            for candidate, code_range in self._positions.items():
+            for candidate in self._positions:
                 if isinstance(candidate, cst.SimpleStatementLine | cst.BaseCompoundStatement):
-                    start = code_range.start
+                    start = self._positions[candidate].start
                     self._statements[self._line_of(start.line), start.column] = candidate
         return self._statements.get(self._where.start(node))
 

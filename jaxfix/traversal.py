@@ -74,13 +74,43 @@ class ReadOnlyVisitor(cst.CSTVisitor):
     inside them work as usual; `visit_<Type>_<attribute>` methods are not called."""
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if super().on_visit(node):
+        visit = _methods(type(self), type(node))[0]
+        if visit is None or visit(self, node) is not False:
             for child in children(node):
                 # What `child.visit(self)` does for a visitor, less its two `isinstance` checks
                 # through `ABCMeta` (a tenth of the walk).
                 self.on_visit(child)
                 self.on_leave(child)
         return False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        leave = _methods(type(self), type(original_node))[1]
+        if leave is not None:
+            leave(self, original_node)
+
+
+VisitorMethod = Callable[[cst.CSTVisitor, cst.CSTNode], object]
+_METHODS: dict[tuple[type, type], tuple[VisitorMethod | None, VisitorMethod | None]] = {}
+
+
+def _methods(
+    visitor: type[cst.CSTVisitor], node: type[cst.CSTNode]
+) -> tuple[VisitorMethod | None, VisitorMethod | None]:
+    """The `visit_<Type>` and `leave_<Type>` functions of a visitor class for a node type, None
+    for LibCST's empty stubs: what `CSTVisitor.on_visit` looks up by a formatted name on every
+    node, once per pair of types."""
+    found = _METHODS.get((visitor, node))
+    if found is None:
+        found = _METHODS[visitor, node] = (
+            _defined(visitor, f"visit_{node.__name__}"),
+            _defined(visitor, f"leave_{node.__name__}"),
+        )
+    return found
+
+
+def _defined(visitor: type[cst.CSTVisitor], name: str) -> VisitorMethod | None:
+    method = getattr(visitor, name, None)
+    return None if method is None or getattr(method, "_is_no_op", False) else method
 
 
 def visit_batched(wrapper: MetadataWrapper, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:

@@ -34,14 +34,18 @@ SOURCES = sorted(
 
 
 def described(scope: Scope | None) -> object:
-    """What the rules read of a scope: its kind, its bindings and the reads of each."""
+    """What the rules read of a scope: its kind, its bindings and the reads of each, with the
+    order LibCST gives them (`_index`: which bindings a read can see)."""
     if scope is None:
         return None
     return (
         type(scope).__name__,
-        sorted((a.name, type(a).__name__, id(getattr(a, "node", None))) for a in scope.assignments),
         sorted(
-            (a.node.value if isinstance(a.node, cst.Name) else "", id(a.node))
+            (a.name, type(a).__name__, id(getattr(a, "node", None)), getattr(a, "_index", None))
+            for a in scope.assignments
+        ),
+        sorted(
+            (a.node.value if isinstance(a.node, cst.Name) else "", id(a.node), a._index)
             for a in scope.accesses
         ),
     )
