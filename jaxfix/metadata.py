@@ -17,7 +17,7 @@ generation too, with a bookkeeping a third cheaper (`_Positions`).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any
 
 import libcst as cst
@@ -207,7 +207,10 @@ class _Syntactic:
 class _Positions(BaseMetadataProvider[CodeRange]):
     """`PositionProvider`'s metadata, from `_PositionState`'s code generation."""
 
-    def _gen_impl(self, module: cst.Module) -> None:
+    def _gen(self, wrapper: MetadataWrapper) -> Mapping[cst.CSTNode, CodeRange]:
+        """The ranges, read-only, made as they are asked for (LibCST's `_gen` would copy
+        `_computed` into a dict, making every one)."""
+        module = wrapper.module
         state = _PositionState(
             default_indent=module.default_indent,
             default_newline=module.default_newline,
@@ -215,7 +218,7 @@ class _Positions(BaseMetadataProvider[CodeRange]):
         )
         state.spans = {}
         module._codegen(state)
-        self._computed = _Ranges(state.spans)  # type: ignore[assignment]
+        return MappingProxyType(_Ranges(state.spans))
 
 
 class _Ranges(Mapping[cst.CSTNode, CodeRange]):
