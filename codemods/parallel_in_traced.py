@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import Assignment
 
+from jaxfix.candidates import BOUND
 from jaxfix.diagnostic import FixSafety
 from jaxfix.models.sinks import Sink, SinkKind, names_of
 from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
@@ -83,10 +84,16 @@ METHODS[Kind.THREADS] = METHODS[Kind.PROCESSES]
 NOT_SENT = frozenset({"func", "fn", "callback", "error_callback", "chunksize", "timeout"})
 # Method names rare enough in traced code to be anchors (`map` is `jax.tree.map` and `apply`
 # is flax's `model.apply`): on a receiver made outside the traced function (a module-level
-# queue) only these are reported, since only they put the call in the analysed slice.
+# queue) only these are reported, since only they put the call in the analysed slice, unless
+# the receiver is a pool a top-level statement makes (`BOUND_MAKERS`).
 RARE_METHODS = frozenset(
     {"imap", "imap_unordered", "starmap", "starmap_async", "map_async", "apply_async"}
     | {"submit", "put", "put_nowait", "send"}
+)
+# Pools and executors whose every method counts on a name the module binds once, at its top
+# level, to one of them (`POOL = ThreadPoolExecutor(2)`): `candidates.BOUND` anchors them.
+BOUND_MAKERS = frozenset(
+    row.callable for row in SINKS if row.detail in (Kind.PROCESSES.name, Kind.THREADS.name)
 )
 SPAWNER_ARGUMENTS = {"args": 3, "kwargs": 4}  # keyword -> position (group, target, name first)
 PARALLEL = "joblib.Parallel"
@@ -183,8 +190,10 @@ class ParallelInTraced(Rule):
     The receiver must be known to come from `multiprocessing`, `concurrent.futures` or
     `joblib`: made by their constructor in the traced function (`p = Pool()`,
     `with ProcessPoolExecutor() as ex:`, `a, b = Pipe()`, `get_context("spawn").Pool()`,
-    `Manager().Queue()`), or at module level for every method but `map` and `apply` (names
-    too common in JAX code, `jax.tree.map` and flax's `model.apply`, to look for everywhere).
+    `Manager().Queue()`), or at module level: a pool or executor that a top-level statement
+    binds once to a name (`POOL = ThreadPoolExecutor(2)`) for every method, anything else
+    for every method but `map` and `apply` (names too common in JAX code, `jax.tree.map` and
+    flax's `model.apply`, to look for on any receiver).
     A `put` on a receiver of unknown origin is JF103's (`leak-in-traced`).
 
     ## Why is this bad?
@@ -259,6 +268,7 @@ class ParallelInTraced(Rule):
         | frozenset(FACTORY_METHODS)
         | RARE_METHODS
         | {"Process", PARALLEL, DELAYED}
+        | {BOUND + name for name in BOUND_MAKERS}
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -436,8 +446,10 @@ class ParallelInTraced(Rule):
         kind, maker = made
         if method not in METHODS.get(kind, ()):
             return None
-        if method not in RARE_METHODS and not self._made_here(maker, call):
-            return None  # only a rare method name or the constructor puts it in the slice
+        if method not in RARE_METHODS and not (
+            self._made_here(maker, call) or self._made_at_top(maker)
+        ):
+            return None  # only these put the call in the analysed slice
         if kind in (Kind.QUEUE, Kind.CONNECTION):
             return kind, _argument(call, 0, "obj")
         positional = [a.value for a in call.args if a.keyword is None][1:]
@@ -450,6 +462,17 @@ class ParallelInTraced(Rule):
         """The constructor runs in traced code and in the same module-level statement."""
         return self.traced.context_of(maker) is not None and (
             _top_level(self, maker) is _top_level(self, call)
+        )
+
+    def _made_at_top(self, maker: cst.Call) -> bool:
+        """`name = Pool(...)`, a top-level statement, with a constructor of `BOUND_MAKERS`."""
+        assign = self.traced.parent(maker)
+        line = self.traced.parent(assign) if assign is not None else None
+        return (
+            isinstance(assign, cst.Assign)
+            and isinstance(line, cst.SimpleStatementLine)
+            and isinstance(self.traced.parent(line), cst.Module)
+            and bool(self.qualified_names(maker.func) & BOUND_MAKERS)
         )
 
     def _spawn(self, call: cst.Call) -> Found | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -47,6 +47,11 @@ UNRAISED = "<unraised>."
 # rule follows (a shelf written by `db[key] = value`): it counts wherever traced code calls it,
 # whatever the call is given.
 MADE = "<made>."
+# A full-name anchor written `BOUND + "concurrent.futures.ThreadPoolExecutor"` stands for a
+# method call in traced code on a name that the module binds, once and at its top level, to a
+# call of that constructor (`POOL = ThreadPoolExecutor(2)`, then `POOL.map(f, x)`): a method
+# named too commonly to anchor on any receiver (`map`, `apply`).
+BOUND = "<bound>."
 
 # An anchor that stands for syntax, not a callee: a value hashed as a dict key or set element
 # (`{k: v}`, `{k}`, `d[k]`, `k in s`, `d.get(k)`, `hash(k)`, `set([k])`, an argument a jitted
@@ -120,6 +125,7 @@ class _TreeMemo:
     hashing: set[int] | None = None  # statements with a site that hashes a parameter
     calls_by_owner: dict[_Function | None, list[_Call]] | None = None
     keyed: set[str] | None = None  # names bound to dicts and sets (see `_keyed_names`)
+    made_at_top: dict[str, set[str]] | None = None  # see `_made_at_top`
 
 
 @dataclass
@@ -181,7 +187,7 @@ class Candidates:
         """`statements`, with the functions `skipped` taken as not traced."""
         if not anchors:
             return set()
-        qualified, methods, outer, made, unraised = _split(frozenset(anchors))
+        qualified, methods, outer, made, unraised, bound = _split(frozenset(anchors))
         any_method = methods | unraised
 
         def anchored(func: ast.expr) -> bool:
@@ -202,6 +208,15 @@ class Candidates:
                 return False
             return self.analysed is None or call.call not in self.analysed.undone_calls()
 
+        def on_bound(call: _Call) -> bool:
+            func = call.call.func
+            if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+                return False
+            name = func.value.id
+            if call.owner is not None and not call.owner.is_outer(name):
+                return False
+            return not self._made_at_top().get(name, set()).isdisjoint(bound)
+
         def keeps_traced(call: _Call) -> bool:
             return on_outer(call) and self._analysis().kept_call(call.call)
 
@@ -213,12 +228,11 @@ class Candidates:
             return anchored(call.call.func) or bool(outer and on_outer(call))
 
         def reported_at(call: _Call) -> bool:
-            if (
-                made
-                and (call.owner in traced or not traced_only)
-                and not self._full_names(call.call.func).isdisjoint(made)
-            ):
-                return True
+            if (made or bound) and (call.owner in traced or not traced_only):
+                if made and not self._full_names(call.call.func).isdisjoint(made):
+                    return True
+                if bound and on_bound(call):
+                    return True
             if not traced_only or (call.owner in traced and given is None):
                 return anchored_call(call)
             if call.owner not in traced or given is None:
@@ -273,6 +287,21 @@ class Candidates:
         if self.analysed is None:
             raise ValueError("traced code is known only with the file's analysis")
         return self.analysed
+
+    def _made_at_top(self) -> dict[str, set[str]]:
+        """Each name the module binds once, by a top-level `name = f(...)`: the full names of
+        `f` (see `BOUND`)."""
+        memo = self._tree_memo
+        if memo.made_at_top is None:
+            defined = Counter(name for b in self.bindings for name in b.defines)
+            memo.made_at_top = {
+                target.id: self._full_names(statement.value.func)
+                for statement in self._analysis().tree.body
+                if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)
+                for target in statement.targets
+                if isinstance(target, ast.Name) and defined[target.id] == 1
+            }
+        return memo.made_at_top
 
     def _hashing_statements(self, traced: set[_Function] | None) -> set[int]:
         """The statements of the sites that may hash a value in `traced` functions; without
@@ -712,16 +741,20 @@ def _root_name(expr: ast.expr) -> str | None:
 @functools.lru_cache(maxsize=64)
 def _split(
     anchors: frozenset[str],
-) -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
-    """A rule's anchors as full names, method names, `OUTER` method names, `MADE` full names
-    and `UNRAISED` method names (once per rule: with the NumPy table, thousands)."""
-    marked = (OUTER, MADE, UNRAISED)
+) -> tuple[
+    frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]
+]:
+    """A rule's anchors as full names, method names, `OUTER` method names, `MADE` full names,
+    `UNRAISED` method names and `BOUND` full names (once per rule: with the NumPy table,
+    thousands)."""
+    marked = (OUTER, MADE, UNRAISED, BOUND)
     qualified = frozenset(a for a in anchors if "." in a and not a.startswith(marked))
     methods = frozenset(a for a in anchors if "." not in a and a not in SYNTAX_ANCHORS)
     outer = frozenset(a[len(OUTER) :] for a in anchors if a.startswith(OUTER))
     made = frozenset(a[len(MADE) :] for a in anchors if a.startswith(MADE))
     unraised = frozenset(a[len(UNRAISED) :] for a in anchors if a.startswith(UNRAISED))
-    return qualified, methods, outer, made, unraised
+    bound = frozenset(a[len(BOUND) :] for a in anchors if a.startswith(BOUND))
+    return qualified, methods, outer, made, unraised, bound
 
 
 def _attribute_root(expr: ast.expr) -> str | None:
