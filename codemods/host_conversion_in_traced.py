@@ -163,7 +163,8 @@ class HostConversionInTraced(Rule):
     Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
 
     A NumPy array indexed by a traced value (`TABLE[i]`, `TABLE` made by NumPy where the
-    analysis sees it) is reported too: NumPy asks the tracer for its value.
+    analysis sees it) or given one (`TABLE[0] = x.sum()`) is reported too: NumPy asks the
+    tracer for its value.
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: a shape and a dtype, no data. NumPy and SciPy raise
@@ -212,7 +213,8 @@ class HostConversionInTraced(Rule):
     `print(f"{x.item():.3f}")`) become a `jax.debug.print` of `x` (NumPy prints a float32
     with more digits than Python's `float`); their other uses have no fix. A conversion (NumPy
     or scalar) in a statement that only changes host state (`ACTS.append(np.asarray(h))`,
-    `LOSSES.append(float(loss))`, `self.last = x.item()`) moves with the statement into a
+    `LOSSES.append(float(loss))`, `self.last = x.item()`, `TABLE[0] = x.sum()` into a
+    module-level array) moves with the statement into a
     host callback, as JF103's stores do: there it gets concrete values (a `jax.numpy` result
     would leak a tracer into the host state), and host code that reads the state after a call
     waits for it with `jax.effects_barrier()`. `scipy.special`'s
@@ -261,9 +263,14 @@ class HostConversionInTraced(Rule):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """`TABLE[i]`: a NumPy array (made by NumPy where the analysis sees it) indexed by a
-        tracer."""
+        tracer; `TABLE[i] = value`: a tracer written into one."""
         context = self.traced.context_of(node)
-        if context is None or isinstance(self.traced.parent(node), cst.AssignTarget):
+        if context is None:
+            return
+        written = self._written(node)
+        if written is not None:
+            if self.traced.is_traced(written) and self.traced.is_host_array(node.value):
+                self._report_write(node, context)
             return
         indices = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
         if not any(map(self.traced.is_traced, indices)) or not self.traced.is_host_array(
@@ -283,6 +290,34 @@ class HostConversionInTraced(Rule):
         message = self.message.format(
             call=source_of(node),
             problem=f"indexes a NumPy array with a traced value (`{_ARRAY_ERROR}`)",
+            function=context.label,
+            reason=context.reasons[0],
+            advice=advice,
+        )
+        self.report(node, message, fix)
+
+    def _written(self, target: cst.Subscript) -> cst.BaseExpression | None:
+        """The value assigned to `target`, when it is an assignment's target."""
+        parent = self.traced.parent(target)
+        if isinstance(parent, cst.AssignTarget):
+            parent = self.traced.parent(parent)
+            return parent.value if isinstance(parent, cst.Assign) else None
+        if isinstance(parent, cst.AugAssign | cst.AnnAssign) and parent.target is target:
+            return parent.value
+        return None
+
+    def _report_write(self, node: cst.Subscript, context: TracedFunction) -> None:
+        """`TABLE[i] = value` with a traced value: moved into a host callback when the
+        statement only changes host state (a module-level array), else reported."""
+        advice = (
+            f"return the value and write it into `{source_of(node.value)}` after the call, or"
+            f" use a `jax.numpy` array (`.at[...].set(...)`)"
+        )
+        fix, advice = self._hoisted(node, advice)
+        message = self.message.format(
+            call=f"{source_of(node)} = ...",
+            problem="writes a traced value into a NumPy array (`ConcretizationTypeError`,"
+            f" which NumPy raises as a `ValueError`; `{_ARRAY_ERROR}` for a slice)",
             function=context.label,
             reason=context.reasons[0],
             advice=advice,

@@ -58,7 +58,8 @@ BOUND = "<bound>."
 # function declares static). A rule that lists it has every statement holding such a site in
 # traced code as a candidate; the words are what the text of such a file must contain.
 HASHED_KEYS = "<hashed keys>"
-# A NumPy array indexed by a traced value (`FileAnalysis.host_indexes`).
+# A NumPy array indexed by, or written, a traced value (`FileAnalysis.host_indexes`,
+# `host_writes`).
 HOST_INDEXES = "<host array indexes>"
 SYNTAX_ANCHORS: dict[str, frozenset[str]] = {
     HASHED_KEYS: frozenset({"{", "dict", "Dict", "set", "Set", "Counter", "hash", "static_arg"}),
@@ -273,7 +274,8 @@ class Candidates:
             found |= self._hashing_statements(traced if traced_only else None)
         if HOST_INDEXES in anchors:
             index = statement_index(self._analysis().tree)
-            indexes = self._analysis().host_indexes()
+            analysed = self._analysis()
+            indexes = [*analysed.host_indexes(), *analysed.host_writes()]
             found.update(i for node in indexes if (i := index(node)) is not None)
         return found
 

@@ -248,6 +248,30 @@ class FileAnalysis:
                     found.append(node)
         return found
 
+    def host_writes(self) -> list[ast.Subscript]:
+        """NumPy arrays a tracer is written into in traced code (`TABLE[0] = x.sum()`): NumPy
+        asks the tracer for its value (`TracerArrayConversionError`)."""
+        module = self.facts.module
+        found: list[ast.Subscript] = []
+        for summary in self.facts.traced_functions():
+            for store in summary.stores:
+                if store.guarded or self.facts.kind(store.value) is not Kind.TRACED:
+                    continue
+                node = store.node
+                if isinstance(node, ast.Assign):
+                    targets = node.targets
+                elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                    targets = [node.target]
+                else:
+                    continue
+                for target in targets:
+                    if not isinstance(target, ast.Subscript):
+                        continue
+                    base = module.value_of(target.value)
+                    if base is not None and self.facts.kind(base) is Kind.HOST:
+                        found.append(target)
+        return found
+
     def undone_calls(self) -> set[ast.Call]:
         """Pushes in traced code that every exit undoes: `stack.append(v)` before or at the
         start of a `try:` whose `finally:` pops the same receiver (a context manager's scoped

@@ -1314,6 +1314,7 @@ class _Interpreter:
             return
         if isinstance(target, ast.Attribute | ast.Subscript):
             if isinstance(target, ast.Subscript):
+                self.expr(target.value, env)  # what is written into (a NumPy array?)
                 self.expr(target.slice, env)
             root: ast.expr = target
             while isinstance(root, ast.Attribute | ast.Subscript):
