@@ -250,7 +250,8 @@ class FileAnalysis:
 
     def host_writes(self) -> list[ast.Subscript]:
         """NumPy arrays a tracer is written into in traced code (`TABLE[0] = x.sum()`): NumPy
-        asks the tracer for its value (`TracerArrayConversionError`)."""
+        asks the tracer for its value (`ConcretizationTypeError` for an element,
+        `TracerArrayConversionError` for a slice)."""
         module = self.facts.module
         found: list[ast.Subscript] = []
         for summary in self.facts.traced_functions():
