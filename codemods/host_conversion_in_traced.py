@@ -267,9 +267,8 @@ class HostConversionInTraced(Rule):
         context = self.traced.context_of(node)
         if context is None:
             return
-        written = self._written(node)
-        if written is not None:
-            if self.traced.is_traced(written) and self.traced.is_host_array(node.value):
+        if self._is_assigned(node):
+            if self.traced.writes_host_array(node):
                 self._report_write(node, context)
             return
         indices = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
@@ -296,15 +295,12 @@ class HostConversionInTraced(Rule):
         )
         self.report(node, message, fix)
 
-    def _written(self, target: cst.Subscript) -> cst.BaseExpression | None:
-        """The value assigned to `target`, when it is an assignment's target."""
+    def _is_assigned(self, target: cst.Subscript) -> bool:
+        """Whether `target` is what an assignment writes to (`TABLE[i] = v`, `TABLE[i] += v`)."""
         parent = self.traced.parent(target)
-        if isinstance(parent, cst.AssignTarget):
-            parent = self.traced.parent(parent)
-            return parent.value if isinstance(parent, cst.Assign) else None
-        if isinstance(parent, cst.AugAssign | cst.AnnAssign) and parent.target is target:
-            return parent.value
-        return None
+        return isinstance(parent, cst.AssignTarget) or (
+            isinstance(parent, cst.AugAssign | cst.AnnAssign) and parent.target is target
+        )
 
     def _report_write(self, node: cst.Subscript, context: TracedFunction) -> None:
         """`TABLE[i] = value` with a traced value: moved into a host callback when the

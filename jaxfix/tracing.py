@@ -205,6 +205,7 @@ class TracedAnalysis:
         self._lines: set[int] | None = None  # the file's lines the module holds
         self._defs: dict[str, list[int]] | None = None  # see `_top_defs`
         self._planned: set[ast.stmt] = set()  # statements fixes put a barrier before
+        self._host_writes: set[ast.Subscript] | None = None  # see `writes_host_array`
         self.plan_waits = True  # `Options.plan_waits`: without, no host code waits
 
     def _traced_functions(self) -> dict[FunctionNode, TracedFunction]:
@@ -402,6 +403,13 @@ class TracedAnalysis:
         node = self._where.expression(self._span(expr))
         value = self.facts.module.value_of(node) if node is not None else None
         return value is not None and self.facts.kind(value) is Kind.HOST
+
+    def writes_host_array(self, target: cst.Subscript) -> bool:
+        """Whether an assignment to `target`, in traced code, writes a certainly traced value
+        into a NumPy array (`FileAnalysis.host_writes`)."""
+        if self._host_writes is None:
+            self._host_writes = set(self._analysed.host_writes())
+        return self._where.expression(self._span(target)) in self._host_writes
 
     def leaks(self, value: cst.BaseExpression) -> bool:
         """Whether `value` is an array of the trace (or holds one) as its syntax shows (see

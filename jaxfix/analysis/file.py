@@ -269,9 +269,22 @@ class FileAnalysis:
                     if not isinstance(target, ast.Subscript):
                         continue
                     base = module.value_of(target.value)
-                    if base is not None and self.facts.kind(base) is Kind.HOST:
+                    if (base is not None and self.facts.kind(base) is Kind.HOST) or (
+                        self._numpy_attribute(target.value, store.caller)
+                    ):
                         found.append(target)
         return found
+
+    def _numpy_attribute(self, node: ast.expr, fid: str) -> bool:
+        """`self.buffer` in a method, when the methods of its class give it only arrays that
+        NumPy makes (`self.buffer = np.zeros((n, 2))`)."""
+        if not isinstance(node, ast.Attribute):
+            return False
+        values = self.keeping.bound_values(node, fid)
+        return bool(values) and all(
+            isinstance(value, ast.Call) and self.keeping.full_name(value.func, fid) in NUMPY_MAKERS
+            for value in values
+        )
 
     def undone_calls(self) -> set[ast.Call]:
         """Pushes in traced code that every exit undoes: `stack.append(v)` before or at the
@@ -369,6 +382,27 @@ def _inputs(call: ast.Call) -> list[ast.expr]:
 
 # A push and the pop that undoes it.
 _UNDOING = {"append": "pop", "appendleft": "popleft"}
+# NumPy's functions that make a new array (what `self.buffer = np.zeros(n)` holds).
+NUMPY_MAKERS = frozenset(
+    f"numpy.{name}"
+    for name in (
+        "array",
+        "asarray",
+        "copy",
+        "empty",
+        "empty_like",
+        "full",
+        "full_like",
+        "ones",
+        "ones_like",
+        "zeros",
+        "zeros_like",
+        "arange",
+        "linspace",
+        "eye",
+        "identity",
+    )
+)
 
 
 def _blocks(function: ast.AST) -> Iterator[list[ast.stmt]]:
