@@ -8,7 +8,7 @@ from typing import ClassVar
 import libcst as cst
 
 from jaxfix.after_call import rewrite_imported_sites
-from jaxfix.candidates import MADE
+from jaxfix.candidates import BOUND, MADE
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target
 from jaxfix.host_effects import Hoists
@@ -82,7 +82,22 @@ SINKS = (
         Sink(name, SinkKind.CHECKPOINTER, Payload(0), "writerow writerows")
         for name in ("csv.DictWriter", "csv.writer")
     ),
+    # A file opened for text writes what it is given: `f.write(f"{loss}\n")` of a tracer writes
+    # `JitTracer(float32[])`, once, when the function is traced.
+    *(
+        Sink(name, SinkKind.CHECKPOINTER, Payload(0), "write writelines")
+        for name in ("builtins.open", "io.open")
+    ),
 )
+# Files, whose writes take text: text made from a tracer (`f"{loss}"`, `str(loss)`, `"%s" %
+# loss`) holds the tracer's name. `write` is too common a name to anchor on any receiver: the
+# first pass looks where traced code opens a file, or where a top-level `LOG = open(...)` is
+# written to (`MADE`, `BOUND`), and the rule reports only there (`_opened_in_view`).
+TEXT_FILES = frozenset({"builtins.open", "io.open"})
+FILE_WRITERS = frozenset({"write", "writelines"})
+# Writers that write `str()` of what they are given, or text: the tracer's name, silently.
+FORMATTING = TEXT_FILES | {"csv.DictWriter", "csv.writer"}
+TO_TEXT = frozenset({"builtins.str", "builtins.repr", "builtins.format"})
 # The methods of what a checkpointer row makes that write (`save` unless the row says).
 WRITERS = frozenset(m for row in SINKS if row.kind is SinkKind.CHECKPOINTER for m in _writers(row))
 # A checkpointer row whose object is written by item assignment (`db[key] = value`).
@@ -111,7 +126,8 @@ class SerializeInTraced(Rule):
     `json`, `np.save`, `jnp.save`, `.tobytes()`, Flax `serialization.to_bytes` /
     `msgpack_serialize`, Orbax checkpointers' `save` and `ocp.v1.save_pytree`, a `sqlite3`
     connection's `execute` / `executemany` parameters, a `csv` writer's `writerow` /
-    `writerows`, an item stored in a `shelve` shelf) of a traced value inside a function that
+    `writerows`, a file's `write` / `writelines` of text made from one (`f"{loss}"`,
+    `str(loss)`), an item stored in a `shelve` shelf) of a traced value inside a function that
     jax traces (`jit`, `grad`, `vmap`, `pmap`, `lax.scan` and loop bodies, `custom_vjp` rules,
     and the functions they call).
 
@@ -122,7 +138,8 @@ class SerializeInTraced(Rule):
     NumPy's savers and Flax's msgpack serialization raise `TracerArrayConversionError`, Orbax
     raises `ValueError` ("TypeHandler lookup failed"), `json` raises `TypeError`, and
     `sqlite3` raises `ProgrammingError` ("type 'DynamicJaxprTracer' is not supported"). A CSV
-    writer raises nothing: it writes `JitTracer(float32[])`, once, when the function is traced.
+    writer, or a file given `f"{loss}"`, raises nothing: it writes `JitTracer(float32[])`,
+    once, when the function is traced.
 
     ## Example
     ```python
@@ -204,8 +221,9 @@ class SerializeInTraced(Rule):
     anchors = (
         names_of(SINKS, SinkKind.SERIALIZE)
         | SERIALIZING_METHODS
-        | WRITERS - {ITEM_STORE}
-        | {MADE + name for name in STORES_ITEMS}
+        | WRITERS - {ITEM_STORE} - FILE_WRITERS
+        | {MADE + name for name in STORES_ITEMS | TEXT_FILES}
+        | {BOUND + name for name in TEXT_FILES}
     )
     options: ClassVar[Mapping[str, str]] = {
         "extra-serializers": "The project's own functions that serialize or save their first"
@@ -231,11 +249,14 @@ class SerializeInTraced(Rule):
         if found is None:
             return
         call_name, sink, payloads = found
-        if not any(self.traced.is_traced(p) for p in payloads) or self._returned(node):
+        given = self._formats_traced if sink in TEXT_FILES else self.traced.is_traced
+        if not any(map(given, payloads)) or self._returned(node):
             return
         message = self.message.format(
             call=call_name, function=context.label, reason=context.reasons[0]
         )
+        if sink in FORMATTING:
+            message += ": it writes the tracer's name (`JitTracer(float32[])`), once, at tracing"
         if sink in UNFIXABLE:
             self.report(node, f"{message}; {UNFIXABLE[sink]}")
             return
@@ -259,6 +280,31 @@ class SerializeInTraced(Rule):
             message += "; return the value and store `jax.device_get(out)` after the call"
             message += f" (no host callback: {fix})" if fix else ""
         self.report(node, message, fix if isinstance(fix, Fix) else None)
+
+    def _formats_traced(self, text: cst.BaseExpression) -> bool:
+        """Whether `text` is made from a traced value: `f"{loss}"`, `str(loss)`, `"%s" % loss`,
+        `"{}".format(loss)`, or strings joined with one of those."""
+        if isinstance(text, cst.FormattedString):
+            return any(
+                isinstance(part, cst.FormattedStringExpression)
+                and self.traced.is_traced(part.expression)
+                for part in text.parts
+            )
+        if isinstance(text, cst.BinaryOperation):
+            if isinstance(text.operator, cst.Modulo):
+                values = text.right.elements if isinstance(text.right, cst.Tuple) else None
+                right = [e.value for e in values] if values is not None else [text.right]
+                return any(map(self.traced.is_traced, right))
+            return self._formats_traced(text.left) or self._formats_traced(text.right)
+        if isinstance(text, cst.Call):
+            func = text.func
+            formats = bool(self.qualified_names(func) & TO_TEXT) or (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "format"
+                and isinstance(func.value, cst.SimpleString | cst.ConcatenatedString)
+            )
+            return formats and any(self.traced.is_traced(arg.value) for arg in text.args)
+        return False
 
     def _stores_in_a_shelf(self, node: cst.Assign) -> bool:
         """Whether `node` is `name[key] = value`, a traced value into a shelf bound to `name`."""
@@ -291,9 +337,33 @@ class SerializeInTraced(Rule):
             return f".{func.attr.value}()", func.attr.value, [func.value]
         if isinstance(func, cst.Attribute) and func.attr.value in WRITERS:
             row = self._checkpointer(func.value)
-            if row is not None and func.attr.value in _writers(row):
-                return source_of(func), row.callable, payload_of(call, row.payload or SAVED)
+            if row is None or func.attr.value not in _writers(row):
+                return None
+            if row.callable in TEXT_FILES and not self._opened_in_view(func.value):
+                return None
+            return source_of(func), row.callable, payload_of(call, row.payload or SAVED)
         return None
+
+    def _opened_in_view(self, file: cst.BaseExpression) -> bool:
+        """A file that traced code opens (`with open(p) as f:`, `open(p).write(...)`), or that
+        one top-level `LOG = open(p)` opens: where the first pass looks for writes."""
+        if isinstance(file, cst.Call):
+            return True
+        bindings = self.traced.assignments(file) if isinstance(file, cst.Name) else []
+        for binding in bindings:
+            target = self.traced.parent(binding.node)
+            binder = self.traced.parent(target) if target is not None else None
+            if isinstance(binder, cst.WithItem) and self.traced.context_of(binder.item):
+                continue
+            if not isinstance(binder, cst.Assign):
+                return False
+            line = self.traced.parent(binder)
+            at_top = isinstance(line, cst.SimpleStatementLine) and isinstance(
+                self.traced.parent(line), cst.Module
+            )
+            if not (self.traced.context_of(binder.value) or (at_top and len(bindings) == 1)):
+                return False
+        return bool(bindings)
 
     def _checkpointer(self, receiver: cst.BaseExpression) -> Sink | None:
         """The row of `ocp.StandardCheckpointer()` or `sqlite3.connect(...)`, called there or
@@ -331,7 +401,7 @@ class SerializeInTraced(Rule):
         payloads = [
             payload
             for inner in calls_in(statement)
-            if (found := self._serializer(inner)) is not None
+            if (found := self._serializer(inner)) is not None and found[1] not in TEXT_FILES
             for payload in found[2]
             if self.traced.is_traced(payload)
         ]

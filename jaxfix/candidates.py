@@ -230,7 +230,7 @@ class Candidates:
 
         def reported_at(call: _Call) -> bool:
             if (made or bound) and (call.owner in traced or not traced_only):
-                if made and not self._full_names(call.call.func).isdisjoint(made):
+                if made and not self._callee_names(call.call.func).isdisjoint(made):
                     return True
                 if bound and on_bound(call):
                     return True
@@ -297,7 +297,7 @@ class Candidates:
         if memo.made_at_top is None:
             defined = Counter(name for b in self.bindings for name in b.defines)
             memo.made_at_top = {
-                target.id: self._full_names(statement.value.func)
+                target.id: self._callee_names(statement.value.func)
                 for statement in self._analysis().tree.body
                 if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)
                 for target in statement.targets
@@ -541,6 +541,11 @@ class Candidates:
             nodes = self._analysis().traced_function_nodes()
             self._traced = {f for f in self.functions if f.node in nodes}
         return self._traced
+
+    def _callee_names(self, func: ast.expr) -> set[str]:
+        """`_full_names`, and `builtins.open` for a plain `open` (which may be the builtin)."""
+        found = self._full_names(func)
+        return found | {f"builtins.{func.id}"} if isinstance(func, ast.Name) else found
 
     def _full_names(self, expr: ast.expr) -> set[str]:
         """What `expr` can name through the file's imports (`lax.scan` -> `jax.lax.scan`)."""

@@ -262,6 +262,25 @@ KEPT = {
         def f(tree):
             return select(tree)
         """,
+    "a file that traced code opens (MADE)": """\
+        import jax
+        @jax.jit
+        def f(x):
+            with open("log.txt", "a") as log:
+                log.write(f"{x}")
+        """,
+    "a file or a pool that a top-level statement makes, used in traced code (BOUND)": """\
+        import jax
+        from concurrent.futures import ThreadPoolExecutor
+        LOG = open("log.txt", "w")
+        POOL = ThreadPoolExecutor(2)
+        @jax.jit
+        def f(x):
+            LOG.write(str(x))
+        @jax.jit
+        def g(x):
+            return list(POOL.map(abs, x))
+        """,
 }
 
 DROPPED = {
@@ -378,9 +397,22 @@ DROPPED = {
                 z.update(x)
             out = {}
             out["a"] = x
-            with open("f") as h:
+            with make_handle("f") as h:  # (`open` is JF101's: traced code opening a file)
                 h.seen = x
             return xs
+        """,
+    "a top-level name bound twice, or shadowed by a local, is not BOUND": """\
+        import jax
+        from concurrent.futures import ThreadPoolExecutor
+        POOL = ThreadPoolExecutor(2)
+        POOL = None
+        LOG = open("log.txt", "w")
+        @jax.jit
+        def f(x):
+            return list(POOL.map(abs, x))
+        @jax.jit
+        def g(x, LOG):
+            LOG.write(str(x))
         """,
     "an anchor name that is not called": """\
         import jax
