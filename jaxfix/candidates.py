@@ -765,8 +765,9 @@ def _split(
 
 
 def _attribute_root(expr: ast.expr) -> str | None:
-    """`a` for `a` and `a.b.c`; None for any other base (an item, a call)."""
-    while isinstance(expr, ast.Attribute):
+    """`a` for `a`, `a.b.c` and `a["k"].b` (`Keeping.outliving`); None for any other base (a
+    call)."""
+    while isinstance(expr, ast.Attribute | ast.Subscript):
         expr = expr.value
     return expr.id if isinstance(expr, ast.Name) else None
 

@@ -207,7 +207,7 @@ class Keeping:
         container default, an object of an enclosing function that is not traced. None for
         the function's own objects and its other parameters' (the caller's)."""
         root = node
-        while isinstance(root, ast.Attribute):
+        while isinstance(root, ast.Attribute | ast.Subscript):  # `HISTORY["loss"]` too
             root = root.value
         if not isinstance(root, ast.Name):
             return None
