@@ -150,6 +150,13 @@ def relevant_slice(
     dropped = for_fixes or ()
     definers = {i for i, c in enumerate(chunks) if not c.defines.isdisjoint(dropped)}
     kept = _closure(chunks, seed_chunks | definers, with_users | definers)
+    # The imports of `jax` that a fix's `jax.debug.callback` is written with (`import jax as
+    # J`), without the statements that use them.
+    kept.update(
+        i
+        for i, chunk in enumerate(chunks)
+        if all(map(_is_import, chunk.nodes)) and any(map(_imports_jax, chunk.nodes))
+    )
     if for_fixes is not None:
         kept.update(i for i, chunk in enumerate(chunks) if all(map(_is_import, chunk.nodes)))
     check_depth(node for index in kept for node in chunks[index].nodes)
@@ -177,6 +184,14 @@ def relevant_slice(
 def lines_of(statement: ast.stmt) -> tuple[int, int]:
     """The first and last line of `statement`, its decorators included."""
     return first_line(statement), statement.end_lineno or statement.lineno
+
+
+def _imports_jax(node: ast.stmt) -> bool:
+    """`import jax`, `import jax as J`, `import jax.numpy`: what binds a name to `jax`."""
+    return isinstance(node, ast.Import) and any(
+        alias.name == "jax" or (alias.name.startswith("jax.") and alias.asname is None)
+        for alias in node.names
+    )
 
 
 def _is_import(node: ast.stmt) -> bool:
