@@ -467,11 +467,9 @@ class ParallelInTraced(Rule):
     def _made_at_top(self, maker: cst.Call) -> bool:
         """`name = Pool(...)`, a top-level statement, with a constructor of `BOUND_MAKERS`."""
         assign = self.traced.parent(maker)
-        line = self.traced.parent(assign) if assign is not None else None
         return (
             isinstance(assign, cst.Assign)
-            and isinstance(line, cst.SimpleStatementLine)
-            and isinstance(self.traced.parent(line), cst.Module)
+            and self.traced.at_top_level(assign)
             and bool(self.qualified_names(maker.func) & BOUND_MAKERS)
         )
 

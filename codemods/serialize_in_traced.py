@@ -357,11 +357,8 @@ class SerializeInTraced(Rule):
                 continue
             if not isinstance(binder, cst.Assign):
                 return False
-            line = self.traced.parent(binder)
-            at_top = isinstance(line, cst.SimpleStatementLine) and isinstance(
-                self.traced.parent(line), cst.Module
-            )
-            if not (self.traced.context_of(binder.value) or (at_top and len(bindings) == 1)):
+            at_top = len(bindings) == 1 and self.traced.at_top_level(binder)
+            if not (self.traced.context_of(binder.value) or at_top):
                 return False
         return bool(bindings)
 

@@ -513,6 +513,13 @@ class TracedAnalysis:
         """The node `node` is a child of (None for the module)."""
         return self._parents.get(node)
 
+    def at_top_level(self, small: cst.BaseSmallStatement) -> bool:
+        """Whether `small` (`LOG = open(p)`) is a statement of the module's top level."""
+        line = self.parent(small)
+        return isinstance(line, cst.SimpleStatementLine) and isinstance(
+            self.parent(line), cst.Module
+        )
+
     def line_of(self, node: cst.CSTNode) -> int:
         """The line of the file where `node` starts."""
         return self._line_of(self._positions[node].start.line)
