@@ -201,7 +201,7 @@ class Keeping:
     # ----- objects -----------------------------------------------------------------------
 
     def outliving(self, node: ast.expr, fid: str) -> Outliving | None:
-        """Where `node` (a name, or attributes of one) lives when the object outlives the
+        """Where `node` (a name, or attributes or items of one) lives when the object outlives the
         trace: a `global` / `nonlocal` name, a module-level object (not an import, not one
         of `NOT_OURS`' objects), an attribute of a plain class's `self`, a parameter's
         container default, an object of an enclosing function that is not traced. None for
