@@ -180,7 +180,11 @@ class LeakInTraced(Rule):
         if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
-        if method not in VALUED_MUTATORS and not isinstance(self.traced.parent(node), cst.Expr):
+        if (
+            method not in VALUED_MUTATORS
+            and not isinstance(self.traced.parent(node), cst.Expr)
+            and not self.traced.mutates_in_lambda(node)
+        ):
             return  # its value is used: not a mutator, which returns None
         found = self.traced.kept_call(node)
         if found is None or self.traced.is_undone(node):

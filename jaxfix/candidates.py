@@ -205,7 +205,9 @@ class Candidates:
             root = _attribute_root(func.value)
             if root is None or (call.owner is not None and not call.owner.is_outer(root)):
                 return False
-            if call.call not in self.dropped:
+            if call.call not in self.dropped and (
+                self.analysed is None or call.call not in self.analysed.lambda_mutations()
+            ):
                 return False
             return self.analysed is None or call.call not in self.analysed.undone_calls()
 

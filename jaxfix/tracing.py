@@ -404,6 +404,11 @@ class TracedAnalysis:
         value = self.facts.module.value_of(node) if node is not None else None
         return value is not None and self.facts.kind(value) is Kind.HOST
 
+    def mutates_in_lambda(self, call: cst.Call) -> bool:
+        """Whether `call` is a lambda's body that mutates a container the code makes
+        (`FileAnalysis.lambda_mutations`): its value is the lambda's, as good as dropped."""
+        return self._where.expression(self._span(call)) in self._analysed.lambda_mutations()
+
     def writes_host_array(self, target: cst.Subscript) -> bool:
         """Whether an assignment to `target`, in traced code, writes a certainly traced value
         into a NumPy array (`FileAnalysis.host_writes`)."""

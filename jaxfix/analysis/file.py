@@ -35,6 +35,7 @@ class FileAnalysis:
     _positions: Positions | None = field(default=None, repr=False)
     _traced_calls: dict[ast.Call, Call] | None = field(default=None, repr=False)
     _undone: set[ast.Call] | None = field(default=None, repr=False)
+    _lambda_mutations: set[ast.Call] | None = field(default=None, repr=False)
     _calls: dict[ast.Call, Call] | None = field(default=None, repr=False)  # in traced code
     _static_given_traced: set[ast.Call] | None = field(default=None, repr=False)
     _effects: EffectIndex | None = field(default=None, repr=False)
@@ -285,6 +286,21 @@ class FileAnalysis:
             isinstance(value, ast.Call) and self.keeping.full_name(value.func, fid) in NUMPY_MAKERS
             for value in values
         )
+
+    def lambda_mutations(self) -> set[ast.Call]:
+        """Method calls that are a lambda's whole body, on a list, dict, set, deque or queue
+        the code makes (`lambda leaf: LEAVES.append(leaf)`, which `tree_map` applies): the
+        lambda returns the mutator's None, so its value counts as dropped, as a statement's."""
+        if self._lambda_mutations is None:
+            self._lambda_mutations = {
+                node.body
+                for fid, node in self.facts.module.nodes.items()
+                if isinstance(node, ast.Lambda)
+                and isinstance(node.body, ast.Call)
+                and isinstance(node.body.func, ast.Attribute)
+                and self.keeping.is_container(node.body.func.value, fid)
+            }
+        return self._lambda_mutations
 
     def undone_calls(self) -> set[ast.Call]:
         """Pushes in traced code that every exit undoes: `stack.append(v)` before or at the
