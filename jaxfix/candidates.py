@@ -194,9 +194,8 @@ class Candidates:
         def anchored(func: ast.expr) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in any_method:
                 return True
-            if isinstance(func, ast.Name) and f"builtins.{func.id}" in qualified:
-                return True  # a builtin (`print`), or a name that may shadow it: a candidate
-            return not self._full_names(func).isdisjoint(qualified)
+            # A builtin (`print`) counts also through a name that may shadow it: a candidate.
+            return not self._callee_names(func).isdisjoint(qualified)
 
         def on_outer(call: _Call) -> bool:
             func = call.call.func
@@ -545,7 +544,7 @@ class Candidates:
         return self._traced
 
     def _callee_names(self, func: ast.expr) -> set[str]:
-        """`_full_names`, and `builtins.open` for a plain `open` (which may be the builtin)."""
+        """`_full_names`, and `builtins.<name>` for a plain name (which may be the builtin)."""
         found = self._full_names(func)
         return found | {f"builtins.{func.id}"} if isinstance(func, ast.Name) else found
 

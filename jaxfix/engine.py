@@ -25,7 +25,7 @@ from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.flow import Bindings
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
-from jaxfix.imports import add_imports
+from jaxfix.imports import add_imports, has_docstring
 from jaxfix.metadata import Wrapper
 from jaxfix.options import DEFAULT, Options
 from jaxfix.project import ModuleFacts, Place, ProjectContext, note_top_level, traced_calls
@@ -635,22 +635,13 @@ def _tidy_top(before: cst.Module, after: cst.Module) -> cst.Module:
         if first.leading_lines or not blank:
             return after
         leading: Sequence[cst.EmptyLine] = blank
-    elif index == 0 or (index == 1 and _is_docstring(before.body[0])):
+    elif index == 0 or (index == 1 and has_docstring(before)):
         leading = ()
     else:
         return after
     body = list(after.body)
     body[index] = first.with_changes(leading_lines=leading)
     return after.with_changes(body=body)
-
-
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
-    )
 
 
 def _reparse(code: str, filename: str, codes: Sequence[str]) -> cst.Module:

@@ -98,7 +98,7 @@ def _insert(module: cst.Module, wanted: ImportNeeded, first_party: Collection[st
         body.insert(first.index, statement.with_changes(leading_lines=moved))
         return module.with_changes(body=body)
     # No import yet: after the docstring, one blank line from what follows.
-    index = 1 if _docstring(module) else 0
+    index = 1 if has_docstring(module) else 0
     leading = [cst.EmptyLine()] if index else []
     body.insert(index, statement.with_changes(leading_lines=leading))
     if index + 1 < len(body):
@@ -159,7 +159,7 @@ def _leading_imports(module: cst.Module, first_party: Collection[str]) -> list[_
     other statement."""
     found: list[_Placed] = []
     for index, statement in enumerate(module.body):
-        if index == 0 and _docstring(module):
+        if index == 0 and has_docstring(module):
             continue
         if not _is_import(statement):
             break
@@ -213,7 +213,8 @@ def _is_import(statement: cst.BaseStatement) -> bool:
     )
 
 
-def _docstring(module: cst.Module) -> bool:
+def has_docstring(module: cst.Module) -> bool:
+    """Whether the module starts with a docstring."""
     first = module.body[0] if module.body else None
     return (
         isinstance(first, cst.SimpleStatementLine)

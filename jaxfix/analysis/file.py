@@ -271,21 +271,11 @@ class FileAnalysis:
                         continue
                     base = module.value_of(target.value)
                     if (base is not None and self.facts.kind(base) is Kind.HOST) or (
-                        self._numpy_attribute(target.value, store.caller)
+                        isinstance(target.value, ast.Attribute)  # `self.rows = np.zeros(n)`
+                        and self.keeping.made_by(target.value, store.caller, NUMPY_MAKERS)
                     ):
                         found.append(target)
         return found
-
-    def _numpy_attribute(self, node: ast.expr, fid: str) -> bool:
-        """`self.buffer` in a method, when the methods of its class give it only arrays that
-        NumPy makes (`self.buffer = np.zeros((n, 2))`)."""
-        if not isinstance(node, ast.Attribute):
-            return False
-        values = self.keeping.bound_values(node, fid)
-        return bool(values) and all(
-            isinstance(value, ast.Call) and self.keeping.full_name(value.func, fid) in NUMPY_MAKERS
-            for value in values
-        )
 
     def lambda_mutations(self) -> set[ast.Call]:
         """Method calls that are a lambda's whole body, on a list, dict, set, deque or queue
