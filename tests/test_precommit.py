@@ -104,6 +104,9 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> HookRepo:
         # A fresh app-data folder makes virtualenv start a background `pip download` of newer
         # seed wheels (6 s of CPU taken from the other tests): the embedded ones do.
         "VIRTUALENV_NO_PERIODIC_UPDATE": "1",
+        # Byte-compiling every installed module is a fifth of the hooks' install; the hook
+        # compiles the few it imports on its first run.
+        "PIP_COMPILE": "0",  # pip reads PIP_NO_COMPILE=1 as `--compile`
         "GIT_CONFIG_GLOBAL": str(shared / "gitconfig"),
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_AUTHOR_NAME": "jaxfix tests",
@@ -177,6 +180,28 @@ def test_check_hook_runs_on_stubs_and_skips_other_files(
     assert result.returncode == 1, result.stdout
     assert re.search(r"^bad\.pyi:6:1: JF102 ", result.stdout, re.M), result.stdout
     assert "notes.md" not in result.stdout
+
+
+def test_the_hooks_install_jaxfix_with_its_data_files(tmp_path: Path, hook_repo: HookRepo) -> None:
+    """The hooks' environment holds jaxfix as pip installs it, not as a checkout: with every
+    fixture (`jaxfix verify` runs them), the JSON schema and the model tables."""
+    repo = project(tmp_path, hook_repo, "jaxfix-check")
+    assert pre_commit(repo, hook_repo, "install-hooks").returncode == 0
+    home = Path(hook_repo.isolation["PRE_COMMIT_HOME"])
+    [installed] = home.glob("repo*/py_env-*/lib/python*/site-packages/jaxfix")
+    shipped = {
+        ("fixtures", *p.relative_to(ROOT / "tests" / "fixtures").parts)
+        for p in (ROOT / "tests" / "fixtures").glob("*/*/*")
+        if p.suffix in (".py", ".toml")
+    }
+    shipped |= {p.relative_to(ROOT / "jaxfix").parts for p in ROOT.glob("jaxfix/schemas/*.json")}
+    shipped |= {p.relative_to(ROOT / "jaxfix").parts for p in ROOT.glob("jaxfix/models/*.tsv")}
+    found = {
+        p.relative_to(installed).parts
+        for p in installed.rglob("*")
+        if p.suffix in (".py", ".toml", ".json", ".tsv") and p.parts[-2] != "codemods"
+    }
+    assert len(shipped) > 400 and shipped <= found, sorted(shipped - found)[:5]
 
 
 def test_apply_hook_rewrites_stops_the_commit_and_the_next_commit_passes(
