@@ -14,6 +14,8 @@ import ast
 import dataclasses
 import functools
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -230,18 +232,19 @@ def fix_text(
     firstpass.check_depth(selection.tree.body)  # the whole file is parsed now, not only the slice
     fixed: list[Diagnostic] = []
     codes: list[str] = []
-    module = cst.parse_module(text)
+    wrapper = _wrapped(text)
     analysed: FileAnalysis | None = selection.analysed  # of `text`; each fixed text anew
     for _ in range(MAX_FIX_PASSES):
-        found, wrapper, _ = _run(module, active, options, None, analysed)
-        diagnostics = _fixable(_unsuppressed(module.code, found, rules), options)
+        found = _run(wrapper, active, options, None, analysed)
+        code = wrapper.module.code
+        diagnostics = _fixable(_unsuppressed(code, found, rules), options)
         fixes = [d.fix for d in diagnostics if d.fix is not None and _allowed(d.fix, unsafe_fixes)]
         if not fixes:
-            return Result(diagnostics, module.code, fixed)
+            return Result(diagnostics, code, fixed)
         chosen = _non_overlapping(wrapper, fixes)
         new_code = _apply(wrapper, chosen, options.packages)
         codes = sorted({d.code for d in diagnostics if d.fix in chosen})
-        module = _reparse(new_code, filename, codes)
+        wrapper = Wrapper(_reparse(new_code, filename, codes), unsafe_skip_copy=True)
         analysed = None
         fixed.extend(d for d in diagnostics if d.fix is not None and _contains(chosen, d.fix))
     raise FixError(f"fixes for {', '.join(codes)} did not converge after {MAX_FIX_PASSES} passes")
@@ -517,8 +520,8 @@ def _run_on(
     statement the slice left out (the same findings a whole-file run gives, in every case)."""
     published = facts.published() if facts is not None else None
     try:
-        module = cst.parse_module(piece.text)
-        found, wrapper, _ = _run(module, rules, options, facts, analysed, piece.file_line)
+        wrapper = _wrapped(piece.text)
+        found = _run(wrapper, rules, options, facts, analysed, piece.file_line)
     except OutsideSlice:
         if piece.whole:
             raise
@@ -528,18 +531,50 @@ def _run_on(
     return _Checked(piece, wrapper, found)
 
 
+class _KeptTrees(threading.local):
+    """The last LibCST trees parsed on this thread, by their text, with the metadata resolved
+    on them since: the same text is often run again (`fix_text` after the check of a file its
+    slice keeps whole, the language server's quick fixes after its diagnostics, a module in
+    each round of tracing across modules), and its parse and metadata are half of a run.
+    A kept tree takes about 250 times its text's size: the last one is always kept, the
+    others while they are few and small."""
+
+    def __init__(self) -> None:
+        self.by_text: OrderedDict[str, Wrapper] = OrderedDict()
+        self.characters = 0
+
+
+KEPT_TREES = 8
+KEPT_CHARACTERS = 128 * 1024
+_kept = _KeptTrees()
+
+
+def _wrapped(text: str) -> Wrapper:
+    """LibCST's module of `text` in a metadata wrapper (see `_KeptTrees`). Nothing changes a
+    LibCST tree: fixes build new nodes, and the metadata is a function of the tree."""
+    kept = _kept.by_text
+    wrapper = kept.get(text)
+    if wrapper is not None:
+        kept.move_to_end(text)
+        return wrapper
+    wrapper = kept[text] = Wrapper(cst.parse_module(text), unsafe_skip_copy=True)
+    _kept.characters += len(text)
+    while len(kept) > 1 and (len(kept) > KEPT_TREES or _kept.characters > KEPT_CHARACTERS):
+        _kept.characters -= len(kept.popitem(last=False)[0])
+    return wrapper
+
+
 def _run(
-    module: cst.Module,
+    wrapper: Wrapper,
     rules: Sequence[type[Rule]],
     options: Options,
     facts: ModuleFacts | None = None,
     analysed: FileAnalysis | None = None,
     line_of: Callable[[int], int] | None = None,
-) -> tuple[list[Diagnostic], MetadataWrapper, TracedAnalysis]:
-    """Run `rules` over `module`; what they note for the rest of the run goes to `facts`.
-    `analysed` is the analysis of the file `module` is (a slice of, its lines mapped to the
-    file's by `line_of`); without it, `module` is analysed."""
-    wrapper = Wrapper(module, unsafe_skip_copy=True)
+) -> list[Diagnostic]:
+    """Run `rules` over `wrapper`'s module; what they note for the rest of the run goes to
+    `facts`. `analysed` is the analysis of the file the module is (a slice of, its lines
+    mapped to the file's by `line_of`); without it, the module is analysed."""
     project = ProjectContext(
         bool(options.packages), options.serialized_imports, options.foreign_calls, facts
     )
@@ -553,7 +588,7 @@ def _run(
     visit_batched(wrapper, instances)
     diagnostics = [d for rule in instances for d in rule.diagnostics]
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
-    return diagnostics, wrapper, analysis
+    return diagnostics
 
 
 def _transforms(options: Options) -> Mapping[str, TransformSpec]:

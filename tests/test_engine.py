@@ -4,12 +4,14 @@ fixes are applied one pass at a time, imports are added and removed through LibC
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
+from jaxfix import engine
 from jaxfix.batch import Job
 from jaxfix.diagnostic import FixSafety
 from jaxfix.edits import apply_edits
@@ -845,3 +847,41 @@ def test_a_traced_value_for_a_static_argument_names_the_caller_to_make_static() 
     vmapped = (fixtures / "static_argnames_assigned" / "before.py").read_text()
     (found,) = check_text(vmapped, RULES)
     assert "(here:" not in found.message  # under vmap the value is batched: nothing to make static
+
+
+@pytest.fixture
+def no_kept_trees() -> Iterator[None]:
+    engine._kept.by_text.clear()
+    engine._kept.characters = 0
+    yield
+    engine._kept.by_text.clear()
+    engine._kept.characters = 0
+
+
+@pytest.mark.parametrize("case", load_cases()[::10], ids=lambda case: case.id)
+def test_a_kept_tree_gives_what_a_fresh_parse_gives(case: Case, no_kept_trees: None) -> None:
+    """The rules' run on a tree (and its metadata) kept from an earlier run, by another rule
+    and without edits, finds and fixes what a run on a fresh parse does."""
+    text = case.before.read_text(encoding="utf-8")
+    fresh = check_text(text, RULES, edits=True, slicing=False)
+    fresh_fix = fix_text(text, RULES, unsafe_fixes=True)
+    engine._kept.by_text.clear()
+    other = next(rule for rule in RULES if rule.__module__.rsplit(".", 1)[-1] != case.rule)
+    check_text(text, [other], slicing=False)
+    kept = engine._wrapped(text)
+    assert check_text(text, RULES, edits=True, slicing=False) == fresh
+    assert fix_text(text, RULES, unsafe_fixes=True) == fresh_fix
+    assert engine._wrapped(text) is kept
+
+
+def test_kept_trees_are_few_and_small(no_kept_trees: None) -> None:
+    texts = [f"x = {i}\n" for i in range(engine.KEPT_TREES + 1)]
+    first = engine._wrapped(texts[0])
+    kept = [engine._wrapped(text) for text in texts[1:]]
+    assert engine._wrapped(texts[-1]) is kept[-1]
+    assert engine._wrapped(texts[1]) is kept[0]
+    assert engine._wrapped(texts[0]) is not first  # the oldest went
+    big = f"x = '{'a' * engine.KEPT_CHARACTERS}'\n"
+    tree = engine._wrapped(big)
+    assert engine._wrapped(big) is tree  # the last one stays, however large
+    assert list(engine._kept.by_text) == [big]
