@@ -18,6 +18,7 @@ from jaxfix.engine import check_text
 from jaxfix.proofs import Case, load_cases
 from jaxfix.registry import all_rules
 from jaxfix.suppression import UNUSED_CODE
+from tests.memo import checked
 
 RULES = all_rules()
 OWN_LINE = re.compile(r"[ \t\f]*# jaxfix: ignore\[[^\]]*\]( -- .*)?\Z")
@@ -74,7 +75,7 @@ def changed_lines(before: str, after: str) -> set[int]:
 @pytest.mark.parametrize("case", load_cases(), ids=lambda c: c.id)
 def test_every_fixture_is_suppressed(case: Case) -> None:
     before = case.before.read_text()
-    found = check_text(before, RULES, filename="t.py")
+    found = checked(before, RULES)  # shared with the other tests of the fixtures
     after, skipped = suppress_found(before, found)
     assert skipped == []
     assert changed_lines(before, after) <= {d.line for d in found if d.code != UNUSED_CODE}

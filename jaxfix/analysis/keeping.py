@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.names import dotted
+from jaxfix.analysis.statements import inner_statements
 from jaxfix.analysis.tracing import Facts
 from jaxfix.analysis.walk import children
 
@@ -373,12 +374,14 @@ class Keeping:
     def _class_of(self, method: ast.AST) -> ast.ClassDef | None:
         """The class whose body defines `method`."""
         if self._classes is None:
-            self._classes = {
-                statement: node
-                for node in ast.walk(self.module.tree)
-                if isinstance(node, ast.ClassDef)
-                for statement in node.body
-            }
+            # Over statements only (a class is one): a tenth of the nodes `ast.walk` visits.
+            self._classes = {}
+            todo = list(self.module.tree.body)
+            while todo:
+                statement = todo.pop()
+                if isinstance(statement, ast.ClassDef):
+                    self._classes.update((inner, statement) for inner in statement.body)
+                todo.extend(inner_statements(statement))
         return self._classes.get(method)
 
     # ----- names -------------------------------------------------------------------------
