@@ -456,11 +456,10 @@ def validate(configs: Iterable[Config]) -> None:
 
 
 def rule_option_problem(table: str, rule_name: str, option: str) -> None:
-    """Raise `_Nested` when `rule_name` names no rule or `option` is none of its options
-    (imports the rules, so LibCST: only for validation and errors)."""
-    from jaxfix.registry import find_rule, suggestion
+    """Raise `_Nested` when `rule_name` names no rule or `option` is none of its options."""
+    from jaxfix.registry import find_info, suggestion
 
-    rule = find_rule(rule_name)
+    rule = find_info(rule_name)
     if rule is None:
         hint = suggestion(rule_name, with_all=False)
         close = f" (did you mean `{hint}`?)" if hint else ""

@@ -1,6 +1,7 @@
 """Check and fix one source text: a cheap first pass (CPython's parser and the candidate pass)
 cuts out the statements a rule can depend on; LibCST parses only those, and every selected rule
-runs in one batched traversal; suppression comments then silence what they name. Fixing parses
+runs in one batched traversal (`jaxfix.cst_run`, imported only then: a file the first pass
+clears never imports LibCST); suppression comments then silence what they name. Fixing parses
 the whole file (only when a fix applies), applies non-overlapping fixes, re-parses, and repeats
 until nothing changes.
 
@@ -14,29 +15,25 @@ import ast
 import dataclasses
 import functools
 import re
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from typing import TYPE_CHECKING
 
 from jaxfix import candidates, firstpass, suppression
 from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.flow import Bindings
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
-from jaxfix.imports import add_imports, has_docstring
-from jaxfix.metadata import Wrapper
 from jaxfix.options import DEFAULT, Options
-from jaxfix.project import ModuleFacts, Place, ProjectContext, note_top_level, traced_calls
-from jaxfix.registry import all_rules, matches
-from jaxfix.rule import Fix, Replacement, Rule
-from jaxfix.syntax import ReplaceNodes
-from jaxfix.tracing import OutsideSlice, TracedAnalysis
+from jaxfix.project import ModuleFacts, Place, note_top_level, traced_calls
+from jaxfix.registry import matches
+from jaxfix.rule_index import RuleRef, rule_index
 from jaxfix.transforms import TransformSpec, with_user_transforms
-from jaxfix.traversal import visit_batched
+
+if TYPE_CHECKING:  # the rules' run and the fixes import LibCST: `jaxfix.cst_run`, when needed
+    from jaxfix.cst_run import Checked
+    from jaxfix.metadata import Wrapper
+    from jaxfix.rule import Fix
 
 MAX_FIX_PASSES = 10
 
@@ -61,15 +58,6 @@ class Result:
 
 
 @dataclass(frozen=True)
-class _Checked:
-    """One run of the rules over a slice: its fixes refer to `wrapper`'s nodes."""
-
-    piece: firstpass.Slice
-    wrapper: MetadataWrapper
-    found: list[Diagnostic]  # in the slice's line numbers
-
-
-@dataclass(frozen=True)
 class _Selection:
     """The file's syntax tree and the top-level statements a finding can be in (all when
     `seeds` is None), with what they bind and read."""
@@ -80,7 +68,7 @@ class _Selection:
     bindings: Sequence[Bindings] = ()
     users_of: set[int] = field(default_factory=set)  # seeds whose users the rules read
     script: bool = False  # the rules read the module's top-level code (`relevant_slice`)
-    checked: _Checked | None = None  # the rules' run over the slice, when they ran
+    checked: Checked | None = None  # the rules' run over the slice, when they ran
 
     def around(self, lines: Collection[int]) -> _Selection:
         """Only the seeds that span one of `lines`."""
@@ -104,8 +92,8 @@ class _Selection:
 
 
 def applicable_rules(
-    text: str, rules: Sequence[type[Rule]], options: Options = DEFAULT
-) -> list[type[Rule]]:
+    text: str, rules: Sequence[RuleRef], options: Options = DEFAULT
+) -> list[RuleRef]:
     """The rules that could fire in `text`, judged by a cheap substring test: the text must
     mention jax, a JAX framework or a transform of the project (or be traced from another
     module), and one of the rule's anchors."""
@@ -127,7 +115,7 @@ def _last_name(dotted: str) -> str:
     return dotted.rsplit(".", 1)[-1]
 
 
-def _anchored_rules(text: str, rules: Sequence[type[Rule]], options: Options) -> list[type[Rule]]:
+def _anchored_rules(text: str, rules: Sequence[RuleRef], options: Options) -> list[RuleRef]:
     """The rules one of whose anchors `text` mentions (any text may store: `STORES`)."""
     mentioned = _words_in(text)
     return [
@@ -154,7 +142,7 @@ def _mentions(
     return not names.isdisjoint(mentioned) or any(part in text for part in fragments)
 
 
-def _anchors(rule: type[Rule], options: Options) -> frozenset[str]:
+def _anchors(rule: RuleRef, options: Options) -> frozenset[str]:
     return rule.anchors_with(options.sinks)
 
 
@@ -174,7 +162,7 @@ def _words(anchors: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
 
 def check_text(
     text: str,
-    rules: Sequence[type[Rule]],
+    rules: Sequence[RuleRef],
     *,
     filename: str = "<unknown>",
     options: Options = DEFAULT,
@@ -208,7 +196,7 @@ def check_text(
 
 def fix_text(
     text: str,
-    rules: Sequence[type[Rule]],
+    rules: Sequence[RuleRef],
     *,
     unsafe_fixes: bool = False,
     filename: str = "<unknown>",
@@ -230,23 +218,25 @@ def fix_text(
     if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
         return Result(diagnostics, text)
     firstpass.check_depth(selection.tree.body)  # the whole file is parsed now, not only the slice
+    from jaxfix import cst_run
+
     fixed: list[Diagnostic] = []
     codes: list[str] = []
-    wrapper = _wrapped(text)
+    wrapper = cst_run.wrapped(text)
     analysed: FileAnalysis | None = selection.analysed  # of `text`; each fixed text anew
     for _ in range(MAX_FIX_PASSES):
-        found = _run(wrapper, active, options, None, analysed)
+        found = cst_run.run(wrapper, active, options, None, analysed)
         code = wrapper.module.code
         diagnostics = _fixable(_unsuppressed(code, found, rules), options)
         fixes = [d.fix for d in diagnostics if d.fix is not None and _allowed(d.fix, unsafe_fixes)]
         if not fixes:
             return Result(diagnostics, code, fixed)
-        chosen = _non_overlapping(wrapper, fixes)
-        new_code = _apply(wrapper, chosen, options.packages)
+        chosen = cst_run.non_overlapping(wrapper, fixes)
+        new_code = cst_run.apply_fixes(wrapper, chosen, options.packages)
         codes = sorted({d.code for d in diagnostics if d.fix in chosen})
-        wrapper = Wrapper(_reparse(new_code, filename, codes), unsafe_skip_copy=True)
+        wrapper = _reparse(new_code, filename, codes)
         analysed = None
-        fixed.extend(d for d in diagnostics if d.fix is not None and _contains(chosen, d.fix))
+        fixed.extend(d for d in diagnostics if d.fix and cst_run.contains(chosen, d.fix))
     raise FixError(f"fixes for {', '.join(codes)} did not converge after {MAX_FIX_PASSES} passes")
 
 
@@ -254,7 +244,7 @@ def _with_edits(
     text: str,
     selection: _Selection,
     diagnostics: list[Diagnostic],
-    rules: Sequence[type[Rule]],
+    rules: Sequence[RuleRef],
     filename: str,
     options: Options,
     lines: Collection[int] | None = None,
@@ -263,13 +253,15 @@ def _with_edits(
     of the file, the fixes applied one at a time. They are applied to a slice that holds what
     they change and what decides their import changes (every import, every use of a name a fix
     stops using): the whole file's edits, at the cost of a slice."""
+    from jaxfix import cst_run
+
     wanted = [d for d in diagnostics if d.fix and (lines is None or d.line in lines)]
-    dropped = {name for d in wanted if d.fix for name in _names_in(d.fix.removed_nodes)}
+    dropped = {name for d in wanted if d.fix for name in cst_run.names_in(d.fix.removed_nodes)}
     piece = selection.slice(text, for_fixes=dropped)
     assert piece is not None, "a finding implies a statement to slice"
     checked = selection.checked
     if checked is None or checked.piece.text != piece.text:  # else the check saw this slice
-        checked = _run_on(text, piece, rules, options, None, selection.analysed)
+        checked = cst_run.run_on(text, piece, rules, options, None, selection.analysed)
     piece, found, wrapper = checked.piece, checked.found, checked.wrapper
     fixes = {_place(_in_file(d, piece)): d.fix for d in found if d.fix is not None}
     result: list[Diagnostic] = []
@@ -277,29 +269,12 @@ def _with_edits(
         fix = fixes.get(_place(diagnostic))
         wanted_here = lines is None or diagnostic.line in lines
         if diagnostic.fix_safety is not None and fix is not None and wanted_here:
-            new_code = _apply(wrapper, [fix], options.packages)
+            new_code = cst_run.apply_fixes(wrapper, [fix], options.packages)
             _reparse(new_code, filename, [diagnostic.code])
             edits = [_edit_in_file(e, piece) for e in line_edits(piece.text, new_code)]
             diagnostic = dataclasses.replace(diagnostic, edits=tuple(edits))
         result.append(diagnostic)
     return result
-
-
-def _names_in(nodes: Iterable[cst.CSTNode]) -> set[str]:
-    """The names (and attribute roots) written in `nodes`."""
-    found: set[str] = set()
-
-    class _Names(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            found.add(node.value)
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)  # `a.b`: only `a` is a name
-            return False
-
-    for node in nodes:
-        node.visit(_Names())
-    return found
 
 
 def _in_file(d: Diagnostic, piece: firstpass.Slice) -> Diagnostic:
@@ -339,7 +314,7 @@ def _fixable(diagnostics: list[Diagnostic], options: Options) -> list[Diagnostic
         return diagnostics
     allowed = {
         rule.code
-        for rule in all_rules()
+        for rule in rule_index()
         if (options.fixable is None or matches(rule, options.fixable))
         and not matches(rule, options.unfixable)
     }
@@ -351,19 +326,19 @@ def _fixable(diagnostics: list[Diagnostic], options: Options) -> list[Diagnostic
     ]
 
 
-def _analysers(rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+def _analysers(rules: Sequence[RuleRef]) -> list[RuleRef]:
     return [rule for rule in rules if not rule.engine_implemented]
 
 
 def _unsuppressed(
-    text: str, diagnostics: list[Diagnostic], rules: Sequence[type[Rule]]
+    text: str, diagnostics: list[Diagnostic], rules: Sequence[RuleRef]
 ) -> list[Diagnostic]:
     """`diagnostics` less those a suppression comment silences, plus the unused suppressions
     when JF001 is selected."""
     found = suppression.find(text)
     if not found:
         return diagnostics
-    known = {key: rule.code for rule in all_rules() for key in (rule.code, rule.name)}
+    known = {key: rule.code for rule in rule_index() for key in (rule.code, rule.name)}
     active = {rule.code for rule in _analysers(rules)}
     report = any(rule.code == suppression.UNUSED_CODE for rule in rules)
     return suppression.apply(diagnostics, found, known, active, report)
@@ -380,7 +355,7 @@ class _FollowCalls:
 
 def _follows_calls(
     text: str,
-    rules: Sequence[type[Rule]],
+    rules: Sequence[RuleRef],
     options: Options,
     place: Place | None,
     facts: ModuleFacts | None,
@@ -427,7 +402,7 @@ def _parse(
 def _check(
     text: str,
     tree: ast.Module,
-    rules: Sequence[type[Rule]],
+    rules: Sequence[RuleRef],
     options: Options,
     slicing: bool = True,
     follow: _FollowCalls | None = None,
@@ -476,8 +451,10 @@ def _check(
     piece = selection.slice(text, for_fixes=() if for_fixes else None)
     if piece is None:
         return [], selection
+    from jaxfix import cst_run  # LibCST, from here on only
+
     facts = follow.facts if follow is not None else None
-    checked = _run_on(text, piece, rules, options, facts, analysed)
+    checked = cst_run.run_on(text, piece, rules, options, facts, analysed)
     piece, diagnostics = checked.piece, checked.found
     return [_in_file(d, piece) for d in diagnostics], dataclasses.replace(
         selection, checked=checked
@@ -508,89 +485,6 @@ def _note_facts(
             facts.calls.add((named[call.statement], place.absolute(name)))
 
 
-def _run_on(
-    text: str,
-    piece: firstpass.Slice,
-    rules: Sequence[type[Rule]],
-    options: Options,
-    facts: ModuleFacts | None,
-    analysed: FileAnalysis,
-) -> _Checked:
-    """The rules' run over `piece` of `text`, or over the whole file when the analysis needs a
-    statement the slice left out (the same findings a whole-file run gives, in every case)."""
-    published = facts.published() if facts is not None else None
-    try:
-        wrapper = _wrapped(piece.text)
-        found = _run(wrapper, rules, options, facts, analysed, piece.file_line)
-    except OutsideSlice:
-        if piece.whole:
-            raise
-        if facts is not None and published is not None:
-            facts.forget_since(published)
-        return _run_on(text, firstpass.Slice(text, whole=True), rules, options, facts, analysed)
-    return _Checked(piece, wrapper, found)
-
-
-class _KeptTrees(threading.local):
-    """The last LibCST trees parsed on this thread, by their text, with the metadata resolved
-    on them since: the same text is often run again (`fix_text` after the check of a file its
-    slice keeps whole, the language server's quick fixes after its diagnostics, a module in
-    each round of tracing across modules), and its parse and metadata are half of a run.
-    A kept tree takes about 250 times its text's size: the last one is always kept, the
-    others while they are few and small."""
-
-    def __init__(self) -> None:
-        self.by_text: OrderedDict[str, Wrapper] = OrderedDict()
-        self.characters = 0
-
-
-KEPT_TREES = 8
-KEPT_CHARACTERS = 128 * 1024
-_kept = _KeptTrees()
-
-
-def _wrapped(text: str) -> Wrapper:
-    """LibCST's module of `text` in a metadata wrapper (see `_KeptTrees`). Nothing changes a
-    LibCST tree: fixes build new nodes, and the metadata is a function of the tree."""
-    kept = _kept.by_text
-    wrapper = kept.get(text)
-    if wrapper is not None:
-        kept.move_to_end(text)
-        return wrapper
-    wrapper = kept[text] = Wrapper(cst.parse_module(text), unsafe_skip_copy=True)
-    _kept.characters += len(text)
-    while len(kept) > 1 and (len(kept) > KEPT_TREES or _kept.characters > KEPT_CHARACTERS):
-        _kept.characters -= len(kept.popitem(last=False)[0])
-    return wrapper
-
-
-def _run(
-    wrapper: Wrapper,
-    rules: Sequence[type[Rule]],
-    options: Options,
-    facts: ModuleFacts | None = None,
-    analysed: FileAnalysis | None = None,
-    line_of: Callable[[int], int] | None = None,
-) -> list[Diagnostic]:
-    """Run `rules` over `wrapper`'s module; what they note for the rest of the run goes to
-    `facts`. `analysed` is the analysis of the file the module is (a slice of, its lines
-    mapped to the file's by `line_of`); without it, the module is analysed."""
-    project = ProjectContext(
-        bool(options.packages), options.serialized_imports, options.foreign_calls, facts
-    )
-    analysis = TracedAnalysis(
-        wrapper, _transforms(options), options.entries, project, analysed, line_of
-    )
-    analysis.plan_waits = options.plan_waits
-    instances = [
-        rule(analysis, options.for_rule(rule.code, rule.name), options.sinks) for rule in rules
-    ]
-    visit_batched(wrapper, instances)
-    diagnostics = [d for rule in instances for d in rule.diagnostics]
-    diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
-    return diagnostics
-
-
 def _transforms(options: Options) -> Mapping[str, TransformSpec]:
     return with_user_transforms(options.transforms)
 
@@ -599,89 +493,16 @@ def _allowed(fix: Fix, unsafe_fixes: bool) -> bool:
     return fix.safety.applies(unsafe_fixes)
 
 
-def _contains(fixes: Iterable[Fix], fix: Fix) -> bool:
-    return any(fix is chosen for chosen in fixes)
-
-
-def _non_overlapping(wrapper: MetadataWrapper, fixes: Sequence[Fix]) -> list[Fix]:
-    """The first fixes, in source order, whose edited ranges do not overlap an earlier one."""
-    positions = wrapper.resolve(PositionProvider)
-    taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
-    chosen: list[Fix] = []
-    for fix in fixes:
-        if _contains(chosen, fix):
-            continue
-        spans = []
-        for node in fix.replacements:
-            span = positions[node]
-            spans.append(((span.start.line, span.start.column), (span.end.line, span.end.column)))
-        if any(a[0] < b[1] and b[0] < a[1] for a in spans for b in taken):
-            continue
-        taken.extend(spans)
-        chosen.append(fix)
-    return chosen
-
-
 def prepare_fixes() -> None:
     """Import what applying a fix needs (half a second), ahead of the first fix: for a
     long-running process (the language server), while nobody waits."""
     import jaxfix.unused_imports  # noqa: F401
 
 
-def _apply(
-    wrapper: MetadataWrapper, fixes: Sequence[Fix], first_party: Collection[str] = ()
-) -> str:
-    """The module's code with `fixes` applied and their imports added (where isort would put
-    them, `first_party` being the project's packages) or removed."""
-    replacements: dict[cst.CSTNode, Replacement] = {}
-    for fix in fixes:
-        replacements.update(fix.replacements)
-    module = wrapper.module.visit(ReplaceNodes(replacements))
-    module = add_imports(
-        module, [needed for fix in fixes for needed in fix.imports_needed], first_party
-    )
-    used = _names_in(node for fix in fixes for node in fix.removed_nodes)
-    if used:
-        # Imported here: `libcst.codemod` pulls in `libcst.matchers` (half a second).
-        from jaxfix.unused_imports import names_in_use, remove_unused_imports
+def _reparse(code: str, filename: str, codes: Sequence[str]) -> Wrapper:
+    from jaxfix import cst_run
 
-        gone = used - names_in_use(module.code)
-        if gone:
-            module = remove_unused_imports(module, gone)
-    return _tidy_top(wrapper.module, module).code
-
-
-def _tidy_top(before: cst.Module, after: cst.Module) -> cst.Module:
-    """Keep the blank lines around a removed top-level statement where a person would: the
-    blank lines above it stay above the statement that takes its place (when that one had
-    none), and when it had none, the first statement of the file (or the first after the
-    docstring) stays flush. Else what separated it from the next stays (the blank line
-    between an import block and the code after it)."""
-    old = [before.code_for_node(statement) for statement in before.body]
-    new = [after.code_for_node(statement) for statement in after.body]
-    index = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), None)
-    if index is None or old[index + 1 : index + 2] != new[index : index + 1]:
-        return after  # the first difference is no removal
-    removed, first = before.body[index], after.body[index]
-    if any(line.comment for line in first.leading_lines):
-        return after
-    if removed.leading_lines:
-        blank = [line for line in removed.leading_lines if line.comment is None]
-        if first.leading_lines or not blank:
-            return after
-        leading: Sequence[cst.EmptyLine] = blank
-    elif index == 0 or (index == 1 and has_docstring(before)):
-        leading = ()
-    else:
-        return after
-    body = list(after.body)
-    body[index] = first.with_changes(leading_lines=leading)
-    return after.with_changes(body=body)
-
-
-def _reparse(code: str, filename: str, codes: Sequence[str]) -> cst.Module:
     try:
-        compile(code, filename, "exec", dont_inherit=True)
-        return cst.parse_module(code)
-    except (SyntaxError, ValueError, cst.ParserSyntaxError) as error:
+        return cst_run.parse_checked(code, filename)
+    except cst_run.INVALID as error:
         raise FixError(f"fix for {', '.join(codes)} produced invalid code: {error}") from error

@@ -1,4 +1,8 @@
-"""Rule discovery: every `Rule` subclass in a module of `jaxfix.codemods` is a rule."""
+"""Rule discovery: every `Rule` subclass in a module of `jaxfix.codemods` is a rule.
+
+Selecting rules reads their index (`jaxfix.rule_index`), which imports none of them: only
+`all_rules` and what needs a rule's class (its documentation, its sink rows) import LibCST.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,13 @@ import importlib
 import pkgutil
 from collections.abc import Iterable, Sequence
 from functools import cache
+from typing import TYPE_CHECKING
 
 from jaxfix.models.sinks import Sink, SinkKind
-from jaxfix.rule import Rule
+from jaxfix.rule_index import RuleInfo, RuleRef, rule_index
+
+if TYPE_CHECKING:
+    from jaxfix.rule import Rule
 
 RULES_PACKAGE = "jaxfix.codemods"  # the `codemods/` folder, installed under this name
 
@@ -16,6 +24,8 @@ RULES_PACKAGE = "jaxfix.codemods"  # the `codemods/` folder, installed under thi
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule, ordered by code."""
+    from jaxfix.rule import Rule
+
     found: list[type[Rule]] = []
     package = importlib.import_module(RULES_PACKAGE)
     for info in pkgutil.iter_modules(package.__path__):
@@ -63,12 +73,20 @@ def find_rule(code_or_name: str) -> type[Rule] | None:
     return None
 
 
-def names(rule: type[Rule], selectors: Iterable[str]) -> bool:
+def find_info(code_or_name: str) -> RuleInfo | None:
+    """The index entry of the rule with this code or name (imports no rule)."""
+    for info in rule_index():
+        if code_or_name.upper() == info.code or code_or_name == info.name:
+            return info
+    return None
+
+
+def names(rule: RuleRef, selectors: Iterable[str]) -> bool:
     """Whether a selector is the rule's code or name (what an opt-in rule needs to run)."""
     return any(s.upper() == rule.code or s == rule.name for s in selectors)
 
 
-def matches(rule: type[Rule], selectors: Iterable[str]) -> bool:
+def matches(rule: RuleRef, selectors: Iterable[str]) -> bool:
     """Whether a selector names the rule: its code, a prefix of it (`JF1`), its name or `ALL`."""
     return any(
         s.upper() == "ALL" or rule.code.startswith(s.upper()) or s == rule.name for s in selectors
@@ -77,7 +95,7 @@ def matches(rule: type[Rule], selectors: Iterable[str]) -> bool:
 
 def select_rules(
     select: Sequence[str] = (), ignore: Sequence[str] = (), extend: Sequence[str] = ()
-) -> list[type[Rule]]:
+) -> list[RuleInfo]:
     """The rules `select` names (every default rule when empty) and those `extend` names, minus
     those `ignore` names. An opt-in rule runs only when named by its code or name: never by a
     prefix or `ALL`, so that a new opt-in rule does not start reporting in a project that
@@ -85,7 +103,7 @@ def select_rules(
     named = [*select, *extend]
     chosen = [
         rule
-        for rule in all_rules()
+        for rule in rule_index()
         if (
             (not select or matches(rule, select) or matches(rule, extend))
             if rule.default_enabled
@@ -97,18 +115,18 @@ def select_rules(
 
 def unknown_selectors(selectors: Iterable[str]) -> list[str]:
     """Selectors that name no rule (a typo must not silently disable a check)."""
-    return [s for s in selectors if not any(matches(rule, [s]) for rule in all_rules())]
+    return [s for s in selectors if not any(matches(rule, [s]) for rule in rule_index())]
 
 
 def opt_in_left_off(
     select: Sequence[str] = (), ignore: Sequence[str] = (), extend: Sequence[str] = ()
-) -> list[tuple[str, type[Rule]]]:
+) -> list[tuple[str, RuleInfo]]:
     """Opt-in rules that a prefix or `ALL` in `select` / `extend` matches but that stay off,
     each with the first such selector: the user may think the prefix turned them on."""
     named = [*select, *extend]
     return [
         (next(s for s in named if matches(rule, [s])), rule)
-        for rule in all_rules()
+        for rule in rule_index()
         if not rule.default_enabled
         and matches(rule, named)
         and not names(rule, named)
@@ -120,8 +138,8 @@ def suggestion(selector: str, with_all: bool = True) -> str | None:
     """The rule code or name (or `ALL`) closest to a selector that names no rule: a typo."""
     import difflib
 
-    known = [*(["ALL"] if with_all else []), *(r.code for r in all_rules())]
-    known += [rule.name for rule in all_rules()]
+    known = [*(["ALL"] if with_all else []), *(r.code for r in rule_index())]
+    known += [rule.name for rule in rule_index()]
     word = selector.upper() if selector[:2].upper() == "JF" else selector
     close = difflib.get_close_matches(word, known, n=1)
     return close[0] if close else None

@@ -16,7 +16,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider, ScopeProvider
 
 from jaxfix.diagnostic import Diagnostic, FixSafety
-from jaxfix.models.sinks import Sink, SinkKind, names_of
+from jaxfix.models.sinks import Sink, SinkKind, anchors_with, names_of
 
 if TYPE_CHECKING:
     from jaxfix.tracing import TracedAnalysis
@@ -142,9 +142,12 @@ class Rule(cst.BatchableCSTVisitor):
     @classmethod
     def anchors_with(cls, project_sinks: Sequence[Sink]) -> frozenset[str]:
         """The rule's anchors once the project's sinks of its kinds are added."""
-        kinds = cls.kinds()
-        added = frozenset(row.callable for row in project_sinks if row.kind in kinds)
-        return cls.anchors | added if added else cls.anchors  # the same set: cached downstream
+        return anchors_with(cls.anchors, cls.kinds(), project_sinks)
+
+    @classmethod
+    def load(cls) -> type[Rule]:
+        """The rule itself (what `RuleInfo.load` imports)."""
+        return cls
 
     def sink_rows(self, kind: SinkKind) -> tuple[Sink, ...]:
         """The rows of `kind`: the project's first, then the built-in ones (which win when a

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from jaxfix import collector
 from jaxfix.batch import Job
@@ -18,9 +17,12 @@ from jaxfix.options import Options
 from jaxfix.outcome import Outcome
 from jaxfix.project import Place, place_of
 from jaxfix.registry import select_rules
-from jaxfix.rule import Rule
+from jaxfix.rule_index import RuleRef
 from jaxfix.sourcefile import SourceError, SourceFile, read_source
 from jaxfix.stamps import digest
+
+if TYPE_CHECKING:
+    from libcst import ParserSyntaxError
 
 
 def load(path: Path) -> SourceFile | Outcome:
@@ -52,7 +54,7 @@ def run_job(
 
 def run(
     source: SourceFile,
-    rules: Sequence[type[Rule]],
+    rules: Sequence[RuleRef],
     job: Job,
     display: str | None = None,
     place: Place | None = None,
@@ -93,7 +95,7 @@ def run(
                 )
         except InvalidSource as error:
             outcome.error = f"{name}:{error}"
-        except cst.ParserSyntaxError as error:  # valid for CPython, not for LibCST
+        except _libcst_syntax_error() as error:  # valid for CPython, not for LibCST
             detail = " ".join(error.message.split())
             outcome.error = (
                 f"{name}:{error.raw_line}:{error.raw_column + 1}: cannot parse: {detail}"
@@ -108,8 +110,16 @@ def run(
         return outcome
 
 
+def _libcst_syntax_error() -> type[ParserSyntaxError]:
+    """LibCST's syntax error, asked only once some exception stopped the run: LibCST (a
+    fifth of a second to import) is imported only for files whose rules ran."""
+    from libcst import ParserSyntaxError
+
+    return ParserSyntaxError
+
+
 def _diagnostics_or_empty(
-    text: str, rules: Sequence[type[Rule]], name: str, options: Options
+    text: str, rules: Sequence[RuleRef], name: str, options: Options
 ) -> list[Diagnostic]:
     try:
         return call_with_deep_stack(lambda: check_text(text, rules, filename=name, options=options))

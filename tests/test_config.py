@@ -14,6 +14,7 @@ from jaxfix.codemods.cache_on_traced import CacheOnTraced
 
 from jaxfix import registry
 from jaxfix.cli import main
+from jaxfix.rule_index import RuleInfo, info_of, rule_index
 from tests.programs import CACHED, HOISTABLE
 
 # JF101 once `my_lib.compiled` is declared a transform.
@@ -359,6 +360,9 @@ class _OptIn(CacheOnTraced):
     default_enabled = False
 
 
+OPT_IN = info_of(_OptIn)
+
+
 @pytest.mark.parametrize(
     ("select", "extend", "chosen"),
     [
@@ -373,10 +377,10 @@ class _OptIn(CacheOnTraced):
 def test_an_opt_in_rule_runs_only_when_named(
     monkeypatch: pytest.MonkeyPatch, select: tuple[str, ...], extend: tuple[str, ...], chosen: bool
 ) -> None:
-    defaults = registry.all_rules()
-    monkeypatch.setattr(registry, "all_rules", lambda: (*defaults, _OptIn))
+    defaults = rule_index()
+    monkeypatch.setattr(registry, "rule_index", lambda: (*defaults, OPT_IN))
     rules = registry.select_rules(select, (), extend)
-    assert (_OptIn in rules) is chosen
+    assert (OPT_IN in rules) is chosen
     if not select:
         enabled = {rule for rule in defaults if rule.default_enabled}
         assert enabled <= set(rules), "extend-select adds to the default rules"
@@ -385,9 +389,9 @@ def test_an_opt_in_rule_runs_only_when_named(
 @pytest.mark.parametrize(
     ("select", "ignore", "extend", "left_off"),
     [
-        (("ALL",), (), (), [("ALL", _OptIn)]),
-        (("JF1",), (), (), [("JF1", _OptIn)]),
-        ((), (), ("JF19",), [("JF19", _OptIn)]),
+        (("ALL",), (), (), [("ALL", OPT_IN)]),
+        (("JF1",), (), (), [("JF1", OPT_IN)]),
+        ((), (), ("JF19",), [("JF19", OPT_IN)]),
         (("ALL",), (), ("JF199",), []),
         (("ALL",), (), ("opt-in-example",), []),
         (("ALL",), ("JF199",), (), []),
@@ -400,10 +404,10 @@ def test_a_prefix_or_all_that_leaves_an_opt_in_rule_off_is_told(
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     extend: tuple[str, ...],
-    left_off: list[tuple[str, type]],
+    left_off: list[tuple[str, RuleInfo]],
 ) -> None:
-    defaults = tuple(rule for rule in registry.all_rules() if rule.default_enabled)
-    monkeypatch.setattr(registry, "all_rules", lambda: (*defaults, _OptIn))
+    defaults = tuple(rule for rule in rule_index() if rule.default_enabled)
+    monkeypatch.setattr(registry, "rule_index", lambda: (*defaults, OPT_IN))
     assert registry.opt_in_left_off(select, ignore, extend) == left_off
 
 

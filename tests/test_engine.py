@@ -11,7 +11,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfix import engine
+from jaxfix import cst_run
 from jaxfix.batch import Job
 from jaxfix.diagnostic import FixSafety
 from jaxfix.edits import apply_edits
@@ -851,11 +851,11 @@ def test_a_traced_value_for_a_static_argument_names_the_caller_to_make_static() 
 
 @pytest.fixture
 def no_kept_trees() -> Iterator[None]:
-    engine._kept.by_text.clear()
-    engine._kept.characters = 0
+    cst_run._kept.by_text.clear()
+    cst_run._kept.characters = 0
     yield
-    engine._kept.by_text.clear()
-    engine._kept.characters = 0
+    cst_run._kept.by_text.clear()
+    cst_run._kept.characters = 0
 
 
 @pytest.mark.parametrize("case", load_cases()[::10], ids=lambda case: case.id)
@@ -865,23 +865,23 @@ def test_a_kept_tree_gives_what_a_fresh_parse_gives(case: Case, no_kept_trees: N
     text = case.before.read_text(encoding="utf-8")
     fresh = check_text(text, RULES, edits=True, slicing=False)
     fresh_fix = fix_text(text, RULES, unsafe_fixes=True)
-    engine._kept.by_text.clear()
+    cst_run._kept.by_text.clear()
     other = next(rule for rule in RULES if rule.__module__.rsplit(".", 1)[-1] != case.rule)
     check_text(text, [other], slicing=False)
-    kept = engine._wrapped(text)
+    kept = cst_run.wrapped(text)
     assert check_text(text, RULES, edits=True, slicing=False) == fresh
     assert fix_text(text, RULES, unsafe_fixes=True) == fresh_fix
-    assert engine._wrapped(text) is kept
+    assert cst_run.wrapped(text) is kept
 
 
 def test_kept_trees_are_few_and_small(no_kept_trees: None) -> None:
-    texts = [f"x = {i}\n" for i in range(engine.KEPT_TREES + 1)]
-    first = engine._wrapped(texts[0])
-    kept = [engine._wrapped(text) for text in texts[1:]]
-    assert engine._wrapped(texts[-1]) is kept[-1]
-    assert engine._wrapped(texts[1]) is kept[0]
-    assert engine._wrapped(texts[0]) is not first  # the oldest went
-    big = f"x = '{'a' * engine.KEPT_CHARACTERS}'\n"
-    tree = engine._wrapped(big)
-    assert engine._wrapped(big) is tree  # the last one stays, however large
-    assert list(engine._kept.by_text) == [big]
+    texts = [f"x = {i}\n" for i in range(cst_run.KEPT_TREES + 1)]
+    first = cst_run.wrapped(texts[0])
+    kept = [cst_run.wrapped(text) for text in texts[1:]]
+    assert cst_run.wrapped(texts[-1]) is kept[-1]
+    assert cst_run.wrapped(texts[1]) is kept[0]
+    assert cst_run.wrapped(texts[0]) is not first  # the oldest went
+    big = f"x = '{'a' * cst_run.KEPT_CHARACTERS}'\n"
+    tree = cst_run.wrapped(big)
+    assert cst_run.wrapped(big) is tree  # the last one stays, however large
+    assert list(cst_run._kept.by_text) == [big]

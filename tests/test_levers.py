@@ -26,6 +26,7 @@ from jaxfix.analysis import file as file_analysis
 from jaxfix.analysis import flow
 from jaxfix.cli import main
 from jaxfix.proofs import load_cases
+from tests.programs import CLEAN
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -189,6 +190,26 @@ def test_a_warm_run_imports_neither_libcst_nor_the_analysis(tmp_path: Path) -> N
     assert runs[0].stdout == runs[1].stdout
     imported = [run.stderr.splitlines()[-1] for run in runs]
     assert imported == [str([True] * len(heavy)), str([False] * len(heavy))]
+
+
+@pytest.mark.parametrize(("text", "imported"), [(CLEAN, False), (FINDING, True)])
+def test_libcst_is_imported_only_for_a_file_whose_rules_run(
+    tmp_path: Path, text: str, imported: bool
+) -> None:
+    """A file whose first pass leaves no rule anything to look at is analysed (CPython's tree)
+    without LibCST, which takes longer to import than such a file takes to check."""
+    (tmp_path / "a.py").write_text(text, encoding="utf-8")
+    modules = ("jaxfix.analysis.flow", "libcst")
+    script = (
+        "import atexit, sys\n"
+        "from jaxfix.cli import main\n"
+        f"loaded = lambda: [m in sys.modules for m in {modules!r}]\n"
+        "atexit.register(lambda: print(loaded(), file=sys.stderr))\n"
+        f"main(['check', '--no-cache', {str(tmp_path)!r}])\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.returncode == int(imported), run.stdout + run.stderr
+    assert run.stderr.splitlines()[-1] == str([True, imported])
 
 
 def counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[object]:

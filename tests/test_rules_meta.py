@@ -16,6 +16,7 @@ from jaxfix.models.sinks import Origin, SinkKind
 from jaxfix.proofs import fixtures_folder, load_cases
 from jaxfix.registry import all_rules
 from jaxfix.rule import Rule, visitor_names
+from jaxfix.rule_index import INDEX, index_text, rule_index
 
 ROOT = Path(__file__).parent.parent
 SECTIONS = [
@@ -94,6 +95,14 @@ def test_generated_docs_are_current() -> None:
     )
     readme = (ROOT / "README.md").read_text()
     assert readme_with_table(readme) == readme, "run `python -m jaxfix.docs`"
+
+
+def test_the_rule_index_is_current() -> None:
+    """The entries the run stack selects and slices with, without importing the rules."""
+    assert INDEX.read_text(encoding="utf-8") == index_text(RULES), (
+        "run `python -m jaxfix.rule_index`"
+    )
+    assert [info.load() for info in rule_index()] == list(RULES)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)

@@ -8,7 +8,7 @@ reports a traced value reaching a sink of that kind. Free of LibCST.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 
@@ -76,6 +76,14 @@ def project_sink(kind: SinkKind, name: str) -> Sink:
 def rows(kind: SinkKind, names: Iterable[str], payload: Payload | None = None) -> tuple[Sink, ...]:
     """Built-in rows of one kind for `names`, sorted, all with the same payload."""
     return tuple(Sink(name, kind, payload) for name in sorted(names))
+
+
+def anchors_with(
+    anchors: frozenset[str], kinds: Collection[SinkKind], project_sinks: Iterable[Sink]
+) -> frozenset[str]:
+    """A rule's `anchors` once the project's rows of its `kinds` are added."""
+    added = frozenset(row.callable for row in project_sinks if row.kind in kinds)
+    return anchors | added if added else anchors  # the same set: cached downstream
 
 
 def names_of(sinks: Iterable[Sink], kind: SinkKind) -> frozenset[str]:
