@@ -205,7 +205,7 @@ class Candidates:
             if root is None or (call.owner is not None and not call.owner.is_outer(root)):
                 return False
             if call.call not in self.dropped and (
-                self.analysed is None or call.call not in self.analysed.lambda_mutations()
+                self.analysed is None or not self.analysed.mutates_in_lambda(call.call)
             ):
                 return False
             return self.analysed is None or call.call not in self.analysed.undone_calls()

@@ -406,8 +406,8 @@ class TracedAnalysis:
 
     def mutates_in_lambda(self, call: cst.Call) -> bool:
         """Whether `call` is a lambda's body that mutates a container the code makes
-        (`FileAnalysis.lambda_mutations`): its value is the lambda's, as good as dropped."""
-        return self._where.expression(self._span(call)) in self._analysed.lambda_mutations()
+        (`FileAnalysis.mutates_in_lambda`): its value is the lambda's, as good as dropped."""
+        return self._analysed.mutates_in_lambda(self._where.expression(self._span(call)))
 
     def writes_host_array(self, target: cst.Subscript) -> bool:
         """Whether an assignment to `target`, in traced code, writes a certainly traced value

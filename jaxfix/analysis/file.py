@@ -35,7 +35,8 @@ class FileAnalysis:
     _positions: Positions | None = field(default=None, repr=False)
     _traced_calls: dict[ast.Call, Call] | None = field(default=None, repr=False)
     _undone: set[ast.Call] | None = field(default=None, repr=False)
-    _lambda_mutations: set[ast.Call] | None = field(default=None, repr=False)
+    _lambda_bodies: dict[ast.AST, str] | None = field(default=None, repr=False)  # call -> fid
+    _lambda_mutations: dict[ast.Call, bool] = field(default_factory=dict, repr=False)
     _calls: dict[ast.Call, Call] | None = field(default=None, repr=False)  # in traced code
     _static_given_traced: set[ast.Call] | None = field(default=None, repr=False)
     _effects: EffectIndex | None = field(default=None, repr=False)
@@ -277,20 +278,28 @@ class FileAnalysis:
                         found.append(target)
         return found
 
-    def lambda_mutations(self) -> set[ast.Call]:
-        """Method calls that are a lambda's whole body, on a list, dict, set, deque or queue
-        the code makes (`lambda leaf: LEAVES.append(leaf)`, which `tree_map` applies): the
-        lambda returns the mutator's None, so its value counts as dropped, as a statement's."""
-        if self._lambda_mutations is None:
-            self._lambda_mutations = {
-                node.body
+    def mutates_in_lambda(self, call: ast.AST | None) -> bool:
+        """Whether `call` is a method call that is a lambda's whole body, on a list, dict, set,
+        deque or queue the code makes (`lambda leaf: LEAVES.append(leaf)`, which `tree_map`
+        applies): the lambda returns the mutator's None, so its value counts as dropped, as a
+        statement's. Decided for the calls asked about only (where a rule's method is called)."""
+        if self._lambda_bodies is None:
+            self._lambda_bodies = {
+                node.body: fid
                 for fid, node in self.facts.module.nodes.items()
                 if isinstance(node, ast.Lambda)
                 and isinstance(node.body, ast.Call)
                 and isinstance(node.body.func, ast.Attribute)
-                and self.keeping.is_container(node.body.func.value, fid)
             }
-        return self._lambda_mutations
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            return False
+        fid = self._lambda_bodies.get(call)
+        if fid is None:
+            return False
+        known = self._lambda_mutations.get(call)
+        if known is None:
+            known = self._lambda_mutations[call] = self.keeping.is_container(call.func.value, fid)
+        return known
 
     def undone_calls(self) -> set[ast.Call]:
         """Pushes in traced code that every exit undoes: `stack.append(v)` before or at the
