@@ -158,9 +158,10 @@ def hoist_statements(
     name."""
     if any(map(binds_with_walrus, statements)):
         return None
-    traced, frozen = _host_parameters(analysis, statements)
-    if not traced:
+    parameters = _host_parameters(analysis, statements)
+    if parameters is None or not parameters[0]:
         return None
+    traced, frozen = parameters
     body: list[cst.BaseStatement] = []
     for statement in statements:
         moved: cst.CSTNode = statement
@@ -213,8 +214,10 @@ def _blank_line_before(analysis: TracedAnalysis, statement: cst.CSTNode) -> list
 
 def _host_parameters(
     analysis: TracedAnalysis, statements: Sequence[Statement]
-) -> tuple[list[str], list[str]]:
-    """Traced names to pass through the callback, and host locals to freeze as defaults."""
+) -> tuple[list[str], list[str]] | None:
+    """Traced names to pass through the callback, and host locals to freeze as defaults; None
+    when the statements use what a `with` that stays behind manages (`with open(p) as f:`
+    around them): the block exits when the trace leaves it, before the callback runs."""
     inside = set().union(*map(_bound_inside, statements))
     traced: dict[str, None] = {}
     frozen: dict[str, None] = {}
@@ -231,11 +234,24 @@ def _host_parameters(
             continue  # a module global or builtin: the host function sees it as well
         if all(moves_with(analysis, a.scope, statements) for a in assignments):
             continue  # a parameter of a lambda or `def` that moves too (`lambda leaf: ...`)
+        if any(_managed_by_a_with(analysis, a.node, statements) for a in assignments):
+            return None
         if name.value in traced_here:
             traced[name.value] = None
         else:
             frozen[name.value] = None
     return list(traced), [n for n in frozen if n not in traced]
+
+
+def _managed_by_a_with(
+    analysis: TracedAnalysis, bound: cst.CSTNode, statements: Sequence[Statement]
+) -> bool:
+    """Whether `bound` is (in) the target of a `with ... as` outside `statements`."""
+    binder = analysis.parent(bound)
+    while isinstance(binder, cst.Element | cst.StarredElement | cst.Tuple | cst.List):
+        binder = analysis.parent(binder)
+    item = analysis.parent(binder) if isinstance(binder, cst.AsName) else None
+    return isinstance(item, cst.WithItem) and not any(analysis.inside(item, s) for s in statements)
 
 
 def moves_with(analysis: TracedAnalysis, scope: Scope, statements: Sequence[Statement]) -> bool:
