@@ -162,9 +162,9 @@ class HostConversionInTraced(Rule):
     (directly, or formatted by an f-string, `str.format` or `%`) and `str.format` of it.
     Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
 
-    A NumPy array indexed by a traced value (`TABLE[i]`, `TABLE` made by NumPy where the
-    analysis sees it) or given one (`TABLE[0] = x.sum()`) is reported too: NumPy asks the
-    tracer for its value.
+    A NumPy array indexed by a traced value (`TABLE[i]`, `COUNTS[i] = 1.0`; `TABLE` made by
+    NumPy where the analysis sees it) or given one (`TABLE[0] = x.sum()`) is reported too:
+    NumPy asks the tracer for its value.
 
     ## Why is this bad?
     Inside a trace an array is a `Tracer`: a shape and a dtype, no data. NumPy and SciPy raise
@@ -303,17 +303,23 @@ class HostConversionInTraced(Rule):
         )
 
     def _report_write(self, node: cst.Subscript, context: TracedFunction) -> None:
-        """`TABLE[i] = value` with a traced value: moved into a host callback when the
+        """`TABLE[i] = value` with a traced value or index: moved into a host callback when the
         statement only changes host state (a module-level array), else reported."""
         advice = (
             f"return the value and write it into `{source_of(node.value)}` after the call, or"
             f" use a `jax.numpy` array (`.at[...].set(...)`)"
         )
         fix, advice = self._hoisted(node, advice)
+        indices = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        problem = (
+            f"writes into a NumPy array at a traced index (`{_ARRAY_ERROR}`)"
+            if any(map(self.traced.is_traced, indices))
+            else "writes a traced value into a NumPy array (`ConcretizationTypeError`, which"
+            f" NumPy raises as a `ValueError`; `{_ARRAY_ERROR}` for a slice)"
+        )
         message = self.message.format(
             call=f"{source_of(node)} = ...",
-            problem="writes a traced value into a NumPy array (`ConcretizationTypeError`,"
-            f" which NumPy raises as a `ValueError`; `{_ARRAY_ERROR}` for a slice)",
+            problem=problem,
             function=context.label,
             reason=context.reasons[0],
             advice=advice,

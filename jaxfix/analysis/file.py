@@ -251,24 +251,31 @@ class FileAnalysis:
         return found
 
     def host_writes(self) -> list[ast.Subscript]:
-        """NumPy arrays a tracer is written into in traced code (`TABLE[0] = x.sum()`): NumPy
-        asks the tracer for its value (`ConcretizationTypeError` for an element,
-        `TracerArrayConversionError` for a slice)."""
+        """NumPy arrays written in traced code with a tracer as the value (`TABLE[0] =
+        x.sum()`) or in the index (`COUNTS[i] = 1.0`): NumPy asks the tracer for its value
+        (`ConcretizationTypeError` for an element, `TracerArrayConversionError` for a slice or
+        an index)."""
         module = self.facts.module
         found: list[ast.Subscript] = []
         for summary in self.facts.traced_functions():
             for store in summary.stores:
-                if store.guarded or self.facts.kind(store.value) is not Kind.TRACED:
-                    continue
                 node = store.node
+                if store.guarded:
+                    continue
                 if isinstance(node, ast.Assign):
                     targets = node.targets
                 elif isinstance(node, ast.AugAssign | ast.AnnAssign):
                     targets = [node.target]
                 else:
                     continue
+                value_traced = self.facts.kind(store.value) is Kind.TRACED
                 for target in targets:
                     if not isinstance(target, ast.Subscript):
+                        continue
+                    key = module.value_of(target.slice)
+                    if not value_traced and (
+                        key is None or self.facts.kind(key) is not Kind.TRACED
+                    ):
                         continue
                     base = module.value_of(target.value)
                     if (base is not None and self.facts.kind(base) is Kind.HOST) or (
