@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import stat
 import subprocess
@@ -567,3 +568,30 @@ def test_file_deleted_between_reading_and_writing(
     assert result.exit_code == 2
     assert_good_processed(tmp_path, "apply-unsafe", result.stdout)
     assert sorted(p.name for p in tmp_path.iterdir()) == [GOOD_NAME]  # not recreated, no temp
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_code_libcst_rejects_is_one_error_and_the_rest_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Code CPython accepts and LibCST does not (a newer syntax than LibCST's parser knows):
+    LibCST's error names the file and where, and the other files go on."""
+    import libcst as cst
+
+    write_good(tmp_path)
+    parse = cst.parse_module
+
+    def rejecting(text: str, *args: Any, **kwargs: Any) -> cst.Module:
+        if "newer" in text:
+            return parse("def f(:\n")
+        return parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(cst, "parse_module", rejecting)
+    (tmp_path / "newer.py").write_text(f"# newer\n{GOOD}", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(jaxfix_cli.main, [*COMMANDS[command], "."])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    error = assert_one_error(result.stderr, "newer.py")
+    assert re.match(r"error: newer\.py:\d+:\d+: cannot parse: parser error", error), error
+    assert result.exit_code == 2
+    assert_good_processed(tmp_path, command, result.stdout)
