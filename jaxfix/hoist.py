@@ -217,7 +217,8 @@ def _host_parameters(
 ) -> tuple[list[str], list[str]] | None:
     """Traced names to pass through the callback, and host locals to freeze as defaults; None
     when the statements use what a `with` that stays behind manages (`with open(p) as f:`
-    around them): the block exits when the trace leaves it, before the callback runs."""
+    around them: the block exits when the trace leaves it, before the callback runs), or pass
+    an instance of a dataclass or named tuple (a callback takes arrays)."""
     inside = set().union(*map(_bound_inside, statements))
     traced: dict[str, None] = {}
     frozen: dict[str, None] = {}
@@ -237,6 +238,8 @@ def _host_parameters(
         if any(_managed_by_a_with(analysis, a.node, statements) for a in assignments):
             return None
         if name.value in traced_here:
+            if analysis.holds_record(name):
+                return None  # a dataclass's fields may be no arrays: no callback argument
             traced[name.value] = None
         else:
             frozen[name.value] = None

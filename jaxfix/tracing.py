@@ -404,6 +404,13 @@ class TracedAnalysis:
         value = self.facts.module.value_of(node) if node is not None else None
         return value is not None and self.facts.kind(value) is Kind.HOST
 
+    def holds_record(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is an instance of one of the module's dataclasses or named tuples
+        (what a host callback cannot be given: its fields may be no arrays)."""
+        node = self._where.expression(self._span(expr))
+        value = self.facts.module.value_of(node) if node is not None else None
+        return value is not None and value.fields is not None
+
     def mutates_in_lambda(self, call: cst.Call) -> bool:
         """Whether `call` is a lambda's body that mutates a container the code makes
         (`FileAnalysis.mutates_in_lambda`): its value is the lambda's, as good as dropped."""

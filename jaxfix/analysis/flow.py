@@ -809,6 +809,21 @@ def _literal_elements(node: ast.expr) -> list[ast.Constant]:
     return found
 
 
+# Decorators that make a class's annotated names its fields, filled by its constructor.
+_RECORD_DECORATORS = ("dataclass",)
+_RECORD_BASES = frozenset({"typing.NamedTuple", "NamedTuple"})
+
+
+def _is_record_class(cls: ast.ClassDef, module: Module) -> bool:
+    """A dataclass (`@dataclass`, `@dataclasses.dataclass(frozen=True)`, `@flax.struct.dataclass`,
+    `@chex.dataclass`) or a `typing.NamedTuple`: its constructor stores what it is given."""
+    for decorator in cls.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if _qualified(target, module).rsplit(".", 1)[-1] in _RECORD_DECORATORS:
+            return True
+    return any(_qualified(base, module) in _RECORD_BASES for base in cls.bases)
+
+
 def _qualified(node: ast.expr, module: Module) -> str:
     parts = dotted(node)
     if not parts:
@@ -1388,9 +1403,32 @@ class _Interpreter:
             return Value(base.kind, qualified=f"{base.qualified}.{node.attr}")
         if node.attr in STATIC_ATTRIBUTES or node.attr in self.module.static_fields:
             return STATIC
+        given = base.field(node.attr)
+        if given is not None:
+            return given
         if base.kind is Kind.TRACED:
             return base
         return HOST if base.kind is Kind.HOST else (STATIC if base.kind is Kind.STATIC else UNKNOWN)
+
+    def _fields(self, class_name: str, call: Call) -> tuple[tuple[str, Value], ...] | None:
+        """What a call of the module's dataclass or named tuple `class_name` gives each field
+        (its own annotated names, in order, take the positional arguments); None for another
+        class, or arguments that cannot be matched to fields."""
+        cls = self.module.classes.get(class_name)
+        if cls is None or not _is_record_class(cls, self.module):
+            return None
+        names = [
+            statement.target.id
+            for statement in cls.body
+            if isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and "ClassVar" not in ast.unparse(statement.annotation)
+        ]
+        if len(call.args) > len(names) or "**" in call.keywords:
+            return None
+        given = dict(zip(names, call.args, strict=False))
+        given.update((key, value) for key, value in call.keywords.items() if key in names)
+        return tuple(given.items())
 
     def _method(self, class_name: str, attr: str) -> str | None:
         cls = self.module.classes.get(class_name)
@@ -1550,7 +1588,9 @@ class _Interpreter:
         callee = call.callee
         operands = [*call.values(), *([call.receiver] if call.receiver else [])]
         if func.qualified is not None and func.qualified.startswith("<class>."):
-            return Value(Kind.UNKNOWN, qualified=func.qualified.replace("<class>", "<instance>"))
+            instance = func.qualified.replace("<class>", "<instance>")
+            fields = self._fields(instance.removeprefix("<instance>."), call)
+            return Value(Kind.UNKNOWN, qualified=instance, fields=fields)
         if callee is not None:
             if callee in STATIC_QUERIES or callee in _PYTHON_VALUED:
                 return STATIC
@@ -1834,7 +1874,7 @@ class _Interpreter:
 def _holds_traced(value: Value) -> bool:
     """A tracer, or a container with one among its elements (at any depth): what a NumPy
     call given it raises on (`np.array([1.0, 2.0])` is a NumPy array)."""
-    return value.kind is Kind.TRACED or any(_holds_traced(e) for e in value.elements or ())
+    return value.kind is Kind.TRACED or any(map(_holds_traced, value.parts()))
 
 
 def _unresolved(operands: list[Value]) -> Value:
@@ -1842,7 +1882,9 @@ def _unresolved(operands: list[Value]) -> Value:
     `hk.Linear(2)(x)`): it returns arrays made from them, as functions of arrays do."""
     found = v.sources_of(operands)
     return (
-        v.traced(found) if any(o.kind is Kind.TRACED or o.elements for o in operands) else UNKNOWN
+        v.traced(found)
+        if any(o.kind is Kind.TRACED or o.elements or o.fields for o in operands)
+        else UNKNOWN
     )
 
 
@@ -1898,6 +1940,9 @@ def substitute(value: Value, function: str, given: Mapping[str, Value], caller: 
             value.kind,
             elements=tuple(substitute(e, function, given, caller) for e in value.elements),
         )
+    if value.fields is not None:
+        fields = tuple((k, substitute(f, function, given, caller)) for k, f in value.fields)
+        return replace(value, fields=fields)
     if value.kind is not Kind.TRACED:
         return value
     sources: set[v.Source] = set()

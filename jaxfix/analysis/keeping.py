@@ -122,7 +122,7 @@ class Keeping:
         if isinstance(node, ast.Name | ast.Attribute):
             return self.is_traced(node, fid)
         if isinstance(node, ast.Call):
-            return self._array_call(node, fid)
+            return self._array_call(node, fid) or self._record_of_traced(node, fid)
         if isinstance(node, ast.Subscript):
             return self.leaks(node.value, fid)
         if isinstance(node, ast.JoinedStr):
@@ -135,6 +135,11 @@ class Keeping:
     def is_traced(self, node: ast.AST, fid: str) -> bool:
         """`node`, in the code of `fid`, is certainly a tracer and no tracer guard protects it."""
         return fid in self.facts.reasons and self.facts.tracer_at(node)
+
+    def _record_of_traced(self, call: ast.Call, fid: str) -> bool:
+        """A dataclass or named tuple of the module made with a tracer in a field."""
+        value = self.module.value_of(call)
+        return value is not None and value.fields is not None and self.is_traced(call, fid)
 
     def _array_call(self, call: ast.Call, fid: str) -> bool:
         func = call.func

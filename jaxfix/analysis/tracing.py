@@ -56,9 +56,9 @@ class Facts:
 
     def kind(self, value: Value) -> Kind:
         """What `value` is, now that the traced sources are known."""
-        if value.elements is not None:
-            kinds = {self.kind(e) for e in value.elements}
-            return Kind.TRACED if Kind.TRACED in kinds else value.kind
+        if value.elements is not None or value.fields is not None:
+            kinds = {self.kind(part) for part in value.parts()}
+            return Kind.TRACED if Kind.TRACED in kinds else value.resolve(self.traced)
         return value.resolve(self.traced)
 
     def tracer_at(self, node: ast.AST | None) -> bool:

@@ -60,6 +60,17 @@ class Value:
     element: Value | None = None
     # For a bool a test of a name gave (`dynamic = not isinstance(n, int)`): what it tells.
     guard: Guard | None = None
+    # An instance of one of the module's dataclasses or named tuples: each field's value, by
+    # name, as the constructor was given it (`Metrics(loss=x.mean())` holds a tracer).
+    fields: tuple[tuple[str, Value], ...] | None = None
+
+    def field(self, name: str) -> Value | None:
+        """The value of the field `name` of such an instance, when it was given one."""
+        return next((value for key, value in self.fields or () if key == name), None)
+
+    def parts(self) -> tuple[Value, ...]:
+        """What the value holds: a display's elements, an instance's fields."""
+        return (*(self.elements or ()), *(value for _, value in self.fields or ()))
 
     def resolve(self, traced: Collection[Source]) -> Kind:
         """The kind once it is known which sources are traced."""
@@ -93,12 +104,12 @@ def traced(sources: Iterable[Source]) -> Value:
 
 
 def sources_of(values: Iterable[Value]) -> frozenset[Source]:
-    """Every source of the traced ones among `values` (and of their elements)."""
+    """Every source of the traced ones among `values` (and of their elements and fields)."""
     found: set[Source] = set()
     for value in values:
         found |= value.sources
-        if value.elements:
-            found |= sources_of(value.elements)
+        if value.elements or value.fields:
+            found |= sources_of(value.parts())
     return frozenset(found)
 
 
@@ -106,7 +117,7 @@ def combine(values: Iterable[Value]) -> Value:
     """The value of an operation on `values` (`x + y`, `jnp.dot(x, y)`): traced when one of
     them is, static when all are, a host array when one is and the rest are static."""
     values = list(values)
-    if any(v.kind is Kind.TRACED or v.elements for v in values):
+    if any(v.kind is Kind.TRACED or v.elements or v.fields for v in values):
         return traced(sources_of(values))
     if all(v.kind is Kind.STATIC for v in values):
         return STATIC
