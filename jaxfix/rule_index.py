@@ -47,9 +47,6 @@ class RuleInfo:
     sink_kinds: frozenset[SinkKind]
     options: tuple[str, ...]
 
-    def kinds(self) -> frozenset[SinkKind]:
-        return self.sink_kinds
-
     def anchors_with(self, project_sinks: Sequence[Sink]) -> frozenset[str]:
         return anchors_with(self.anchors, self.sink_kinds, project_sinks)
 

@@ -1413,7 +1413,7 @@ class _Interpreter:
     def _fields(self, class_name: str, call: Call) -> tuple[tuple[str, Value], ...] | None:
         """What a call of the module's dataclass or named tuple `class_name` gives each field
         (its own annotated names, in order, take the positional arguments); None for another
-        class, or arguments that cannot be matched to fields."""
+        class, or arguments that cannot be matched to fields (positions, with a base class)."""
         cls = self.module.classes.get(class_name)
         if cls is None or not _is_record_class(cls, self.module):
             return None
@@ -1424,8 +1424,9 @@ class _Interpreter:
             and isinstance(statement.target, ast.Name)
             and "ClassVar" not in ast.unparse(statement.annotation)
         ]
-        if len(call.args) > len(names) or "**" in call.keywords:
-            return None
+        inherits = any(_qualified(base, self.module) not in _RECORD_BASES for base in cls.bases)
+        if len(call.args) > len(names) or "**" in call.keywords or (call.args and inherits):
+            return None  # a base class's fields come first: positions cannot be matched
         given = dict(zip(names, call.args, strict=False))
         given.update((key, value) for key, value in call.keywords.items() if key in names)
         return tuple(given.items())
