@@ -91,8 +91,9 @@ SINKS = (
 )
 # Files, whose writes take text: text made from a tracer (`f"{loss}"`, `str(loss)`, `"%s" %
 # loss`) holds the tracer's name. `write` is too common a name to anchor on any receiver: the
-# first pass looks where traced code opens a file, or where a top-level `LOG = open(...)` is
-# written to (`MADE`, `BOUND`), and the rule reports only there (`_opened_in_view`).
+# first pass looks where traced code opens a file, or where a top-level `LOG = open(...)` or a
+# `with open(...) as log:` around a traced closure is written to (`MADE`, `BOUND`), and the
+# rule reports only there (`_opened_in_view`).
 TEXT_FILES = frozenset({"builtins.open", "io.open"})
 FILE_WRITERS = frozenset({"write", "writelines"})
 # Writers that write `str()` of what they are given, or text: the tracer's name, silently.
@@ -345,15 +346,16 @@ class SerializeInTraced(Rule):
         return None
 
     def _opened_in_view(self, file: cst.BaseExpression) -> bool:
-        """A file that traced code opens (`with open(p) as f:`, `open(p).write(...)`), or that
-        one top-level `LOG = open(p)` opens: where the first pass looks for writes."""
+        """A file that traced code opens (`with open(p) as f:`, `open(p).write(...)`), that a
+        `with open(p) as f:` of a function around the traced one opens, or that one top-level
+        `LOG = open(p)` opens: where the first pass looks for writes."""
         if isinstance(file, cst.Call):
             return True
         bindings = self.traced.assignments(file) if isinstance(file, cst.Name) else []
         for binding in bindings:
             target = self.traced.parent(binding.node)
             binder = self.traced.parent(target) if target is not None else None
-            if isinstance(binder, cst.WithItem) and self.traced.context_of(binder.item):
+            if isinstance(binder, cst.WithItem) and isinstance(binder.item, cst.Call):
                 continue
             if not isinstance(binder, cst.Assign):
                 return False

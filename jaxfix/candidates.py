@@ -49,8 +49,9 @@ UNRAISED = "<unraised>."
 MADE = "<made>."
 # A full-name anchor written `BOUND + "concurrent.futures.ThreadPoolExecutor"` stands for a
 # method call in traced code on a name that the module binds, once and at its top level, to a
-# call of that constructor (`POOL = ThreadPoolExecutor(2)`, then `POOL.map(f, x)`): a method
-# named too commonly to anchor on any receiver (`map`, `apply`).
+# call of that constructor (`POOL = ThreadPoolExecutor(2)`, then `POOL.map(f, x)`), or that an
+# enclosing function binds with `with <call> as name:` (`with open(p) as log:` around a jitted
+# closure that calls `log.write`): a method named too commonly to anchor on any receiver.
 BOUND = "<bound>."
 
 # An anchor that stands for syntax, not a callee: a value hashed as a dict key or set element
@@ -127,6 +128,7 @@ class _TreeMemo:
     calls_by_owner: dict[_Function | None, list[_Call]] | None = None
     keyed: set[str] | None = None  # names bound to dicts and sets (see `_keyed_names`)
     made_at_top: dict[str, set[str]] | None = None  # see `_made_at_top`
+    entered: dict[int, dict[str, set[str]]] = field(default_factory=dict)  # see `_entered_in`
 
 
 @dataclass
@@ -217,7 +219,8 @@ class Candidates:
             name = func.value.id
             if call.owner is not None and not call.owner.is_outer(name):
                 return False
-            return not self._made_at_top().get(name, set()).isdisjoint(bound)
+            made = self._made_at_top().get(name, set()) | self._entered_in(call.statement, name)
+            return not made.isdisjoint(bound)
 
         def keeps_traced(call: _Call) -> bool:
             return on_outer(call) and self._analysis().kept_call(call.call)
@@ -290,6 +293,23 @@ class Candidates:
         if self.analysed is None:
             raise ValueError("traced code is known only with the file's analysis")
         return self.analysed
+
+    def _entered_in(self, index: int, name: str) -> set[str]:
+        """The full names of `f` in each `with f(...) as name:` of the top-level statement
+        `index` (the host function around a traced closure that uses `name`)."""
+        memo = self._tree_memo.entered
+        if index not in memo:
+            found: dict[str, set[str]] = defaultdict(set)
+            for node in ast.walk(self._analysis().tree.body[index]):
+                if (
+                    isinstance(node, ast.withitem)
+                    and isinstance(node.optional_vars, ast.Name)
+                    and isinstance(node.context_expr, ast.Call)
+                ):
+                    names = self._callee_names(node.context_expr.func)
+                    found[node.optional_vars.id].update(names)
+            memo[index] = dict(found)
+        return memo[index].get(name, set())
 
     def _made_at_top(self) -> dict[str, set[str]]:
         """Each name the module binds once, by a top-level `name = f(...)`: the full names of
