@@ -67,10 +67,8 @@ def sink_table(project_sinks: Iterable[Sink] = ()) -> list[tuple[Sink, type[Rule
 
 def find_rule(code_or_name: str) -> type[Rule] | None:
     """The rule with this code (`JF101`) or name (`serialize-in-traced`)."""
-    for rule in all_rules():
-        if code_or_name.upper() == rule.code or code_or_name == rule.name:
-            return rule
-    return None
+    info = find_info(code_or_name)
+    return info.load() if info is not None else None
 
 
 def find_info(code_or_name: str) -> RuleInfo | None:
