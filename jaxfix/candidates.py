@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings
+from jaxfix.analysis.statements import inner_statements
 from jaxfix.analysis.walk import children
 from jaxfix.transforms import TRANSFORMS
 
@@ -300,14 +301,16 @@ class Candidates:
         memo = self._tree_memo.entered
         if index not in memo:
             found: dict[str, set[str]] = defaultdict(set)
-            for node in ast.walk(self._analysis().tree.body[index]):
-                if (
-                    isinstance(node, ast.withitem)
-                    and isinstance(node.optional_vars, ast.Name)
-                    and isinstance(node.context_expr, ast.Call)
-                ):
-                    names = self._callee_names(node.context_expr.func)
-                    found[node.optional_vars.id].update(names)
+            todo = [self._analysis().tree.body[index]]
+            while todo:  # over statements only: a `with` is one
+                statement = todo.pop()
+                todo.extend(inner_statements(statement))
+                if not isinstance(statement, ast.With | ast.AsyncWith):
+                    continue
+                for item in statement.items:
+                    target, opener = item.optional_vars, item.context_expr
+                    if isinstance(target, ast.Name) and isinstance(opener, ast.Call):
+                        found[target.id].update(self._callee_names(opener.func))
             memo[index] = dict(found)
         return memo[index].get(name, set())
 
