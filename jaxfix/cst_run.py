@@ -177,10 +177,14 @@ def _tidy_top(before: cst.Module, after: cst.Module) -> cst.Module:
     none), and when it had none, the first statement of the file (or the first after the
     docstring) stays flush. Else what separated it from the next stays (the blank line
     between an import block and the code after it)."""
-    old = [before.code_for_node(statement) for statement in before.body]
-    new = [after.code_for_node(statement) for statement in after.body]
-    index = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), None)
-    if index is None or old[index + 1 : index + 2] != new[index : index + 1]:
+    pairs = zip(before.body, after.body, strict=False)
+    index = next((i for i, (a, b) in enumerate(pairs) if not _same(before, a, after, b)), None)
+    if (
+        index is None
+        or index + 1 >= len(before.body)
+        or index >= len(after.body)
+        or not _same(before, before.body[index + 1], after, after.body[index])
+    ):
         return after  # the first difference is no removal
     removed, first = before.body[index], after.body[index]
     if any(line.comment for line in first.leading_lines):
@@ -197,6 +201,12 @@ def _tidy_top(before: cst.Module, after: cst.Module) -> cst.Module:
     body = list(after.body)
     body[index] = first.with_changes(leading_lines=leading)
     return after.with_changes(body=body)
+
+
+def _same(before: cst.Module, old: cst.CSTNode, after: cst.Module, new: cst.CSTNode) -> bool:
+    """Whether two statements read the same (fixes leave the statements they do not touch the
+    same objects: only the others are written out)."""
+    return old is new or before.code_for_node(old) == after.code_for_node(new)
 
 
 def contains(fixes: Iterable[Fix], fix: Fix) -> bool:
