@@ -8,19 +8,23 @@ removal decides from names, by CPython's parse: an import of a name the removed 
 unless the name is read anywhere in the new module, named in `__all__` or written in a string
 annotation, which keeps at least every import LibCST's scopes would keep.
 
-Imported only when a fix removes code: `libcst.codemod` pulls in `libcst.matchers`.
+The edit of an import is `RemoveImportsVisitor`'s, written again (the tests compare the two):
+its module, `libcst.codemod`, imports `libcst.matchers`, a third of a second at every `apply`,
+and its visit rebuilds the whole module where only the imports change.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import RemoveImportsVisitor
 from libcst.helpers import get_absolute_module_from_package_for_import
+
+from jaxfix.rule import Replacement
+from jaxfix.syntax import ReplaceNodes
+from jaxfix.traversal import children
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 # Calls whose string arguments are annotations (as LibCST's gathering reads them).
@@ -60,42 +64,77 @@ def _called_name(func: ast.expr) -> str | None:
 def remove_unused_imports(module: cst.Module, gone: Collection[str]) -> cst.Module:
     """`module` without its imports of the names in `gone` (names that removed code used and
     that `names_in_use` no longer finds)."""
-    return module.visit(_Remover(set(gone)))
+    replacements: dict[cst.CSTNode, Replacement] = {}
+    for node in _imports(module):
+        kept = _without(node, gone)
+        if kept is not node:
+            replacements[node] = kept
+    return module.visit(ReplaceNodes(replacements)) if replacements else module
 
 
-class _Remover(RemoveImportsVisitor):
-    """LibCST's removal of the imports of the names in `gone`, with no scopes to gather."""
+def _imports(root: cst.CSTNode) -> Iterator[cst.Import | cst.ImportFrom]:
+    """The import statements anywhere in `root` (none sits in an expression)."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if type(node) is cst.Import or type(node) is cst.ImportFrom:
+            yield node
+        elif not isinstance(node, cst.BaseExpression):
+            todo.extend(children(node))
 
-    METADATA_DEPENDENCIES = ()  # type: ignore[misc,assignment]  # it resolves none
 
-    def __init__(self, gone: set[str]) -> None:
-        super().__init__(CodemodContext())
-        self._gone = gone
-
-    def visit_Module(self, node: cst.Module) -> None:
-        """Each import is marked as it is visited, before its `leave_` removes what is marked."""
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in self._gone_aliases(node):
-            self.unused_module_imports[alias.evaluated_name] = alias.evaluated_alias
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        # As LibCST's gathering: not `from __future__`, `import *` or `from . import x` (the
-        # package, which resolves a relative import, is unknown).
+def _without(
+    node: cst.Import | cst.ImportFrom, gone: Collection[str]
+) -> cst.Import | cst.ImportFrom | cst.RemovalSentinel:
+    """`node` without its aliases that bind a name in `gone`, as LibCST's
+    `RemoveImportsVisitor` removes them: the trailing comma of what is left goes, the comments
+    after a removed alias of a `from` import stay (on the alias before, else on the
+    parenthesis). Not `from __future__`, `import *` or a relative import (the package, which
+    resolves it, is unknown), which LibCST leaves too."""
+    if isinstance(node, cst.ImportFrom):
         module = get_absolute_module_from_package_for_import(None, node)
         if isinstance(node.names, cst.ImportStar) or module in (None, "__future__"):
-            return
-        for alias in self._gone_aliases(node):
-            entry = (alias.evaluated_name, alias.evaluated_alias)
-            self.unused_obj_imports.setdefault(module, set()).add(entry)
+            return node
+    assert not isinstance(node.names, cst.ImportStar)
+    names = node.names
+    kept: list[cst.ImportAlias] = []
+    lpar = node.lpar if isinstance(node, cst.ImportFrom) else None
+    for alias in names:
+        bound = alias.evaluated_alias or alias.evaluated_name
+        if bound.split(".", 1)[0] not in gone:
+            kept.append(alias)
+            continue
+        comma = alias.comma
+        if not isinstance(node, cst.ImportFrom) or not isinstance(comma, cst.Comma):
+            continue
+        if kept:
+            previous = kept[-1]
+            if isinstance(previous.comma, cst.Comma):
+                whitespace = _merged(previous.comma.whitespace_after, comma.whitespace_after)
+                kept[-1] = previous.with_deep_changes(previous.comma, whitespace_after=whitespace)
+            else:
+                kept[-1] = previous.with_changes(comma=comma)
+        elif isinstance(lpar, cst.LeftParen):
+            lpar = lpar.with_changes(
+                whitespace_after=_merged(lpar.whitespace_after, comma.whitespace_after)
+            )
+    if len(kept) == len(names):
+        return node
+    if not kept:
+        return cst.RemoveFromParent()
+    if kept[-1] is not names[-1]:
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    if isinstance(node, cst.ImportFrom):
+        return node.with_changes(names=kept, lpar=lpar)
+    return node.with_changes(names=kept)
 
-    def _gone_aliases(self, node: cst.Import | cst.ImportFrom) -> list[cst.ImportAlias]:
-        """The aliases of `node` that bind a name in `gone`, marked unused."""
-        assert not isinstance(node.names, cst.ImportStar)
-        found = []
-        for alias in node.names:
-            bound = alias.evaluated_alias or alias.evaluated_name
-            if bound.split(".", 1)[0] in self._gone:
-                self._unused_imports[alias] = node
-                found.append(alias)
-        return found
+
+def _merged(
+    left: cst.BaseParenthesizableWhitespace, right: cst.BaseParenthesizableWhitespace
+) -> cst.BaseParenthesizableWhitespace:
+    """The whitespace after a kept comma, with the comments after a removed one."""
+    if not isinstance(right, cst.ParenthesizedWhitespace):
+        return left
+    if not isinstance(left, cst.ParenthesizedWhitespace):
+        return right
+    return left.with_changes(empty_lines=tuple(e for e in right.empty_lines if e.comment))

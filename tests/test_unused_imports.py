@@ -23,6 +23,13 @@ from pkg import (
 )
 import x.y
 import z as w
+from qq import (  # q
+    gamma,  # g
+    delta as d,  # d
+    # about delta
+    epsilon,
+)
+import p, q  # pq
 
 """
 USES = [
@@ -32,6 +39,10 @@ USES = [
     "x.y.f()",
     "w()",
     "print(sys.argv)",
+    "gamma()",
+    "d(p)",
+    "q()",
+    "epsilon()",
 ]
 KEEPERS = {
     "none": "",
