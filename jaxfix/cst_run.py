@@ -26,6 +26,7 @@ from jaxfix.syntax import ReplaceNodes
 from jaxfix.tracing import OutsideSlice, TracedAnalysis
 from jaxfix.transforms import with_user_transforms
 from jaxfix.traversal import visit_batched
+from jaxfix.unused_imports import names_in_use, remove_unused_imports
 
 # What a fixed text that does not parse raises (`parse_checked`).
 INVALID = (SyntaxError, ValueError, cst.ParserSyntaxError)
@@ -162,9 +163,6 @@ def apply_fixes(
     )
     used = names_in(node for fix in fixes for node in fix.removed_nodes)
     if used:
-        # Imported here: `libcst.codemod` pulls in `libcst.matchers` (half a second).
-        from jaxfix.unused_imports import names_in_use, remove_unused_imports
-
         gone = used - names_in_use(module.code)
         if gone:
             module = remove_unused_imports(module, gone)

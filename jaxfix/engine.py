@@ -493,12 +493,6 @@ def _allowed(fix: Fix, unsafe_fixes: bool) -> bool:
     return fix.safety.applies(unsafe_fixes)
 
 
-def prepare_fixes() -> None:
-    """Import what applying a fix needs (half a second), ahead of the first fix: for a
-    long-running process (the language server), while nobody waits."""
-    import jaxfix.unused_imports  # noqa: F401
-
-
 def _reparse(code: str, filename: str, codes: Sequence[str]) -> Wrapper:
     from jaxfix import cst_run
 

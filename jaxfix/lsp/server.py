@@ -21,7 +21,6 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from jaxfix import __version__
-from jaxfix.engine import prepare_fixes
 from jaxfix.lsp import actions, analysis, convert
 from jaxfix.lsp.analysis import Analysis, FixRequest, PerVersion, Snapshot
 from jaxfix.lsp.hover import hover as hover_at
@@ -56,7 +55,6 @@ class JaxfixServer(LanguageServer):
         self.fixes = PerVersion(analysis.with_edits)
         self.fixed = PerVersion(analysis.fixed_text)
         self._pending: dict[str, asyncio.Task[None]] = {}
-        self._preparing_fixes: asyncio.Future[None] | None = None
         self._shown: set[str] = set()
         self.project = Workspace(self.schedule_all, self.log)
 
@@ -117,9 +115,6 @@ class JaxfixServer(LanguageServer):
         index = self.index(snapshot)
         shown = [convert.diagnostic(d, index, self.settings.severity) for d in found.diagnostics]
         self.publish(uri, shown, snapshot.version)
-        if self._preparing_fixes is None and any(d.fix_safety for d in found.diagnostics):
-            # The editor will ask for a fix soon: what applying one imports is imported now.
-            self._preparing_fixes = asyncio.ensure_future(asyncio.to_thread(prepare_fixes))
 
     def publish(self, uri: str, shown: list[types.Diagnostic], version: int | None) -> None:
         params = types.PublishDiagnosticsParams(uri=uri, diagnostics=shown, version=version)
