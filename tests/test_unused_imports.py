@@ -23,13 +23,6 @@ from pkg import (
 )
 import x.y
 import z as w
-from qq import (  # q
-    gamma,  # g
-    delta as d,  # d
-    # about delta
-    epsilon,
-)
-import p, q  # pq
 
 """
 USES = [
@@ -39,10 +32,6 @@ USES = [
     "x.y.f()",
     "w()",
     "print(sys.argv)",
-    "gamma()",
-    "d(p)",
-    "q()",
-    "epsilon()",
 ]
 KEEPERS = {
     "none": "",
@@ -74,6 +63,25 @@ def test_the_same_imports_go_as_with_libcst_scopes(used: int, keeper: str) -> No
     assert ours == libcst
     if not keeper:
         assert ours != new.code, "the test removes an import the removed statement used"
+
+
+COMMENTED = """\
+from qq import (  # q
+    gamma,  # g
+    delta as d,  # d
+    # about delta
+    epsilon,
+)
+import p, q  # pq
+
+"""
+
+
+@pytest.mark.parametrize("use", ["gamma()", "d(p)", "q()", "epsilon()"])
+def test_comments_around_a_removed_alias_stay_where_libcst_keeps_them(use: str) -> None:
+    new, ours, libcst = without(COMMENTED + use + "\n", len(cst.parse_module(COMMENTED).body))
+    assert ours == libcst
+    assert ours != new.code, "the test removes an import the removed statement used"
 
 
 def test_a_name_read_in_another_scope_keeps_its_import_where_libcst_would_remove_it() -> None:
