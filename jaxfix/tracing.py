@@ -435,8 +435,8 @@ class TracedAnalysis:
         start = self._positions[statement].start
         node = self._where.statement(self._line_of(start.line), start.column)
         fid = self._fid(self.owner_function(statement))
-        if node is None or fid is None:
-            return None
+        if node is None or fid is None or node not in self._analysed.kept_stores():
+            return None  # the stores the first pass selects, no other (an unguarded one)
         return self._analysed.keeping.kept_store(node, fid)
 
     def kept_call(self, call: cst.Call) -> Outliving | None:

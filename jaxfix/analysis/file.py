@@ -37,6 +37,7 @@ class FileAnalysis:
     _undone: set[ast.Call] | None = field(default=None, repr=False)
     _lambda_bodies: dict[ast.AST, str] | None = field(default=None, repr=False)  # call -> fid
     _lambda_mutations: dict[ast.Call, bool] = field(default_factory=dict, repr=False)
+    _kept_stores: set[ast.stmt] | None = field(default=None, repr=False)
     _calls: dict[ast.Call, Call] | None = field(default=None, repr=False)  # in traced code
     _static_given_traced: set[ast.Call] | None = field(default=None, repr=False)
     _effects: EffectIndex | None = field(default=None, repr=False)
@@ -217,12 +218,16 @@ class FileAnalysis:
     def kept_stores(self) -> set[ast.stmt]:
         """Statements that store a leaking value into state that outlives the trace (see
         `Keeping.kept_store`)."""
-        keeping = self.keeping
-        return {
-            store.node
-            for store in self.facts.stores()
-            if keeping.kept_store(store.node, store.caller) is not None
-        }
+        if self._kept_stores is None:
+            keeping = self.keeping
+            self._kept_stores = {
+                store.node
+                # Not only stores of tracers: `Keeping.leaks` also counts what converts one
+                # (`STATUS["loss"] = str(loss)`), as JF103 and JF104 do.
+                for store in self.facts.outliving_stores()
+                if keeping.kept_store(store.node, store.caller) is not None
+            }
+        return self._kept_stores
 
     def kept_call(self, node: ast.Call) -> bool:
         """Whether the call, in traced code, puts a leaking value into a container that

@@ -119,17 +119,16 @@ class Facts:
                     yield call
 
     def stores(self) -> Iterator[Store]:
-        """Unguarded stores of certainly traced values into state that outlives the trace:
-        not into an object of an enclosing function that runs under the trace too (a Pallas
-        kernel's captured refs), unless the name is declared `nonlocal`."""
+        """Unguarded stores of certainly traced values into state that outlives the trace."""
+        return (s for s in self.outliving_stores() if self.kind(s.value) is Kind.TRACED)
+
+    def outliving_stores(self) -> Iterator[Store]:
+        """Unguarded stores in traced code into state that outlives the trace, whatever they
+        store: not into an object of an enclosing function that runs under the trace too (a
+        Pallas kernel's captured refs), unless the name is declared `nonlocal`."""
         for summary in self.traced_functions():
             for store in summary.stores:
-                if (
-                    store.outlives
-                    and not store.guarded
-                    and self.kind(store.value) is Kind.TRACED
-                    and not self._kept_in_enclosing(store)
-                ):
+                if store.outlives and not store.guarded and not self._kept_in_enclosing(store):
                     yield store
 
     def _kept_in_enclosing(self, store: Store) -> bool:
