@@ -144,7 +144,8 @@ class EffectIndex:
             frozenset(params),
             frozenset(scope.declared if scope is not None else ()),
         )
-        return self._keys(statements, local, 0)
+        keys = self._keys(statements, local, 0)
+        return keys | _imported_state_written(statements, self.module) if keys is not None else None
 
     def _keys(self, nodes: Iterable[ast.AST], local: _Local | None, depth: int) -> Keys | None:
         """The keys of the code of `nodes`: its variables (followed `depth` steps further to
@@ -269,6 +270,22 @@ def _nested_in(module: Module, fids: Collection[str]) -> set[str]:
         if chain[-1] in found:
             found.update(chain)
     return found
+
+
+def _imported_state_written(statements: Sequence[ast.stmt], module: Module) -> Keys:
+    """The attributes of imported modules that `statements` write into (`environ` for
+    `os.environ[k] = v`): state, though the module's other names are code."""
+    found: set[str] = set()
+    for node in walk_code(statements):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                while isinstance(target, ast.Subscript) or (
+                    isinstance(target, ast.Attribute) and not _is_import(target.value, module)
+                ):
+                    target = target.value
+                if isinstance(target, ast.Attribute):
+                    found.add(target.attr)
+    return Keys(attributes=frozenset(found))
 
 
 def _is_import(node: ast.expr, module: Module) -> bool:
