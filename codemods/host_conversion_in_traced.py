@@ -115,6 +115,8 @@ SCALARS = frozenset({"builtins.float", "builtins.int"})
 DEVICE_GET = "jax.device_get"
 # Array methods that need the values on the host (both raise `ConcretizationTypeError`).
 CONVERTING_METHODS = frozenset({"item", "tolist"})
+# Calls whose text of a tracer is its name: kept or used, the text holds no value.
+TEXT_BUILTINS = frozenset({"builtins.str", "builtins.repr"})
 FORMAT = "format"
 # Array methods whose result leaves traced computation (the fixed NumPy call must not feed them).
 _HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
@@ -159,7 +161,8 @@ class HostConversionInTraced(Rule):
     that converts a tracer when called on one under the pinned jax, as listed in
     `jaxfix/models/numpy_scipy.tsv`, which `scripts/numpy_model.py` generates), `float()`,
     `int()`, `bool()`, `complex()`, `.item()`, `.tolist()`, `jax.device_get`, `print` of it
-    (directly, or formatted by an f-string, `str.format` or `%`) and `str.format` of it.
+    (directly, or formatted by an f-string, `str.format` or `%`), `str.format` of it, and
+    `str(x)` / `repr(x)` of it kept or used elsewhere than in `print` or an error's message.
     Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
 
     A NumPy array indexed by a traced value (`TABLE[i]`, `COUNTS[i] = 1.0`; `TABLE` made by
@@ -171,9 +174,10 @@ class HostConversionInTraced(Rule):
     `jax.errors.TracerArrayConversionError` (`TracerIntegerConversionError` for a traced size,
     `np.zeros(n)`), `float`/`int`/`.item()`/`.tolist()` raise
     `ConcretizationTypeError` and `bool` raises `TracerBoolConversionError`. `print` and
-    `str.format` do not fail: they run once, when the function is traced, and show the tracer
-    (`JitTracer(float32[3])`) instead of the values (an f-string format spec such as `:.3f`
-    raises `TypeError`). `jax.device_get` returns the tracer unchanged. Shapes, `len(x)`,
+    `str.format`, `str` and `repr` do not fail: they run once, when the function is traced,
+    and show the tracer (`JitTracer(float32[3])`) instead of the values (an f-string format
+    spec such as `:.3f` raises `TypeError`): a status line or a key made from that text never
+    holds a value. `jax.device_get` returns the tracer unchanged. Shapes, `len(x)`,
     `x.ndim`, `x.dtype` and static arguments are concrete and are not reported.
 
     ## Example
@@ -255,11 +259,13 @@ class HostConversionInTraced(Rule):
         LIBRARY_SINKS
         | names_of(SINKS, SinkKind.CONVERT)
         | {PRINT, DEVICE_GET, "builtins.format", UNRAISED + FORMAT}
+        | TEXT_BUILTINS
         | CONVERTING_METHODS
         | {HOST_INDEXES}
     )
-    run_time_anchors = frozenset({PRINT, "builtins.format", UNRAISED + FORMAT})
-    sure_tracer_anchors = names_of(SINKS, SinkKind.CONVERT)  # see `_converts_traced`
+    run_time_anchors = frozenset({PRINT, "builtins.format", UNRAISED + FORMAT}) | TEXT_BUILTINS
+    # See `_converts_traced` and `_texts_traced`.
+    sure_tracer_anchors = names_of(SINKS, SinkKind.CONVERT) | TEXT_BUILTINS
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """`TABLE[i]`: a NumPy array (made by NumPy where the analysis sees it) indexed by a
@@ -409,6 +415,9 @@ class HostConversionInTraced(Rule):
             return _Finding("print", problem, "use `jax.debug.print`", self._print_fix(call))
         if name == "builtins.format" and self._any_traced(call) and not self._in_print(call):
             return _Finding("format", _FORMATS, _FORMAT_ADVICE)
+        if name in TEXT_BUILTINS and self._texts_traced(call):
+            fix, advice = self._hoisted(call, _FORMAT_ADVICE)
+            return _Finding(name.removeprefix("builtins."), _TEXT, advice, fix)
         if not isinstance(call.func, cst.Attribute):
             return None
         return self._method(call, call.func)
@@ -531,9 +540,25 @@ class HostConversionInTraced(Rule):
         `tree_map` of a filter spec, `n: int` of a helper traced through its callers)."""
         return self.traced.is_traced(value) and not self.traced.guessed_parameter(value)
 
+    def _texts_traced(self, call: cst.Call) -> bool:
+        """`str(x)` / `repr(x)` of a certain tracer, whose text is kept or used: not printed
+        (`print` reports it), not an error's message, not of a serialization (JF101's)."""
+        arguments = [a.value for a in call.args if a.keyword is None and not a.star]
+        return (
+            len(arguments) == len(call.args) == 1
+            and not self._serialized(arguments[0])
+            and self._converts_traced(arguments[0])
+            and not self._in_print(call)
+            and not self.traced.raising(call)
+        )
+
+    def _serialized(self, value: cst.BaseExpression) -> bool:
+        """What a serializer makes of its argument (`pickle.dumps(x)`: JF101 reports it)."""
+        return isinstance(value, cst.Call) and bool(self.qualified_names(value.func) & DUMPS.keys())
+
     def _prints_traced(self, value: cst.BaseExpression) -> bool:
         """Traced, and not what a serializer makes of a traced value (JF101 reports that)."""
-        if isinstance(value, cst.Call) and self.qualified_names(value.func) & DUMPS.keys():
+        if self._serialized(value):
             return False
         if isinstance(value, cst.BinaryOperation):
             return self._prints_traced(value.left) or self._prints_traced(value.right)
@@ -855,6 +880,7 @@ _TO_NUMPY = "converts a traced value to a NumPy array (`TracerArrayConversionErr
 _SHAPE = " with a result shape"
 _FORMATS = "formats the tracer, not the values (a format spec raises `TypeError`)"
 _FORMAT_ADVICE = "pass the value to `jax.debug.print`, or format the jitted function's result"
+_TEXT = "gives the tracer's name (`JitTracer(float32[])`), not the values"
 
 
 def _nothing_wrapped(

@@ -412,7 +412,7 @@ DROPPED = {
             return list(POOL.map(abs, x))
         @jax.jit
         def g(x, LOG):
-            LOG.write(str(x))
+            LOG.write(x)
         """,
     "an anchor name that is not called": """\
         import jax
