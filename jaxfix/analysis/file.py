@@ -85,10 +85,11 @@ class FileAnalysis:
         return ways <= THROUGH_CALLERS and python_valued
 
     def given_sure_tracer(self, call: Call) -> bool:
-        """Whether `call` gets a tracer (as an argument or its receiver) that is not a
-        parameter whose tracer is a guess (see `guessed_parameter`)."""
+        """Whether `call` gets a tracer (as an argument or its receiver), certainly and
+        unguarded (as the rules ask: `TracedAnalysis.is_traced`), that is not a parameter
+        whose tracer is a guess (see `guessed_parameter`)."""
         return any(
-            self.carries(value) and not self.guessed_parameter(value, call.caller)
+            self.facts.tracer_at(value) and not self.guessed_parameter(value, call.caller)
             for value in _inputs(call.node)
         )
 
