@@ -180,7 +180,6 @@ def _tidy_top(before: cst.Module, after: cst.Module) -> cst.Module:
     if (
         index is None
         or index + 1 >= len(before.body)
-        or index >= len(after.body)
         or not _same(before, before.body[index + 1], after, after.body[index])
     ):
         return after  # the first difference is no removal
