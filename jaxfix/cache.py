@@ -11,8 +11,8 @@ directory by default):
   for each file, its findings and what it tells the run of its calls into other modules, under
   each job it was analysed with (one per round across modules, see `jaxfix.batch`), with the
   digest of its content. The files are spread over `SHARDS` shards by their path, so that a
-  run after a one-file edit reads and writes a few small files, not the results of the whole
-  project (6 MB on the benchmark's corpus: a tenth of a second each way).
+  run after a one-file edit rewrites a few small files, not the results of the whole project
+  (6 MB on the benchmark's corpus, a tenth of a second to write).
 
 Each is written atomically at the end of a run that changed it; a corrupt or foreign file is
 ignored (the run is only slower). Only files analysed without error and left unchanged are

@@ -18,7 +18,11 @@ def _keep_bytecode() -> None:
     suite's CPU time."""
     if not os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
         return
-    prefix = os.path.join(tempfile.gettempdir(), f"jaxfix-tests-pycache-{getpass.getuser()}")
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # a user id without a name (some containers)
+        user = "unnamed"
+    prefix = os.path.join(tempfile.gettempdir(), f"jaxfix-tests-pycache-{user}")
     os.environ.setdefault("PYTHONPYCACHEPREFIX", prefix)
     sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
     sys.dont_write_bytecode = False
