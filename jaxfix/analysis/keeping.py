@@ -122,7 +122,11 @@ class Keeping:
         if isinstance(node, ast.Name | ast.Attribute):
             return self.is_traced(node, fid)
         if isinstance(node, ast.Call):
-            return self._array_call(node, fid) or self._record_of_traced(node, fid)
+            return (
+                self._array_call(node, fid)
+                or self._record_of_traced(node, fid)
+                or self._formats_leaking(node, fid)
+            )
         if isinstance(node, ast.Subscript):
             return self.leaks(node.value, fid)
         if isinstance(node, ast.JoinedStr):
@@ -131,6 +135,20 @@ class Keeping:
         if isinstance(node, (ast.Lambda, ast.Constant, *_COMPREHENSIONS)):
             return False
         return any(self.leaks(part, fid) for part in _operands(node))
+
+    def _formats_leaking(self, call: ast.Call, fid: str) -> bool:
+        """`"loss {}".format(loss)`: the text of a tracer, as `str(loss)` and an f-string."""
+        func = call.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr == "format"
+            and isinstance(func.value, ast.Constant)
+            and isinstance(func.value.value, str)
+            and any(
+                self.leaks(_unstarred(arg), fid)
+                for arg in [*call.args, *(k.value for k in call.keywords)]
+            )
+        )
 
     def is_traced(self, node: ast.AST, fid: str) -> bool:
         """`node`, in the code of `fid`, is certainly a tracer and no tracer guard protects it."""
