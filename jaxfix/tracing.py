@@ -434,10 +434,8 @@ class TracedAnalysis:
         (see `Keeping.kept_store`)."""
         start = self._positions[statement].start
         node = self._where.statement(self._line_of(start.line), start.column)
-        fid = self._fid(self.owner_function(statement))
-        if node is None or fid is None or node not in self._analysed.kept_stores():
-            return None  # the stores the first pass selects, no other (an unguarded one)
-        return self._analysed.keeping.kept_store(node, fid)
+        # The stores the first pass selects (with the same guards), decided once for both.
+        return self._analysed.kept_stores().get(node) if node is not None else None
 
     def kept_call(self, call: cst.Call) -> Outliving | None:
         """Where `call` puts a leaking value into a container that outlives the trace (see

@@ -17,7 +17,7 @@ from jaxfix.analysis.bridge import Positions, first_line
 from jaxfix.analysis.effects import EffectIndex
 from jaxfix.analysis.external import External
 from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse, python_valued_params
-from jaxfix.analysis.keeping import Keeping
+from jaxfix.analysis.keeping import Keeping, Outliving
 from jaxfix.analysis.keys import Keys
 from jaxfix.analysis.reasons import THROUGH_CALLERS, Via
 from jaxfix.analysis.tracing import KEYWORDS, Facts, trace
@@ -37,7 +37,7 @@ class FileAnalysis:
     _undone: set[ast.Call] | None = field(default=None, repr=False)
     _lambda_bodies: dict[ast.AST, str] | None = field(default=None, repr=False)  # call -> fid
     _lambda_mutations: dict[ast.Call, bool] = field(default_factory=dict, repr=False)
-    _kept_stores: set[ast.stmt] | None = field(default=None, repr=False)
+    _kept_stores: dict[ast.stmt, Outliving] | None = field(default=None, repr=False)
     _calls: dict[ast.Call, Call] | None = field(default=None, repr=False)  # in traced code
     _static_given_traced: set[ast.Call] | None = field(default=None, repr=False)
     _effects: EffectIndex | None = field(default=None, repr=False)
@@ -216,18 +216,17 @@ class FileAnalysis:
             isinstance(source, Param) and source.function == fid for source in self.facts.traced
         )
 
-    def kept_stores(self) -> set[ast.stmt]:
-        """Statements that store a leaking value into state that outlives the trace (see
-        `Keeping.kept_store`)."""
+    def kept_stores(self) -> dict[ast.stmt, Outliving]:
+        """Statements that store a leaking value into state that outlives the trace, with
+        where that state lives (see `Keeping.kept_store`)."""
         if self._kept_stores is None:
-            keeping = self.keeping
-            self._kept_stores = {
-                store.node
-                # Not only stores of tracers: `Keeping.leaks` also counts what converts one
-                # (`STATUS["loss"] = str(loss)`), as JF103 and JF104 do.
-                for store in self.facts.outliving_stores()
-                if keeping.kept_store(store.node, store.caller) is not None
-            }
+            self._kept_stores = {}
+            # Not only stores of tracers: `Keeping.leaks` also counts what converts one
+            # (`STATUS["loss"] = str(loss)`), as JF103 and JF104 do.
+            for store in self.facts.outliving_stores():
+                found = self.keeping.kept_store(store.node, store.caller)
+                if found is not None:
+                    self._kept_stores[store.node] = found
         return self._kept_stores
 
     def kept_call(self, node: ast.Call) -> bool:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.names import dotted
-from jaxfix.analysis.statements import inner_statements
+from jaxfix.analysis.statements import call_arguments, inner_statements
 from jaxfix.analysis.tracing import Facts
 from jaxfix.analysis.walk import children
 
@@ -144,10 +144,7 @@ class Keeping:
             and func.attr == "format"
             and isinstance(func.value, ast.Constant)
             and isinstance(func.value.value, str)
-            and any(
-                self.leaks(_unstarred(arg), fid)
-                for arg in [*call.args, *(k.value for k in call.keywords)]
-            )
+            and any(self.leaks(_unstarred(arg), fid) for arg in call_arguments(call))
         )
 
     def is_traced(self, node: ast.AST, fid: str) -> bool:
@@ -162,10 +159,9 @@ class Keeping:
     def _array_call(self, call: ast.Call, fid: str) -> bool:
         func = call.func
         name = self.full_name(func, fid)
-        given = [*call.args, *(k.value for k in call.keywords)]
         if name is not None:
             array = name.startswith(ARRAY_NAMESPACES) or name in CONVERSIONS
-            return array and any(self.leaks(_unstarred(arg), fid) for arg in given)
+            return array and any(self.leaks(_unstarred(arg), fid) for arg in call_arguments(call))
         return (
             isinstance(func, ast.Attribute)
             and func.attr not in NOT_ARRAYS
