@@ -107,6 +107,11 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> HookRepo:
         # Byte-compiling every installed module is a fifth of the hooks' install; the hook
         # compiles the few it imports on its first run.
         "PIP_COMPILE": "0",  # pip reads PIP_NO_COMPILE=1 as `--compile`
+        # An isolated build installs setuptools into a throwaway environment for each build (a
+        # third of the hooks' install): build with the setuptools that virtualenv seeds instead.
+        # CI's `pip install -e .` still builds in isolation, against pyproject's requirement.
+        "PIP_NO_BUILD_ISOLATION": "0",  # pip reads it inverted, as for PIP_NO_COMPILE
+        "VIRTUALENV_SETUPTOOLS": "bundle",
         "GIT_CONFIG_GLOBAL": str(shared / "gitconfig"),
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_AUTHOR_NAME": "jaxfix tests",
@@ -282,6 +287,7 @@ def test_the_readme_workflow_installs_jaxfix_from_its_git_repository(
         "jaxfix check --output-format github .",
     ]
     env = hook_repo.env()
+    del env["PIP_NO_BUILD_ISOLATION"]  # a user's pip builds in isolation (this venv's setuptools is old)
     clone = tmp_path / "jaxfix"
     git(tmp_path, env, "clone", "-q", str(hook_repo.path), str(clone))
     git(clone, env, "checkout", "-q", "-B", "main")
