@@ -287,7 +287,8 @@ def test_the_readme_workflow_installs_jaxfix_from_its_git_repository(
         "jaxfix check --output-format github .",
     ]
     env = hook_repo.env()
-    del env["PIP_NO_BUILD_ISOLATION"]  # a user's pip builds in isolation (this venv's setuptools is old)
+    # A user's pip builds in isolation (and this virtualenv's setuptools may be too old).
+    del env["PIP_NO_BUILD_ISOLATION"]
     clone = tmp_path / "jaxfix"
     git(tmp_path, env, "clone", "-q", str(hook_repo.path), str(clone))
     git(clone, env, "checkout", "-q", "-B", "main")
