@@ -18,7 +18,7 @@ import ast
 import builtins
 import functools
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
@@ -128,8 +128,10 @@ class _TreeMemo:
     hashing: set[int] | None = None  # statements with a site that hashes a parameter
     calls_by_owner: dict[_Function | None, list[_Call]] | None = None
     keyed: set[str] | None = None  # names bound to dicts and sets (see `_keyed_names`)
-    made_at_top: dict[str, set[str]] | None = None  # see `_made_at_top`
+    made_at_top: dict[str, frozenset[str]] | None = None  # see `_made_at_top`
     entered: dict[int, dict[str, set[str]]] = field(default_factory=dict)  # see `_entered_in`
+    full_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # `_full_names`
+    loop_names: dict[_Function, set[str]] = field(default_factory=dict)  # `_own_loop_names`
 
 
 @dataclass
@@ -314,7 +316,7 @@ class Candidates:
             memo[index] = dict(found)
         return memo[index].get(name, set())
 
-    def _made_at_top(self) -> dict[str, set[str]]:
+    def _made_at_top(self) -> dict[str, frozenset[str]]:
         """Each name the module binds once, by a top-level `name = f(...)`: the full names of
         `f` (see `BOUND`)."""
         memo = self._tree_memo
@@ -381,7 +383,7 @@ class Candidates:
     ) -> bool:
         """Whether `site` may hash a tracer (see `_variable`); with `traced`, only one the
         analysis finds traced there, as the rule asks (`jaxfix.analysis.keys`)."""
-        loops = self._loop_names(owner.loops) if owner is not None else set()
+        loops = self._own_loop_names(owner)
         keys = self._analysis().keys if traced else None
         fid = self._fid(owner) if keys is not None else None
         if keys is not None and fid is not None and not keys.hashes_traced(fid):
@@ -466,6 +468,15 @@ class Candidates:
             return key.id not in plain
         return not isinstance(key, ast.Constant)
 
+    def _own_loop_names(self, function: _Function | None) -> set[str]:
+        """`_loop_names` of the loops of `function`'s own body (asked at each site in it)."""
+        if function is None:
+            return set()
+        memo = self._tree_memo.loop_names
+        if function not in memo:
+            memo[function] = self._loop_names(function.loops)
+        return memo[function]
+
     def _loop_names(self, loops: Iterable[ast.For | ast.AsyncFor | ast.comprehension]) -> set[str]:
         """The names (alone or in tuples) that loops bind, unless they walk what a jax
         function returns (`for row in jnp.eye(3)`: arrays): the rule leaves the others out."""
@@ -476,8 +487,8 @@ class Candidates:
             for name in _loop_targets(loop.target)
         }
 
-    def _call_names(self, expr: ast.expr) -> set[str]:
-        return self._full_names(expr.func) if isinstance(expr, ast.Call) else set()
+    def _call_names(self, expr: ast.expr) -> frozenset[str]:
+        return self._full_names(expr.func) if isinstance(expr, ast.Call) else frozenset()
 
     def _keyed(self, expr: ast.expr, keyed: set[str]) -> bool:
         """Whether `expr` may be a dict or a set: a display, a constructor call, or a name
@@ -566,18 +577,28 @@ class Candidates:
             self._traced = {f for f in self.functions if f.node in nodes}
         return self._traced
 
-    def _callee_names(self, func: ast.expr) -> set[str]:
+    def _callee_names(self, func: ast.expr) -> frozenset[str]:
         """`_full_names`, and `builtins.<name>` for a plain name (which may be the builtin)."""
         found = self._full_names(func)
         return found | {f"builtins.{func.id}"} if isinstance(func, ast.Name) else found
 
-    def _full_names(self, expr: ast.expr) -> set[str]:
-        """What `expr` can name through the file's imports (`lax.scan` -> `jax.lax.scan`)."""
-        if isinstance(expr, ast.Name):
-            return self.imported.get(expr.id, set())
-        if isinstance(expr, ast.Attribute):
-            return {f"{base}.{expr.attr}" for base in self._full_names(expr.value)}
-        return set()
+    def _full_names(self, expr: ast.expr) -> frozenset[str]:
+        """What `expr` can name through the file's imports (`lax.scan` -> `jax.lax.scan`);
+        asked of the same calls by every rule, so kept once the walk has seen every import."""
+        memo = self._tree_memo.full_names
+        found = memo.get(expr)
+        if found is None:
+            found = memo[expr] = _full_names(expr, self.imported)
+        return found
+
+
+def _full_names(expr: ast.expr, imported: Mapping[str, set[str]]) -> frozenset[str]:
+    """What `expr` can name through `imported` (`lax.scan` -> `jax.lax.scan`)."""
+    if isinstance(expr, ast.Name):
+        return frozenset(imported.get(expr.id, ()))
+    if isinstance(expr, ast.Attribute):
+        return frozenset(f"{base}.{expr.attr}" for base in _full_names(expr.value, imported))
+    return frozenset()
 
 
 def _traces_first_argument(transform: str) -> bool:
@@ -702,7 +723,7 @@ def _walk(
                 if isinstance(node.value, ast.Lambda):
                     lambda_names[node.value] = targets
                 elif isinstance(node.value, ast.Name | ast.Attribute):  # `my_jit = jax.jit`
-                    aliased = found._full_names(node.value)
+                    aliased = _full_names(node.value, found.imported)
                     for name in targets if aliased else ():
                         found.imported[name] |= aliased
             elif isinstance(node, ast.Import | ast.ImportFrom):
