@@ -445,8 +445,6 @@ def _analyse(
 ) -> list[Outcome]:
     """The outcome of each file, in order; `progress` hears of each file (each chunk of
     files, from worker processes) as it completes, whatever the order."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
     workers = min(jobs, len(pending))
@@ -457,6 +455,9 @@ def _analyse(
             if progress is not None:
                 progress.done()
         return results
+    # Only now: the pool imports multiprocessing and pickle (20 ms of a one-file edit's run).
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     size = max(1, len(pending) // (workers * 16))
     chunks = [pending[start : start + size] for start in range(0, len(pending), size)]
     pool = ProcessPoolExecutor(max_workers=workers)
