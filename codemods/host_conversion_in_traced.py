@@ -20,6 +20,7 @@ from jaxfix.returns import DUMPS
 from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
 from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
 from jaxfix.syntax import calls_in, payload_of, source_of
+from jaxfix.text_files import written_as_text
 from jaxfix.tracing import Statement, TracedFunction
 
 
@@ -163,7 +164,9 @@ class HostConversionInTraced(Rule):
     `int()`, `bool()`, `complex()`, `.item()`, `.tolist()`, `jax.device_get`, `print` of it
     (directly, or formatted by an f-string, `str.format` or `%`), `str.format` of it, and
     `str(x)` / `repr(x)` of it kept or used elsewhere than in `print` or an error's message.
-    Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's.
+    Logging and metrics calls (`logging.info`, `wandb.log`...) are JF103's, and text that goes
+    straight into a write to a file (`log.write("loss " + str(loss))`) is JF101's: one bug,
+    one finding.
 
     A NumPy array indexed by a traced value (`TABLE[i]`, `COUNTS[i] = 1.0`; `TABLE` made by
     NumPy where the analysis sees it) or given one (`TABLE[0] = x.sum()`) is reported too:
@@ -359,9 +362,12 @@ class HostConversionInTraced(Rule):
     # ----- what is reported -----------------------------------------------------------------
 
     def _reported(self, call: cst.Call) -> _Finding | None:
-        """The finding at `call`, unless logging or a `try:` around it handles it."""
+        """The finding at `call`, unless logging or a `try:` around it handles it, or it makes
+        the text a write to a file gets (JF101 reports the write)."""
         found = self._finding(call)
         if found is None or self._in_logging_call(call) or self._error_caught(call):
+            return None
+        if found.text and written_as_text(self.traced, self.qualified_names, call):
             return None
         return found
 
@@ -414,10 +420,10 @@ class HostConversionInTraced(Rule):
             )
             return _Finding("print", problem, "use `jax.debug.print`", self._print_fix(call))
         if name == "builtins.format" and self._any_traced(call) and not self._in_print(call):
-            return _Finding("format", _FORMATS, _FORMAT_ADVICE)
+            return _Finding("format", _FORMATS, _FORMAT_ADVICE, text=True)
         if name in TEXT_BUILTINS and self._texts_traced(call):
             fix, advice = self._hoisted(call, _FORMAT_ADVICE)
-            return _Finding(name.removeprefix("builtins."), _TEXT, advice, fix)
+            return _Finding(name.removeprefix("builtins."), _TEXT, advice, fix, text=True)
         if not isinstance(call.func, cst.Attribute):
             return None
         return self._method(call, call.func)
@@ -518,7 +524,7 @@ class HostConversionInTraced(Rule):
             and not self._in_print(call)
             and not self.traced.raising(call)
         ):
-            return _Finding("str.format", _FORMATS, _FORMAT_ADVICE)
+            return _Finding("str.format", _FORMATS, _FORMAT_ADVICE, text=True)
         return None
 
     def prepare(self) -> None:
@@ -870,6 +876,7 @@ class _Finding:
     problem: str
     advice: str
     fix: Fix | None = None
+    text: bool = False  # the tracer made into text (`str(x)`, `"{}".format(x)`)
 
 
 _ARRAY_ERROR = "TracerArrayConversionError"

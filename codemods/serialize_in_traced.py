@@ -16,6 +16,7 @@ from jaxfix.models.sinks import FIRST, Payload, Sink, SinkKind, names_of, rows
 from jaxfix.returns import DUMPS, returned
 from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.syntax import calls_in, payload_of, source_of
+from jaxfix.text_files import FILE_WRITERS, TEXT_FILES, opened_in_view
 from jaxfix.tracing import Statement
 
 # What a checkpointer's `save` writes.
@@ -89,13 +90,11 @@ SINKS = (
         for name in ("builtins.open", "io.open")
     ),
 )
-# Files, whose writes take text: text made from a tracer (`f"{loss}"`, `str(loss)`, `"%s" %
-# loss`) holds the tracer's name. `write` is too common a name to anchor on any receiver: the
-# first pass looks where traced code opens a file, or where a top-level `LOG = open(...)` or a
-# `with open(...) as log:` around a traced closure is written to (`MADE`, `BOUND`), and the
-# rule reports only there (`_opened_in_view`).
-TEXT_FILES = frozenset({"builtins.open", "io.open"})
-FILE_WRITERS = frozenset({"write", "writelines"})
+# Files (`TEXT_FILES`), whose writes take text: text made from a tracer (`f"{loss}"`,
+# `str(loss)`, `"%s" % loss`) holds the tracer's name. `write` is too common a name to anchor on
+# any receiver: the first pass looks where traced code opens a file, or where a top-level
+# `LOG = open(...)` or a `with open(...) as log:` around a traced closure is written to (`MADE`,
+# `BOUND`), and the rule reports only there (`jaxfix.text_files.opened_in_view`).
 # Writers that write `str()` of what they are given, or text: the tracer's name, silently.
 FORMATTING = TEXT_FILES | {"csv.DictWriter", "csv.writer"}
 TO_TEXT = frozenset({"builtins.str", "builtins.repr", "builtins.format"})
@@ -340,29 +339,10 @@ class SerializeInTraced(Rule):
             row = self._checkpointer(func.value)
             if row is None or func.attr.value not in _writers(row):
                 return None
-            if row.callable in TEXT_FILES and not self._opened_in_view(func.value):
+            if row.callable in TEXT_FILES and not opened_in_view(self.traced, func.value):
                 return None
             return source_of(func), row.callable, payload_of(call, row.payload or SAVED)
         return None
-
-    def _opened_in_view(self, file: cst.BaseExpression) -> bool:
-        """A file that traced code opens (`with open(p) as f:`, `open(p).write(...)`), that a
-        `with open(p) as f:` of a function around the traced one opens, or that one top-level
-        `LOG = open(p)` opens: where the first pass looks for writes."""
-        if isinstance(file, cst.Call):
-            return True
-        bindings = self.traced.assignments(file) if isinstance(file, cst.Name) else []
-        for binding in bindings:
-            target = self.traced.parent(binding.node)
-            binder = self.traced.parent(target) if target is not None else None
-            if isinstance(binder, cst.WithItem) and isinstance(binder.item, cst.Call):
-                continue
-            if not isinstance(binder, cst.Assign):
-                return False
-            at_top = len(bindings) == 1 and self.traced.at_top_level(binder)
-            if not (self.traced.context_of(binder.value) or at_top):
-                return False
-        return bool(bindings)
 
     def _checkpointer(self, receiver: cst.BaseExpression) -> Sink | None:
         """The row of `ocp.StandardCheckpointer()` or `sqlite3.connect(...)`, called there or
