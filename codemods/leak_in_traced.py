@@ -52,7 +52,8 @@ class LeakInTraced(Rule):
     and traced values passed to a logger (`logging.info`, `logging.getLogger(...)` loggers,
     also kept in `self.log` by the class, `wandb.log`, `writer.add_scalar`, `log_metrics`).
     A list or dict the traced function creates itself is not reported, nor are Flax NNX, Flax
-    linen, Equinox and Haiku modules' own attributes.
+    linen, Equinox and Haiku modules' own attributes. A conversion that raises on a tracer
+    (`HISTORY.append(float(loss))`, `.item()`) stores nothing: it is JF104's.
 
     ## Why is this bad?
     Inside the trace an array is a `Tracer`, an abstract value without data, valid only while

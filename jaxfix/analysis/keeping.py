@@ -30,6 +30,9 @@ _BUILTINS = frozenset(dir(builtins))
 # conversions, which fail on a tracer: the statement fails at once).
 ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.")
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.complex", "builtins.str"})
+# Those that raise on a tracer (`ConcretizationTypeError`), and the array methods that do.
+RAISING_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.complex"})
+RAISING_METHODS = frozenset({"item"})
 NOT_ARRAYS = frozenset({"tobytes", "dumps", "tolist"})  # methods of arrays that return none
 CONTAINER_MAKERS = frozenset(
     {"builtins.list", "builtins.dict", "builtins.set"}
@@ -114,29 +117,31 @@ class Keeping:
 
     # ----- values ------------------------------------------------------------------------
 
-    def leaks(self, node: ast.expr, fid: str) -> bool:
+    def leaks(self, node: ast.expr, fid: str, raising: bool = True) -> bool:
         """`node` is an array (or holds one) of the trace, as far as the syntax shows: a traced
         name, an operation on one, or a call of jax's array functions or an array's methods.
         What an unknown function returns may be static (a tree structure, a string made during
-        `eval_shape`), and a serialization is another rule's: neither counts."""
+        `eval_shape`), and a serialization is another rule's: neither counts. Without
+        `raising`, neither does a conversion that raises on a tracer (`float(loss)`,
+        `loss.item()`): what it would give is never stored, the conversion fails first."""
         if isinstance(node, ast.Name | ast.Attribute):
             return self.is_traced(node, fid)
         if isinstance(node, ast.Call):
             return (
-                self._array_call(node, fid)
+                self._array_call(node, fid, raising)
                 or self._record_of_traced(node, fid)
-                or self._formats_leaking(node, fid)
+                or self._formats_leaking(node, fid, raising)
             )
         if isinstance(node, ast.Subscript):
-            return self.leaks(node.value, fid)
+            return self.leaks(node.value, fid, raising)
         if isinstance(node, ast.JoinedStr):
             formatted = (v.value for v in node.values if isinstance(v, ast.FormattedValue))
-            return any(self.leaks(value, fid) for value in formatted)
+            return any(self.leaks(value, fid, raising) for value in formatted)
         if isinstance(node, (ast.Lambda, ast.Constant, *_COMPREHENSIONS)):
             return False
-        return any(self.leaks(part, fid) for part in _operands(node))
+        return any(self.leaks(part, fid, raising) for part in _operands(node))
 
-    def _formats_leaking(self, call: ast.Call, fid: str) -> bool:
+    def _formats_leaking(self, call: ast.Call, fid: str, raising: bool) -> bool:
         """`"loss {}".format(loss)`: the text of a tracer, as `str(loss)` and an f-string."""
         func = call.func
         return (
@@ -144,7 +149,7 @@ class Keeping:
             and func.attr == "format"
             and isinstance(func.value, ast.Constant)
             and isinstance(func.value.value, str)
-            and any(self.leaks(_unstarred(arg), fid) for arg in call_arguments(call))
+            and any(self.leaks(_unstarred(arg), fid, raising) for arg in call_arguments(call))
         )
 
     def is_traced(self, node: ast.AST, fid: str) -> bool:
@@ -156,16 +161,19 @@ class Keeping:
         value = self.module.value_of(call)
         return value is not None and value.fields is not None and self.is_traced(call, fid)
 
-    def _array_call(self, call: ast.Call, fid: str) -> bool:
+    def _array_call(self, call: ast.Call, fid: str, raising: bool) -> bool:
         func = call.func
         name = self.full_name(func, fid)
         if name is not None:
-            array = name.startswith(ARRAY_NAMESPACES) or name in CONVERSIONS
-            return array and any(self.leaks(_unstarred(arg), fid) for arg in call_arguments(call))
+            converts = name in CONVERSIONS and (raising or name not in RAISING_CONVERSIONS)
+            array = name.startswith(ARRAY_NAMESPACES) or converts
+            arguments = call_arguments(call)
+            return array and any(self.leaks(_unstarred(arg), fid, raising) for arg in arguments)
         return (
             isinstance(func, ast.Attribute)
             and func.attr not in NOT_ARRAYS
-            and self.leaks(func.value, fid)
+            and (raising or func.attr not in RAISING_METHODS)
+            and self.leaks(func.value, fid, raising)
         )
 
     # ----- writes ------------------------------------------------------------------------
@@ -180,7 +188,7 @@ class Keeping:
             target, value = statement.target, statement.value
         else:
             return None
-        if not self.leaks(value, fid):
+        if not self.leaks(value, fid, raising=False):
             return None
         if isinstance(target, ast.Name):
             found = self.outliving(target, fid)
@@ -214,7 +222,7 @@ class Keeping:
                 return None
         else:
             return None
-        if not any(self.leaks(payload, fid) for payload in payloads):
+        if not any(self.leaks(payload, fid, raising=False) for payload in payloads):
             return None
         return self.outliving(func.value, fid)
 
