@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -41,7 +40,11 @@ MAX_FIX_PASSES = 10
 # transforms trace too): such files are only parsed by CPython, so that a syntax error is
 # reported in every file (as Ruff does), and never analysed.
 PREFILTER = ("jax", "equinox", "flax", "haiku", "optax")
-_WORD = re.compile(r"\w+")
+# Each byte that is no part of an ASCII word, as a space (see `_words_in`).
+_NOT_WORD = bytes(
+    byte if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) == "_") else 32
+    for byte in range(256)
+)
 
 
 class FixError(Exception):
@@ -128,14 +131,17 @@ def _anchored_rules(text: str, rules: Sequence[RuleRef], options: Options) -> li
 
 
 @functools.lru_cache(maxsize=2)
-def _words_in(text: str) -> frozenset[str]:
+def _words_in(text: str) -> frozenset[bytes]:
     """The words of `text`, read once for every rule's anchors (up to a thousand) and for
-    both gates a check asks (`applicable_rules`, `_follows_calls`)."""
-    return frozenset(_WORD.findall(text))
+    both gates a check asks (`applicable_rules`, `_follows_calls`): its bytes split at every
+    byte that is no part of an ASCII word, in a third of the time a regular expression takes. A
+    non-ASCII letter splits a word (`édumps` gives `dumps`): a word too many only lets the
+    rules look at the file."""
+    return frozenset(text.encode("utf-8", "surrogatepass").translate(_NOT_WORD).split())
 
 
 def _mentions(
-    text: str, mentioned: frozenset[str], names: frozenset[str], fragments: frozenset[str]
+    text: str, mentioned: frozenset[bytes], names: frozenset[bytes], fragments: frozenset[str]
 ) -> bool:
     """Whether `text` names one of `names` (one of its `mentioned` words) or holds one of
     `fragments`."""
@@ -147,12 +153,12 @@ def _anchors(rule: RuleRef, options: Options) -> frozenset[str]:
 
 
 @functools.cache
-def _words(anchors: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+def _words(anchors: frozenset[str]) -> tuple[frozenset[bytes], frozenset[str]]:
     """What the text of a file where a rule fires must contain: one of its anchors' last
     names, as a word, or, for an anchor that stands for syntax, one of the fragments that
     syntax needs (`{`, `static_arg` of `static_argnums`)."""
     names = frozenset(
-        _last_name(anchor) for anchor in anchors if anchor not in candidates.SYNTAX_ANCHORS
+        _last_name(anchor).encode() for anchor in anchors if anchor not in candidates.SYNTAX_ANCHORS
     )
     fragments = frozenset(
         part for anchor in anchors for part in candidates.SYNTAX_ANCHORS.get(anchor, ())

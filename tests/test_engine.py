@@ -515,6 +515,9 @@ def test_a_store_alone_passes_the_text_prefilter_of_a_stores_rule() -> None:
         ("import jax\nmemo = collections.defaultdict(list)\n", "JF106", True),  # a fragment
         ("import jax\nf = jax.jit(g, static_argnames='n')\n", "JF106", True),
         ("import jax\nx = 1\n", "JF106", False),
+        ("import jax\nblob = pickle.dumps_all\n", "JF101", False),  # a word goes on after `_`
+        ("import jax\nblob = pickle.dumpsé\n", "JF101", True),  # a non-ASCII letter ends it
+        ("import jax\nblob = pickle.dumps  # é\n", "JF101", True),
     ],
 )
 def test_a_rule_runs_where_the_text_names_one_of_its_anchors(
