@@ -22,6 +22,7 @@ from jaxfix.diagnostic import Diagnostic
 from jaxfix.edits import EditsWanted
 from jaxfix.options import DEFAULT, Options
 from jaxfix.outcome import Outcome
+from jaxfix.project import ModuleFacts
 from jaxfix.stamps import digest
 
 # Rounds of re-analysis for tracing across modules: a call chain through more modules than
@@ -393,6 +394,9 @@ class _Analyser:
     cache: Cache | None
     progress: Progress | None = None
     contents: dict[Path, str | None] = dataclasses.field(default_factory=dict)
+    # What each file's tree tells the other modules, from its first round: a later round's
+    # analysis notes only its traced calls (`jaxfix.engine`), and its outcome gets the rest.
+    noted: dict[Path, ModuleFacts] = dataclasses.field(default_factory=dict)
 
     def outcomes(self, tasks: dict[int, tuple[Path, Job]]) -> dict[int, Outcome]:
         """The outcome of each task, from the cache when it holds it."""
@@ -418,6 +422,12 @@ class _Analyser:
                 cache.store(path, job.key(), outcome.digest, outcome.diagnostics, outcome.facts)
             self._saw(path, outcome.digest)
             done[index] = outcome
+        for index, (path, job) in tasks.items():
+            facts = done[index].facts
+            if not job.options.entries:
+                self.noted[path] = facts
+            elif path in self.noted:
+                done[index].facts = project.with_tree_facts(facts, self.noted[path])
         return done
 
     def record(

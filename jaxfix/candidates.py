@@ -653,16 +653,17 @@ def collect(
     """The file's candidates, from one walk over it; `transforms` are the full names of the
     functions that trace what they receive. Without `everything`, the bodies of functions the
     analysis does not find traced (nor holding one) are skipped: enough for rules that report
-    in traced code only. A whole walk is kept for the next analysis of the same tree."""
+    in traced code only. A whole walk is kept for the next analysis of the same tree, and
+    serves it whether or not it asks for `everything`."""
     global _last_walk
+    key = frozenset(transforms)
+    last = _last_walk
+    if last is not None and last[0] is tree and last[1] == key:  # whole: enough for any
+        return replace(last[2], analysed=analysed, _traced=None)
     if not everything:
         return _walk(
             tree, analysed, transforms, analysed.traced_function_nodes(with_enclosing=True)
         )
-    key = frozenset(transforms)
-    last = _last_walk
-    if last is not None and last[0] is tree and last[1] == key:
-        return replace(last[2], analysed=analysed, _traced=None)
     found = _walk(tree, analysed, transforms, None)
     _last_walk = (tree, key, found)
     return found

@@ -428,14 +428,19 @@ def _check(
     selection = _Selection(tree, analysed)
     # Call sites of other files' functions can be anywhere: the whole file is analysed.
     sliced = slicing and all(rule.anchors for rule in rules) and not options.serialized_imports
+    # What the tree tells the other modules is noted in the first round across modules; in
+    # the later ones (`options.entries`: functions other modules' traced code calls) only
+    # the calls traced code makes change (`jaxfix.batch` keeps the rest).
+    noting = follow is not None and not options.entries
     if sliced or follow is not None:
-        everything = follow is not None or not all(rule.traced_only for rule in rules)
+        everything = noting or not all(rule.traced_only for rule in rules)
         found = candidates.collect(tree, analysed, _transforms(options), everything)
-    if follow is not None:
+    if noting:
+        assert follow is not None
         _note_facts(tree, found, options.packages, follow)
-        if options.follow:
-            calls = traced_calls(analysed, follow.place, options.packages)
-            follow.facts.calls_out.extend(calls)
+    if follow is not None and options.follow:
+        calls = traced_calls(analysed, follow.place, options.packages)
+        follow.facts.calls_out.extend(calls)
     if sliced:
         by_rule = {
             rule: found.statements(

@@ -16,7 +16,7 @@ import functools
 import os
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -177,6 +177,20 @@ _SETS = (
     "decorators",
     "imported",
 )
+
+
+def with_tree_facts(facts: ModuleFacts, first: ModuleFacts) -> ModuleFacts:
+    """`facts` of a later round across modules, with what `jaxfix.engine` notes of the file's
+    tree in its first round only (the same tree: the same facts; `note_top_level`'s, cheap,
+    are noted in every round)."""
+    return replace(
+        facts,
+        anchored=set(first.anchored),
+        calls=set(first.calls),
+        wrappers=set(first.wrappers),
+        decorators=set(first.decorators),
+        imported=set(first.imported),
+    )
 
 
 def note_top_level(tree: ast.Module, facts: ModuleFacts) -> None:

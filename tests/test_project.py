@@ -493,6 +493,24 @@ def test_call_sites_in_another_module_are_rewritten_with_the_function(
     assert found(invoke("check", "--no-cache", str(root)), root) == []
 
 
+def test_a_module_traced_from_another_keeps_its_call_sites_of_a_third(tmp_path: Path) -> None:
+    """`use.py` is analysed again in a round across modules (`run.py`'s traced code calls its
+    `helper`); what its tree tells the run, its import of `encode`, is noted in its first
+    round only and must reach the step that finds the call sites a JF107 fix rewrites."""
+    used = caller("blob = encode(jnp.ones(2))")
+    used += "\n\ndef helper(x):\n    print(x.shape)\n    return x * 2\n"
+    runner = "import jax\nfrom pkg.use import helper\n\n\n@jax.jit\ndef step(x):\n"
+    runner += "    return helper(x)\n"
+    root = encoder_project(tmp_path, used, **{"pkg/run.py": runner})
+    checked = invoke("check", "--no-cache", str(root))
+    assert found(checked, root) == ["pkg/enc.py:8 JF107", "pkg/use.py:6 JF107"]
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    assert (
+        "blob = pickle.dumps(jax.device_get(encode(jnp.ones(2))))"
+        in (root / "pkg" / "use.py").read_text()
+    )
+
+
 @pytest.mark.parametrize(
     ("files", "why"),
     [
