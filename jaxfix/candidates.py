@@ -406,6 +406,8 @@ class Candidates:
     ) -> bool:
         """Whether `site` may hash a tracer (see `_variable`); with `traced`, only one the
         analysis finds traced there, as the rule asks (`jaxfix.analysis.keys`)."""
+        if isinstance(site, ast.Call) and not self._may_hash(site.func):
+            return False  # most sites: a call of no hashing function
         loops = self._own_loop_names(owner)
         keys = self._analysis().keys if traced else None
         fid = self._fid(owner) if keys is not None else None
@@ -465,14 +467,24 @@ class Candidates:
                 return True
             entered = keys is None or fid is None or keys.entered(fid)
             return entered and site in self._analysis().static_given_traced()
-        # By name or through an import: `x.at[i].set(v)` is no `set(...)`.
-        named = {func.id} if isinstance(func, ast.Name) else set()
-        callees = (
-            {n.rsplit(".", 1)[-1] for n in self._full_names(func)} | named
-        ) & _HASHING_CALLEES
+        callees = self._hashing_callees(func)
         if callees == {"hash"}:
             return first is not None and variable(first, loops)
         return bool(callees) and first is not None and element(first)
+
+    def _may_hash(self, func: ast.expr) -> bool:
+        """Whether a call of `func` may hash its argument (the cheap part of `_hashes`)."""
+        if isinstance(func, ast.Attribute) and func.attr in _KEY_METHODS:
+            return True
+        if isinstance(func, ast.Name) and func.id in self.static_jitted:
+            return True
+        return bool(self._hashing_callees(func))
+
+    def _hashing_callees(self, func: ast.expr) -> set[str]:
+        """The hashing builtins (`_HASHING_CALLEES`) `func` may be, by name or through an
+        import: `x.at[i].set(v)` is no `set(...)`."""
+        named = {func.id} if isinstance(func, ast.Name) else set()
+        return ({n.rsplit(".", 1)[-1] for n in self._full_names(func)} | named) & _HASHING_CALLEES
 
     def _variable(self, key: ast.expr, loops: set[str]) -> bool:
         """Whether a key may be a tracer: not a constant, not a name `loops` bind (nor their
