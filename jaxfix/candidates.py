@@ -131,7 +131,6 @@ class _TreeMemo:
     made_at_top: dict[str, frozenset[str]] | None = None  # see `_made_at_top`
     entered: dict[int, dict[str, set[str]]] = field(default_factory=dict)  # see `_entered_in`
     full_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # `_full_names`
-    anywhere: dict[frozenset[str], set[int]] = field(default_factory=dict)  # by the anchors
     loop_names: dict[_Function, set[str]] = field(default_factory=dict)  # `_own_loop_names`
 
 
@@ -242,9 +241,7 @@ class Candidates:
                     return True
                 if bound and on_bound(call):
                     return True
-            if not traced_only:
-                return anchored(call.call.func)  # `on_outer`: see `anywhere`'s caller
-            if call.owner in traced and given is None:
+            if not traced_only or (call.owner in traced and given is None):
                 return anchored_call(call)
             if call.owner not in traced or given is None:
                 return False
@@ -265,43 +262,23 @@ class Candidates:
                 return known.callee in qualified
             return anchored(call.call.func) or bool(outer and keeps_traced(call))
 
-        def anywhere() -> set[int]:
-            """What the tree alone shows, anywhere in the file (asked again in each round of
-            tracing across modules, with the same anchors: kept)."""
-            key = frozenset(anchors)
-            memo = self._tree_memo.anywhere
-            if key not in memo:
-                found = {call.statement for call in self.calls if reported_at(call)}
-                found.update(
-                    function.statement
-                    for function in self.functions
-                    if any(anchored(_decorated_by(d)) for d in function.decorators)
-                )
-                if STORES in anchors:
-                    found.update(f.statement for f in self.functions if f.stores)
-                if HASHED_KEYS in anchors:
-                    found |= self._hashing_statements(None)
-                memo[key] = found
-            return set(memo[key])
-
-        if not traced_only:
-            found = anywhere()
-            if outer:  # what the analysis decides: a method of an outer object, in a lambda
-                found.update(call.statement for call in self.calls if on_outer(call))
-        else:
-            # In traced code only, only the calls traced functions make can be reported.
-            found = {call.statement for call in self._calls_in(traced) if reported_at(call)}
-            for function in traced:
-                if any(anchored(_decorated_by(d)) for d in function.decorators) and (
-                    given is None or self._analysis().receives_traced(function.node)
-                ):
-                    found.add(function.statement)
-            if STORES in anchors:
+        # In traced code only, only the calls traced functions make can be reported.
+        calls = self._calls_in(traced) if traced_only else self.calls
+        found = {call.statement for call in calls if reported_at(call)}
+        for function in traced if traced_only else self.functions:
+            if any(anchored(_decorated_by(d)) for d in function.decorators) and (
+                not traced_only or given is None or self._analysis().receives_traced(function.node)
+            ):
+                found.add(function.statement)
+        if STORES in anchors:
+            if traced_only:
                 index = statement_index(self._analysis().tree)
                 stores = self._analysis().kept_stores()
                 found.update(i for node in stores if (i := index(node)) is not None)
-            if HASHED_KEYS in anchors:
-                found |= self._hashing_statements(traced)
+            else:
+                found.update(function.statement for function in self.functions if function.stores)
+        if HASHED_KEYS in anchors:
+            found |= self._hashing_statements(traced if traced_only else None)
         if HOST_INDEXES in anchors:
             index = statement_index(self._analysis().tree)
             analysed = self._analysis()
