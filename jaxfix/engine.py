@@ -178,26 +178,30 @@ def check_text(
     facts: ModuleFacts | None = None,
 ) -> list[Diagnostic]:
     """Findings of `rules` in `text`, less the suppressed ones; with `edits`, each fixable
-    finding (each one starting on one of the lines `edits`, when a set: a fix costs a LibCST
-    parse) carries its fix as text edits. Raises `firstpass.InvalidSource` when CPython
-    rejects the text, `libcst.ParserSyntaxError` when LibCST does. `slicing=False` analyses the
-    whole file (the same findings, slower: for tests of the first pass). With `place` (where
-    the file sits in the run), what it tells the run of the calls into the run's packages
-    (`options.packages`) is added to `facts`."""
+    finding carries its fix as text edits (a fix costs a LibCST parse). `edits` as a set of
+    lines asks for the findings starting on those lines only, an editor's quick fixes at its
+    cursor: the rules then look at the statements that hold them alone. Raises
+    `firstpass.InvalidSource` when CPython rejects the text, `libcst.ParserSyntaxError` when
+    LibCST does. `slicing=False` analyses the whole file (the same findings, slower: for tests
+    of the first pass). With `place` (where the file sits in the run), what it tells the run of
+    the calls into the run's packages (`options.packages`) is added to `facts`."""
     tree = _parse(text, filename, options, place, facts)
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
+    lines = None if isinstance(edits, bool) else edits
     if not active and follow is None:
-        return _unsuppressed(text, [], rules)
+        return _on(lines, _unsuppressed(text, [], rules))
     # Cut out as fixes need it, the rules' run can give the edits too (see `_with_edits`).
-    found, selection = _check(text, tree, active, options, slicing, follow, bool(edits))
-    diagnostics = _fixable(_unsuppressed(text, found, rules), options)
-    lines = None if edits is True else edits or frozenset()
-    if any(d.fix_safety is not None and (lines is None or d.line in lines) for d in diagnostics):
-        if lines is not None:
-            selection = selection.around(lines)
-        diagnostics = _with_edits(text, selection, diagnostics, active, filename, options, lines)
+    found, selection = _check(text, tree, active, options, slicing, follow, bool(edits), lines)
+    diagnostics = _on(lines, _fixable(_unsuppressed(text, found, rules), options))
+    if edits and any(d.fix_safety is not None for d in diagnostics):
+        diagnostics = _with_edits(text, selection, diagnostics, active, filename, options)
     return diagnostics
+
+
+def _on(lines: Collection[int] | None, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """The findings that start on one of `lines` (all, when None)."""
+    return diagnostics if lines is None else [d for d in diagnostics if d.line in lines]
 
 
 def fix_text(
@@ -253,16 +257,14 @@ def _with_edits(
     rules: Sequence[RuleRef],
     filename: str,
     options: Options,
-    lines: Collection[int] | None = None,
 ) -> list[Diagnostic]:
-    """`diagnostics` with each fix (of a finding on one of `lines`, when given) as text edits
-    of the file, the fixes applied one at a time. They are applied to a slice that holds what
-    they change and what decides their import changes (every import, every use of a name a fix
-    stops using): the whole file's edits, at the cost of a slice."""
+    """`diagnostics` with each fix as text edits of the file, the fixes applied one at a time.
+    They are applied to a slice that holds what they change and what decides their import
+    changes (every import, every use of a name a fix stops using): the whole file's edits, at
+    the cost of a slice."""
     from jaxfix import cst_run
 
-    wanted = [d for d in diagnostics if d.fix and (lines is None or d.line in lines)]
-    dropped = {name for d in wanted if d.fix for name in cst_run.names_in(d.fix.removed_nodes)}
+    dropped = {name for d in diagnostics if d.fix for name in cst_run.names_in(d.fix.removed_nodes)}
     piece = selection.slice(text, for_fixes=dropped)
     assert piece is not None, "a finding implies a statement to slice"
     checked = selection.checked
@@ -273,8 +275,7 @@ def _with_edits(
     result: list[Diagnostic] = []
     for diagnostic in diagnostics:
         fix = fixes.get(_place(diagnostic))
-        wanted_here = lines is None or diagnostic.line in lines
-        if diagnostic.fix_safety is not None and fix is not None and wanted_here:
+        if diagnostic.fix_safety is not None and fix is not None:
             new_code = cst_run.apply_fixes(wrapper, [fix], options.packages)
             _reparse(new_code, filename, [diagnostic.code])
             edits = [_edit_in_file(e, piece) for e in line_edits(piece.text, new_code)]
@@ -413,13 +414,14 @@ def _check(
     slicing: bool = True,
     follow: _FollowCalls | None = None,
     for_fixes: bool = False,
+    around: Collection[int] | None = None,
 ) -> tuple[list[Diagnostic], _Selection]:
     """Findings in the slice of `text` the rules depend on, in the file's line numbers (none,
     without LibCST, when the first pass rules them out). Their fixes refer to the slice's syntax
     tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all;
-    `for_fixes` cuts the slice as fixes need it (`firstpass.relevant_slice`). With `follow`, the
-    calls traced code makes into the run's packages are added to `follow.calls_out` (from the
-    analysis, without LibCST)."""
+    `for_fixes` cuts the slice as fixes need it (`firstpass.relevant_slice`); `around`, to the
+    statements that hold those lines. With `follow`, the calls traced code makes into the
+    run's packages are added to `follow.calls_out` (from the analysis, without LibCST)."""
     try:
         analysed = analyse_file(tree, text, _transforms(options), options.entries)
     except RecursionError:
@@ -457,6 +459,9 @@ def _check(
         users_of = set().union(*(by_rule[rule] for rule in rules if rule.reads_users))
         script = any(by_rule[rule] for rule in rules if rule.reads_after_calls)
         selection = _Selection(tree, analysed, seeds, found.bindings, users_of, script)
+        if around is not None:
+            selection = selection.around(around)
+            rules = [rule for rule in rules if by_rule[rule] & (selection.seeds or set())]
     if not rules:
         return [], selection
     piece = selection.slice(text, for_fixes=() if for_fixes else None)

@@ -382,6 +382,41 @@ async def test_fix_all_only_when_asked_for_and_never_unsafe(client: Client, tmp_
     close_document(client, uri)
 
 
+MIXED = """\
+import functools
+
+import jax
+
+
+@functools.lru_cache
+@jax.jit
+def f(x):
+    return x + 1
+
+
+@jax.jit
+def g(x):
+    if bool(x > 0):
+        return x
+    return -x
+"""
+
+
+@asyncio_module
+async def test_a_range_with_fixable_and_unfixable_findings_offers_each_its_actions(
+    client: Client, tmp_path: Path
+) -> None:
+    """The fixes' edits are computed for the fixable finding's line only; the other finding in
+    the range keeps its suppression."""
+    uri = uri_of(tmp_path)
+    found = await opened(client, uri, MIXED)
+    assert sorted(str(d.code) for d in found) == ["JF102", "JF104"]
+    titles = [a.title for a in await code_actions(client, uri, whole(MIXED), ["quickfix"])]
+    assert titles[0].startswith("jaxfix (JF102): Remove the cache decorator")
+    assert titles[1:] == ["Suppress JF102 on this line", "Suppress JF104 on this line"]
+    close_document(client, uri)
+
+
 @asyncio_module
 async def test_suppress_on_this_line(client: Client, tmp_path: Path) -> None:
     uri = uri_of(tmp_path)

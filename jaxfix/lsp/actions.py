@@ -62,6 +62,16 @@ def touching(
     return [d for d in findings if overlaps(target.shown(d).range, where)]
 
 
+def with_fixes(here: Sequence[Diagnostic], fixed: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """The findings `here`, each replaced by its copy in `fixed` (with its fix's edits)."""
+    by_place = {_place(d): d for d in fixed}
+    return [by_place.get(_place(d), d) for d in here]
+
+
+def _place(d: Diagnostic) -> tuple[str, int, int, int, int, str]:
+    return (d.code, d.line, d.column, d.end_line, d.end_column, d.message)
+
+
 def line_actions(here: Sequence[Diagnostic], target: Target) -> list[types.CodeAction]:
     """The quick fixes of the findings `here` (those whose edits were computed), then one
     suppression for each code on each of their lines."""

@@ -77,8 +77,8 @@ class FixRequest:
 
 
 def with_edits(request: FixRequest) -> tuple[Diagnostic, ...]:
-    """The findings of the snapshot's text, the fixes of those the request names with their
-    edits; none when the text cannot be analysed (never a fix computed for another text)."""
+    """The findings that start on the lines the request names, with their fixes' edits; none
+    when the text cannot be analysed (never a fix computed for another text)."""
     job, _ = _job(request.snapshot, fix=False, edits=request.lines)
     outcome = _run(request.snapshot, job)
     return () if outcome.error else tuple(outcome.diagnostics)

@@ -259,8 +259,8 @@ async def code_action(
         here = actions.touching(checked.diagnostics, params.range, target)
         lines = frozenset(d.line for d in here if d.fix_safety is not None)
         if lines:
-            fixes = await ls.fixes.get(FixRequest(snapshot, lines))
-            here = actions.touching(fixes, params.range, target)
+            fixes = await ls.fixes.get(FixRequest(snapshot, lines))  # those lines' findings
+            here = actions.with_fixes(here, fixes)
         found += await asyncio.to_thread(actions.line_actions, here, target)
     if only is not None and actions.wanted(actions.FIX_ALL, only):
         new_text = await ls.fixed.get(snapshot)
