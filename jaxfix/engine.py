@@ -188,7 +188,7 @@ def check_text(
     tree = _parse(text, filename, options, place, facts)
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
-    lines = None if isinstance(edits, bool) else edits
+    lines = edits if isinstance(edits, frozenset) and edits else None  # empty: no edits
     if not active and follow is None:
         return _on(lines, _unsuppressed(text, [], rules))
     # Cut out as fixes need it, the rules' run can give the edits too (see `_with_edits`).

@@ -393,6 +393,7 @@ def test_edits_asked_for_one_line_are_those_of_that_finding(case: Case) -> None:
     for line in {d.line for d in every if d.edits}:
         some = check_text(text, RULES, edits=frozenset({line}))
         assert some == [d for d in every if d.line == line]
+    assert check_text(text, RULES, edits=frozenset()) == [replace(d, edits=()) for d in every]
 
 
 UNRELATED_READ = textwrap.dedent("""\
