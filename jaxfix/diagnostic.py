@@ -61,6 +61,12 @@ class Diagnostic:
     edits: tuple[TextEdit, ...] = ()
     fix: Fix | None = field(default=None, compare=False, repr=False)
 
+    @property
+    def place(self) -> tuple[str, int, int, int, int, str]:
+        """What identifies the finding in one text, whatever its fix and edits: the same
+        finding from another run over the text (a slice's, with or without edits)."""
+        return (self.code, self.line, self.column, self.end_line, self.end_column, self.message)
+
     def portable(self) -> Diagnostic:
         """This finding without its LibCST fix: picklable, and cheap to keep."""
         return dataclasses.replace(self, fix=None) if self.fix is not None else self

@@ -271,10 +271,10 @@ def _with_edits(
     if checked is None or checked.piece.text != piece.text:  # else the check saw this slice
         checked = cst_run.run_on(text, piece, rules, options, None, selection.analysed)
     piece, found, wrapper = checked.piece, checked.found, checked.wrapper
-    fixes = {_place(_in_file(d, piece)): d.fix for d in found if d.fix is not None}
+    fixes = {_in_file(d, piece).place: d.fix for d in found if d.fix is not None}
     result: list[Diagnostic] = []
     for diagnostic in diagnostics:
-        fix = fixes.get(_place(diagnostic))
+        fix = fixes.get(diagnostic.place)
         if diagnostic.fix_safety is not None and fix is not None:
             new_code = cst_run.apply_fixes(wrapper, [fix], options.packages)
             _reparse(new_code, filename, [diagnostic.code])
@@ -309,10 +309,6 @@ def _edit_in_file(edit: TextEdit, piece: firstpass.Slice) -> TextEdit:
             else piece.file_line(edit.end_line)
         )
     return dataclasses.replace(edit, line=line, end_line=end_line)
-
-
-def _place(d: Diagnostic) -> tuple[str, int, int, int, int, str]:
-    return (d.code, d.line, d.column, d.end_line, d.end_column, d.message)
 
 
 def _fixable(diagnostics: list[Diagnostic], options: Options) -> list[Diagnostic]:

@@ -382,24 +382,7 @@ async def test_fix_all_only_when_asked_for_and_never_unsafe(client: Client, tmp_
     close_document(client, uri)
 
 
-MIXED = """\
-import functools
-
-import jax
-
-
-@functools.lru_cache
-@jax.jit
-def f(x):
-    return x + 1
-
-
-@jax.jit
-def g(x):
-    if bool(x > 0):
-        return x
-    return -x
-"""
+MIXED = CACHED + "\n\n@jax.jit\ndef g(x):\n    if bool(x > 0):\n        return x\n    return -x\n"
 
 
 @asyncio_module

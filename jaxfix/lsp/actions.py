@@ -64,12 +64,8 @@ def touching(
 
 def with_fixes(here: Sequence[Diagnostic], fixed: Sequence[Diagnostic]) -> list[Diagnostic]:
     """The findings `here`, each replaced by its copy in `fixed` (with its fix's edits)."""
-    by_place = {_place(d): d for d in fixed}
-    return [by_place.get(_place(d), d) for d in here]
-
-
-def _place(d: Diagnostic) -> tuple[str, int, int, int, int, str]:
-    return (d.code, d.line, d.column, d.end_line, d.end_column, d.message)
+    by_place = {d.place: d for d in fixed}
+    return [by_place.get(d.place, d) for d in here]
 
 
 def line_actions(here: Sequence[Diagnostic], target: Target) -> list[types.CodeAction]:
