@@ -161,7 +161,9 @@ class ModuleFacts:
             calls={(a, b) for a, b in data["calls"]},
             wrappers=set(data["wrappers"]),
             decorators=set(data["decorators"]),
-            calls_out=[TracedCall(c["target"], _entry(c["entry"])) for c in data["calls_out"]],
+            calls_out=[
+                TracedCall(c["target"], entry_from_plain(c["entry"])) for c in data["calls_out"]
+            ],
             imported={(a, b) for a, b in data["imported"]},
             serialized_returns=[SerializedReturn(**r) for r in data["serialized_returns"]],
             call_sites=dict(data["call_sites"]),
@@ -205,7 +207,8 @@ def note_top_level(tree: ast.Module, facts: ModuleFacts) -> None:
                 facts.reexports[alias.asname or alias.name] = f"{module}{joiner}{alias.name}"
 
 
-def _entry(data: dict[str, Any]) -> Entry:
+def entry_from_plain(data: dict[str, Any]) -> Entry:
+    """An `Entry` from `dataclasses.asdict`'s plain values (the cache's)."""
     return Entry(
         data["function"],
         tuple(data["positions"]),
@@ -321,20 +324,19 @@ class ProjectIndex:
     def reaching_anchors(self, facts: Mapping[Path, ModuleFacts]) -> set[tuple[Path, str]]:
         """The functions that call an anchor of a rule, themselves or through functions of
         the run they call: only calls to these can make a finding elsewhere."""
+        callers: dict[tuple[Path, str], list[tuple[Path, str]]] = defaultdict(list)
+        for path, fact in facts.items():
+            for name, target in fact.calls:
+                found = self.definition(target)
+                if found is not None:
+                    callers[found].append((path, name))
         reached = {(path, name) for path, fact in facts.items() for name in fact.anchored}
-        callers = [
-            ((path, name), found)
-            for path, fact in facts.items()
-            for name, target in fact.calls
-            if (found := self.definition(target)) is not None
-        ]
-        grew = True
-        while grew:
-            grew = False
-            for caller, callee in callers:
-                if callee in reached and caller not in reached:
+        todo = list(reached)
+        while todo:  # up the call graph, each function once
+            for caller in callers.get(todo.pop(), ()):
+                if caller not in reached:
                     reached.add(caller)
-                    grew = True
+                    todo.append(caller)
         return reached
 
     def entries(self, calls: Iterable[TracedCall]) -> dict[Path, tuple[Entry, ...]]:
