@@ -14,10 +14,10 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from jaxfix import project
-from jaxfix.cache import Cache
+from jaxfix.cache import Cache, RunRecord
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.edits import EditsWanted
 from jaxfix.options import DEFAULT, Options
@@ -121,12 +121,16 @@ def _run(
     outcomes = _replayed(cache, key, tasks, progress) if cache is not None and replay else None
     if outcomes is None:
         analyser = _Analyser(jobs, cache, progress)
-        outcomes = analyser.outcomes(tasks)
-        if packages:
-            run = project.ProjectIndex(places, {tasks[i][0]: o.facts for i, o in outcomes.items()})
-            _apply_project_wrappers(run, tasks, outcomes, analyser)
-            _trace_across_modules(run, tasks, outcomes, packages, analyser)
-            _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
+        if cache is not None and replay:
+            outcomes = _replayed_around_edits(cache, key, tasks, analyser)
+        if outcomes is None:
+            outcomes = analyser.outcomes(tasks)
+            if packages:
+                facts = {tasks[i][0]: o.facts for i, o in outcomes.items()}
+                run = project.ProjectIndex(places, facts)
+                _apply_project_wrappers(run, tasks, outcomes, analyser)
+                _trace_across_modules(run, tasks, outcomes, packages, analyser)
+                _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
         analyser.record(key, tasks, outcomes)
     return outcomes, tasks
 
@@ -174,6 +178,53 @@ def _replayed(
         index: Outcome(str(path), diagnostics=diagnostics)
         for (index, (path, _)), diagnostics in zip(tasks.items(), found, strict=True)
     }
+
+
+def _replayed_around_edits(
+    cache: Cache, key: str, tasks: dict[int, tuple[Path, Job]], analyser: _Analyser
+) -> dict[int, Outcome] | None:
+    """The outcomes of the latest run of `key` after some files were edited, when each edited
+    file, analysed again in each of its rounds of that run, tells the run what it told it
+    then: no other file's job can change, and the other files' findings are replayed without
+    reading their results or tracing across modules again. None (a whole run is needed) when
+    some edited file tells the run something else, or has a round that cannot be replayed."""
+    run = cache.run(key)
+    if run is None or any(job.fix for _, job in tasks.values()):
+        return None
+    edited: dict[int, list[tuple[Job, str]]] = {}  # each round's job and what it told the run
+    for n, (index, (path, job)) in enumerate(tasks.items()):
+        if cache.digest(path) == run.digests[n]:
+            continue
+        replays = []
+        for r, (job_key, told) in enumerate(run.rounds[n]):
+            again = job if r == 0 else _job_of_round(job, cache.options(path, job_key))
+            if again is None or again.key() != job_key:
+                return None
+            replays.append((again, told))
+        if not replays:
+            return None
+        edited[index] = replays
+    if not edited:
+        return None
+    outcomes: dict[int, Outcome] = {}
+    for r in range(max(map(len, edited.values()))):
+        now = {i: (tasks[i][0], done[r][0]) for i, done in edited.items() if r < len(done)}
+        for i, outcome in analyser.outcomes(now).items():
+            told = analyser.rounds[now[i][0]][-1][1]
+            if not told or told != edited[i][r][1]:  # "": not stored (an error)
+                analyser.rounds.clear()  # the whole run notes them again
+                return None
+            outcomes[i] = outcome
+    for i, done in edited.items():
+        tasks[i] = (tasks[i][0], done[-1][0])
+    for n, (index, (path, _)) in enumerate(tasks.items()):
+        if index not in outcomes:
+            outcomes[index] = Outcome(str(path), diagnostics=run.findings[n])
+            analyser.replayed(path, run.digests[n], run.rounds[n])
+    if analyser.progress is not None:
+        analyser.progress.more(len(tasks) - len(edited))
+        analyser.progress.done(len(tasks) - len(edited))
+    return outcomes
 
 
 def _apply_project_wrappers(
@@ -388,12 +439,16 @@ def _with_project(
 class _Analyser:
     """How the files of a run are analysed: by `jobs` workers, through the cache, each file
     reported to `progress` as it completes. It notes the content each file had in each
-    round (None for a file that changed during the run), for the cache's record of the run."""
+    round (None for a file that changed during the run) and the rounds each was analysed in,
+    for the cache's record of the run."""
 
     jobs: int
     cache: Cache | None
     progress: Progress | None = None
     contents: dict[Path, str | None] = dataclasses.field(default_factory=dict)
+    # Each file's rounds: the key of each job it was analysed with, in turn, and the digest of
+    # what that analysis told the run ("" when it was not stored).
+    rounds: dict[Path, list[tuple[str, str]]] = dataclasses.field(default_factory=dict)
     # What each file's tree tells the other modules, from its first round: a later round's
     # analysis notes only its traced calls (`jaxfix.engine`), and its outcome gets the rest.
     noted: dict[Path, ModuleFacts] = dataclasses.field(default_factory=dict)
@@ -407,9 +462,9 @@ class _Analyser:
         pending: dict[int, tuple[Path, Job]] = {}
         for index, (path, job) in tasks.items():
             cached = cache.lookup(path, job.key()) if cache is not None else None
-            if cache is not None and cached is not None and not job.would_fix(cached[0]):
-                done[index] = Outcome(str(path), diagnostics=cached[0], facts=cached[1])
-                self._saw(path, cache.digest(path))
+            if cache is not None and cached is not None and not job.would_fix(cached.diagnostics):
+                done[index] = Outcome(str(path), diagnostics=cached.diagnostics, facts=cached.facts)
+                self._saw(path, cache.digest(path), job, cached.told)
             else:
                 pending[index] = (path, job)
         if progress is not None and done:
@@ -418,9 +473,17 @@ class _Analyser:
             return done  # the engine (and LibCST) is never imported
         analysed = _analyse(list(pending.values()), self.jobs, progress)
         for (index, (path, job)), outcome in zip(pending.items(), analysed, strict=True):
+            told = ""
             if cache is not None and outcome.digest and not outcome.error and not outcome.new_text:
-                cache.store(path, job.key(), outcome.digest, outcome.diagnostics, outcome.facts)
-            self._saw(path, outcome.digest)
+                told = cache.store(
+                    path,
+                    job.key(),
+                    outcome.digest,
+                    outcome.diagnostics,
+                    outcome.facts,
+                    _round_options(job),
+                )
+            self._saw(path, outcome.digest, job, told)
             done[index] = outcome
         for index, (path, job) in tasks.items():
             facts = done[index].facts
@@ -433,21 +496,52 @@ class _Analyser:
     def record(
         self, key: str, tasks: dict[int, tuple[Path, Job]], outcomes: dict[int, Outcome]
     ) -> None:
-        """Keep the run's findings in the cache, for a later run to replay, when each file was
-        read whole and unchanged all along and none was fixed or failed."""
+        """Keep the run in the cache, for a later run to replay, when each file was read whole
+        and unchanged all along and none was fixed or failed."""
         if self.cache is None:
             return
         if any(o.error or o.new_text is not None for o in outcomes.values()):
             return
-        contents = [self.contents.get(path) for path, _ in tasks.values()]
-        now = [self.cache.digest(path) for path, _ in tasks.values()]
+        paths = [path for path, _ in tasks.values()]
+        contents = [self.contents.get(path) for path in paths]
+        now = [self.cache.digest(path) for path in paths]
         if contents == now and all(contents):
             findings = [outcomes[index].diagnostics for index in tasks]
-            self.cache.record(key, [str(content) for content in contents], findings)
+            rounds = [self.rounds.get(path, []) for path in paths]
+            self.cache.record(key, RunRecord([str(c) for c in contents], findings, rounds))
 
-    def _saw(self, path: Path, content: str | None) -> None:
+    def replayed(self, path: Path, content: str, rounds: list[tuple[str, str]]) -> None:
+        """Note a file whose outcome was replayed from the latest run, with its rounds there."""
+        self.contents[path] = content
+        self.rounds[path] = list(rounds)
+
+    def _saw(self, path: Path, content: str | None, job: Job | None = None, told: str = "") -> None:
         if self.contents.setdefault(path, content) != content:
             self.contents[path] = None
+        if job is not None:
+            self.rounds.setdefault(path, []).append((job.key(), told))
+
+
+def _round_options(job: Job) -> dict[str, Any]:
+    """What the rounds across modules change in a file's job, as plain values: enough to
+    analyse the file again as that round did (`_replayed_around_edits`)."""
+    return {
+        "transforms": list(job.options.transforms),
+        "entries": [dataclasses.asdict(entry) for entry in job.options.entries],
+    }
+
+
+def _job_of_round(job: Job, options: dict[str, Any] | None) -> Job | None:
+    """The first round's `job` with the options a later round gave it (`_round_options`)."""
+    if options is None:
+        return None
+    try:
+        transforms = tuple(str(name) for name in options["transforms"])
+        entries = tuple(project.entry_from_plain(entry) for entry in options["entries"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    changed = dataclasses.replace(job.options, transforms=transforms, entries=entries)
+    return dataclasses.replace(job, options=changed)
 
 
 def _analyse(

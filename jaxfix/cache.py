@@ -5,14 +5,16 @@ JSON files per version of jaxfix's code in the cache folder (`.jaxfix_cache` in 
 directory by default):
 
 - `<code>.runs.json`, small, all that a run with nothing to analyse reads: each file's digest
-  with the size and mtime it had (`jaxfix.stamps`), the findings of the latest runs by their
-  files, jobs and contents, and the settings already validated;
+  with the size and mtime it had (`jaxfix.stamps`), the latest runs by their files and jobs
+  (each file's content, findings, and the jobs it was analysed with in turn, each with the
+  digest of what it told the run: `RunRecord`), and the settings already validated;
 - `<code>.files/<shard>.json`, read only when some file of the shard must be looked up alone:
   for each file, its findings and what it tells the run of its calls into other modules, under
-  each job it was analysed with (one per round across modules, see `jaxfix.batch`), with the
-  digest of its content. The files are spread over `SHARDS` shards by their path, so that a
-  run after a one-file edit rewrites a few small files, not the results of the whole project
-  (6 MB on the benchmark's corpus, a tenth of a second to write).
+  each job it was analysed with (one per round across modules, see `jaxfix.batch`, with what
+  that round gave it), with the digest of its content. The files are spread over `SHARDS`
+  shards by their path, so that a run after a one-file edit rewrites a few small files, not
+  the results of the whole project (6 MB on the benchmark's corpus, a tenth of a second to
+  write).
 
 Each is written atomically at the end of a run that changed it; a corrupt or foreign file is
 ignored (the run is only slower). Only files analysed without error and left unchanged are
@@ -29,6 +31,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,7 @@ from jaxfix.project import ModuleFacts
 from jaxfix.stamps import Stamps, digest
 
 DEFAULT_FOLDER = Path(".jaxfix_cache")
-FORMAT = 6
+FORMAT = 7
 SHARDS = 64
 # Results kept per file: a file that other modules concern is analysed under several jobs (alone,
 # then with what the run tells it in each round, see `jaxfix.batch`); a warm run needs them all.
@@ -63,6 +66,26 @@ def code_fingerprint() -> str:
     return digest("\n".join(parts).encode())
 
 
+@dataclass(frozen=True)
+class Cached:
+    """A file's findings under one job, what it tells the run, and the digest of that."""
+
+    diagnostics: list[Diagnostic]
+    facts: ModuleFacts
+    told: str
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run read and found: per file (in the run's order), the digest of its content,
+    its findings, and its rounds: each job it was analysed with in turn, with the digest of
+    the facts that analysis told the run (`Cached.told`)."""
+
+    digests: list[str]
+    findings: list[list[Diagnostic]]
+    rounds: list[list[tuple[str, str]]]
+
+
 class Cache:
     """The cache of one version of jaxfix's code, read at the start of a run (the files' part
     only when a file is looked up) and saved at its end."""
@@ -83,45 +106,63 @@ class Cache:
     def replay(self, key: str, paths: Sequence[Path]) -> list[list[Diagnostic]] | None:
         """The findings of each of `paths`, as the latest run of `key` (the same files with the
         same jobs) found them, if every file still holds what that run read."""
+        run = self.run(key)
+        if run is None or [self.digest(path) for path in paths] != run.digests:
+            return None
+        return run.findings
+
+    def run(self, key: str) -> RunRecord | None:
+        """What the latest run of `key` read, found and analysed (None if unknown or foreign)."""
         run = self._runs.get(key)
         if not isinstance(run, dict):
             return None
-        digests = [self.digest(path) for path in paths]
-        if None in digests or _combined(digests) != run.get("content"):
-            return None
         try:
+            digests, jobs = list(run["digests"]), list(run["jobs"])
             found = {int(i): [_diagnostic(d) for d in items] for i, items in run["found"].items()}
-        except (AttributeError, KeyError, TypeError, ValueError):
+            rounds = [[(jobs[job], facts) for job, facts in file] for file in run["rounds"]]
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
             return None
-        return [found.get(i, []) for i in range(len(paths))]
+        if len(rounds) != len(digests):
+            return None
+        findings = [found.get(i, []) for i in range(len(digests))]
+        return RunRecord(digests, findings, rounds)
 
-    def record(
-        self, key: str, digests: Sequence[str], findings: Sequence[Sequence[Diagnostic]]
-    ) -> None:
-        """Remember what a run of `key` found in files of these digests, for `replay`."""
-        found = {str(i): [_plain(d) for d in items] for i, items in enumerate(findings) if items}
-        run = {"content": _combined(digests), "found": found}
-        if self._runs.pop(key, None) != run:
+    def record(self, key: str, run: RunRecord) -> None:
+        """Remember what a run of `key` read, found and analysed, for `replay` and `run`."""
+        jobs = sorted({job for file in run.rounds for job, _ in file})
+        index = {job: i for i, job in enumerate(jobs)}
+        plain = {
+            "digests": list(run.digests),
+            "found": {
+                str(i): [_plain(d) for d in items] for i, items in enumerate(run.findings) if items
+            },
+            "jobs": jobs,
+            "rounds": [[[index[job], facts] for job, facts in file] for file in run.rounds],
+        }
+        if self._runs.pop(key, None) != plain:
             self._runs_dirty = True
-        self._runs[key] = run  # the latest last
+        self._runs[key] = plain  # the latest last
         for old in list(self._runs)[: -RUNS_KEPT - 1]:
             del self._runs[old]
 
-    def lookup(self, path: Path, job: str) -> tuple[list[Diagnostic], ModuleFacts] | None:
+    def lookup(self, path: Path, job: str) -> Cached | None:
         """The findings stored for `path` under this job (`Job.key`), and what it tells of its
         calls into other modules, if its content is still what was analysed."""
-        key = os.path.abspath(path)
-        records = self._shard(key).get(key)
-        entry = next(
-            (r for r in records or () if isinstance(r, dict) and r.get("job") == job), None
-        )
-        if entry is None or self.stamps.digest(key) != entry.get("digest"):
+        entry = self._record(path, job)
+        if entry is None or self.digest(path) != entry.get("digest"):
             return None
         try:
             diagnostics = [_diagnostic(item) for item in entry["diagnostics"]]
-            return diagnostics, ModuleFacts.from_plain(entry["facts"])
+            return Cached(diagnostics, ModuleFacts.from_plain(entry["facts"]), entry["told"])
         except (KeyError, TypeError, ValueError):
             return None
+
+    def options(self, path: Path, job: str) -> dict[str, Any] | None:
+        """The options of the run that `path` was analysed with under this job, as `store`
+        got them, whatever its content then."""
+        entry = self._record(path, job)
+        options = entry.get("options") if entry is not None else None
+        return options if isinstance(options, dict) else None
 
     def store(
         self,
@@ -129,20 +170,27 @@ class Cache:
         job: str,
         content_digest: str,
         diagnostics: Iterable[Diagnostic],
-        facts: ModuleFacts | None = None,
-    ) -> None:
-        """Keep the findings and facts of `path` analysed under this job (`Job.key`)."""
+        facts: ModuleFacts,
+        options: dict[str, Any],
+    ) -> str:
+        """Keep the findings and facts of `path` analysed under this job (`Job.key`), with the
+        job's options of the run (plain values); returns the digest of the facts."""
         key = os.path.abspath(path)
+        plain_facts = facts.plain()
+        told = digest(json.dumps(plain_facts, sort_keys=True).encode())
         record = {
             "job": job,
             "digest": content_digest,
             "diagnostics": [_plain(d) for d in diagnostics],
-            "facts": (facts or ModuleFacts()).plain(),
+            "facts": plain_facts,
+            "told": told,
+            "options": options,
         }
         entries = self._shard(key)
         older = [r for r in entries.get(key, ()) if isinstance(r, dict) and r.get("job") != job]
         entries[key] = [record, *older][:JOBS_PER_FILE]
         self._dirty_shards.add(_shard_name(key))
+        return told
 
     def digest(self, path: Path) -> str | None:
         """The digest of the file's content now (its size and mtime trusted as `Stamps` says)."""
@@ -172,6 +220,11 @@ class Cache:
         self._dirty_shards.clear()
         self._runs_dirty = self.stamps.changed = False
 
+    def _record(self, path: Path, job: str) -> dict[str, Any] | None:
+        key = os.path.abspath(path)
+        records = self._shard(key).get(key)
+        return next((r for r in records or () if isinstance(r, dict) and r.get("job") == job), None)
+
     def _shard(self, key: str) -> dict[str, Any]:
         """The records of the files of `key`'s shard, read when first asked for."""
         name = _shard_name(key)
@@ -196,10 +249,6 @@ def clean(folder: Path) -> bool:
         raise OSError(f"{folder} is not a jaxfix cache folder (no CACHEDIR.TAG)")
     shutil.rmtree(folder)
     return True
-
-
-def _combined(digests: Iterable[str | None]) -> str:
-    return digest("\n".join(map(str, digests)).encode())
 
 
 def _load(path: Path) -> dict[str, Any]:

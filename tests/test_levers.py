@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from jaxfix import candidates, collector, engine, runner, stamps
 from jaxfix.analysis import file as file_analysis
 from jaxfix.analysis import flow
+from jaxfix.cache import Cache
 from jaxfix.cli import main
 from jaxfix.proofs import load_cases
 from tests.programs import CLEAN
@@ -386,6 +387,17 @@ EDITS: dict[str, tuple[Callable[[Path], object], list[tuple[str, str]]]] = {
         [],
     ),
     "helper-touched": (lambda root: os.utime(root / "pkg" / "io.py"), [("pkg/io.py:5", "JF101")]),
+    "helper-comment": (
+        lambda root: write(root / "pkg" / "io.py", "# a comment\n" + HELPER),
+        [("pkg/io.py:6", "JF101")],
+    ),
+    "helper-and-caller-reformatted": (
+        lambda root: (
+            write(root / "pkg" / "io.py", HELPER.replace("(log, value)", "(log,  value)")),
+            write(root / "pkg" / "train.py", "\n" + CALLER.format(name="save_blob")),
+        ),
+        [("pkg/io.py:5", "JF101")],
+    ),
 }
 
 
@@ -406,6 +418,56 @@ def test_after_an_edit_the_cache_gives_what_a_run_without_it_gives(
     assert findings(uncached[1]) == expected
     assert jaxfix(Path("."), "check", *cache) == uncached  # what changed, analysed again
     assert jaxfix(Path("."), "check", *cache) == uncached  # the whole run from the cache
+
+
+def test_an_edit_that_tells_the_run_nothing_new_analyses_the_edited_file_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper is analysed in both of its rounds (alone, then with the caller's entry) and
+    tells the run what it told it before: the caller's results are replayed, not looked up."""
+    root = project(tmp_path / "tree")
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    before = jaxfix(root, "check", *cache)
+    write(root / "pkg" / "io.py", HELPER + "# edited\n")
+    analysed = counted(monkeypatch, runner, "process")
+    looked_up: list[Path] = []
+    lookup = Cache.lookup
+    monkeypatch.setattr(Cache, "lookup", lambda c, p, j: looked_up.append(p) or lookup(c, p, j))
+    assert jaxfix(root, "check", *cache, "--jobs", "1") == before
+    helper = root / "pkg" / "io.py"
+    assert analysed == [helper, helper]
+    assert looked_up == [helper, helper]
+    write(root / "pkg" / "io.py", HELPER.replace("pickle.dumps(value)", "value"))
+    analysed.clear()
+    assert findings(jaxfix(root, "check", *cache, "--jobs", "1")[1]) == []
+    assert helper in analysed  # it anchors nothing now: the run is traced again
+    assert root / "pkg" / "train.py" not in analysed  # its results are looked up
+
+
+def test_an_edit_that_changes_what_a_later_round_tells_the_run_traces_the_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper alone tells the run the same before and after the edit; entered from the
+    caller's traced call it now hands `keep` a tracer: the run is traced again from there."""
+    root = tmp_path / "tree"
+    write(root / "pkg" / "__init__.py", "")
+    keep = "import pickle\n\n\ndef keep(log, v):\n    log.append(pickle.dumps(v))\n"
+    write(root / "pkg" / "util.py", keep)
+    helper = "from pkg.util import keep\n\n\ndef save_blob(log, value):\n    keep(log, 1)\n"
+    write(root / "pkg" / "io.py", helper)
+    write(root / "pkg" / "train.py", CALLER.format(name="save_blob"))
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(OLD_NS, OLD_NS))
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert findings(jaxfix(root, "check", *cache)[1]) == []
+    write(root / "pkg" / "io.py", helper.replace("keep(log, 1)", "keep(log, value)"))
+    analysed = counted(monkeypatch, runner, "process")
+    result = jaxfix(root, "check", *cache, "--jobs", "1")
+    # Both rounds of the helper, then `keep` with the tracer it now gets (the helper's rounds
+    # come from the cache the second time).
+    assert analysed == [root / "pkg" / "io.py", root / "pkg" / "io.py", root / "pkg" / "util.py"]
+    assert findings(result[1]) == [(f"{root / 'pkg' / 'util.py'}:5", "JF101")]
+    assert result == jaxfix(root, "check", "--no-cache")
 
 
 def test_a_warm_run_reads_no_file_and_a_touched_one_is_not_analysed_again(

@@ -243,7 +243,7 @@ def test_run_paths_reports_every_file_of_every_round_before_the_outcomes(
     tmp_path: Path, jobs: int, cache_state: str
 ) -> None:
     """Analysed, or from the cache after an edit, every round counts; a run the cache replays
-    whole has no rounds."""
+    whole has no rounds, nor has one whose edited file tells the run nothing new."""
     from jaxfix.cache import Cache
 
     for name, text in TRACED_ACROSS.items():
@@ -270,6 +270,10 @@ def test_run_paths_reports_every_file_of_every_round_before_the_outcomes(
     if cache_state == "warm":
         assert seen == [(files, files)] * files
         assert recorder.events == [f"more {files}", f"done {files}"]
+        return
+    if cache_state == "edited":  # a comment: the edited file's rounds, the rest replayed
+        assert seen == [(files, files)] * files
+        assert recorder.events == ["more 1", "done 1", f"more {files - 1}", f"done {files - 1}"]
         return
     assert seen == [(files + 1, files + 1)] * files
     assert recorder.events[0] == f"more {files}"
