@@ -401,15 +401,22 @@ def _write_only(analysis: TracedAnalysis, node: cst.Name | cst.Attribute) -> boo
 
 def _attributes(module: cst.Module, name: str) -> Iterator[cst.Attribute]:
     """Every `x.name` in the module."""
-    found: list[cst.Attribute] = []
+    finder = _AttributeFinder(name)
+    module.visit(finder)
+    return iter(finder.found)
 
-    class _Finder(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if node.attr.value == name:
-                found.append(node)
 
-    module.visit(_Finder())
-    return iter(found)
+class _AttributeFinder(cst.CSTVisitor):
+    """`_attributes`' visitor (at module level: a class made per call is a reference cycle)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found: list[cst.Attribute] = []
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == self.name:
+            self.found.append(node)
 
 
 # `LeakInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

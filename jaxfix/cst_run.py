@@ -218,16 +218,22 @@ def parse_checked(code: str, filename: str) -> Wrapper:
 
 def names_in(nodes: Iterable[cst.CSTNode]) -> set[str]:
     """The names (and attribute roots) written in `nodes`."""
-    found: set[str] = set()
-
-    class _Names(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            found.add(node.value)
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)  # `a.b`: only `a` is a name
-            return False
-
+    names = _Names()
     for node in nodes:
-        node.visit(_Names())
-    return found
+        node.visit(names)
+    return names.found
+
+
+class _Names(cst.CSTVisitor):
+    """`names_in`'s visitor (at module level: a class made per call is a reference cycle)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)  # `a.b`: only `a` is a name
+        return False

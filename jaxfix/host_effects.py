@@ -16,8 +16,11 @@ executes; on an accelerator that is after the call has returned. So the plan:
 
 from __future__ import annotations
 
+import inspect
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import libcst as cst
 
@@ -48,6 +51,17 @@ class Hoist:
         return f"{title}, with `jax.effects_barrier()` before the read{s} at line{s} {where}"
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _weakly(function: F) -> F:
+    """`function`, holding its `self` weakly when it is a bound method."""
+    if not inspect.ismethod(function):
+        return function
+    method = weakref.WeakMethod(function)
+    return cast(F, lambda *args: cast(F, method())(*args))
+
+
 class Hoists:
     """A rule's hoists in one file: one fix per statement, shared by the statements that
     move with it, each with a host function name of its own."""
@@ -55,9 +69,11 @@ class Hoists:
     def __init__(
         self, rule: Rule, movable: Callable[[Statement], bool], wrapping: Wrapping
     ) -> None:
-        self.rule = rule
-        self.movable = movable
-        self.wrapping = wrapping
+        # The rule holds its hoists: holding it (or its methods) back would make a reference
+        # cycle, and leave the file's trees to the cycle collector (see `jaxfix.collector`).
+        self.rule = cast(Rule, weakref.proxy(rule))
+        self.movable = _weakly(movable)
+        self.wrapping = _weakly(wrapping)
         self._fixes: dict[cst.CSTNode, Fix | str] = {}
         self._reserved: list[str] = []
 

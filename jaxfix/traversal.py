@@ -116,31 +116,37 @@ def _defined(visitor: type[cst.CSTVisitor], name: str) -> VisitorMethod | None:
 def visit_batched(wrapper: MetadataWrapper, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
     """`wrapper.visit_batched(visitors)` for visitors that only read the tree: each node's
     `visit_<Type>` methods, its children's walks, then its `leave_<Type>` methods."""
-    methods: dict[str, list[Callable[[cst.CSTNode], object]]] = {}
+    methods: _Methods = {}
     for visitor in visitors:
         for name, method in visitor.get_visitors().items():
             methods.setdefault(name, []).append(method)
     if any(name.count("_") > 1 for name in methods):  # `visit_<Type>_<attribute>`: LibCST's
         wrapper.visit_batched(visitors)
         return
-    by_type: dict[type[cst.CSTNode], tuple[list[Callable[[cst.CSTNode], object]], ...]] = {}
-
-    def walk(node: cst.CSTNode) -> None:
-        found = by_type.get(type(node))
-        if found is None:
-            kind = type(node).__name__
-            found = by_type[type(node)] = (
-                methods.get(f"visit_{kind}", []),
-                methods.get(f"leave_{kind}", []),
-            )
-        for method in found[0]:
-            method(node)
-        for child in children(node):
-            walk(child)
-        for method in found[1]:
-            method(node)
-
+    by_type: _ByType = {}
     with ExitStack() as stack:
         for visitor in visitors:
             stack.enter_context(visitor.resolve(wrapper))
-        walk(wrapper.module)
+        _walk_batched(wrapper.module, methods, by_type)
+
+
+_Methods = dict[str, list[Callable[[cst.CSTNode], object]]]
+_ByType = dict[type[cst.CSTNode], tuple[list[Callable[[cst.CSTNode], object]], ...]]
+
+
+def _walk_batched(node: cst.CSTNode, methods: _Methods, by_type: _ByType) -> None:
+    """`visit_batched`'s walk (a module-level function: a closure calling itself would be a
+    reference cycle, holding the visitors and the tree until the cycle collector runs)."""
+    found = by_type.get(type(node))
+    if found is None:
+        kind = type(node).__name__
+        found = by_type[type(node)] = (
+            methods.get(f"visit_{kind}", []),
+            methods.get(f"leave_{kind}", []),
+        )
+    for method in found[0]:
+        method(node)
+    for child in children(node):
+        _walk_batched(child, methods, by_type)
+    for method in found[1]:
+        method(node)

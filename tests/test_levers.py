@@ -7,6 +7,7 @@ and in fuzzing.)
 
 from __future__ import annotations
 
+import ast
 import gc
 import os
 import re
@@ -21,12 +22,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfix import candidates, collector, engine, runner, stamps
+from jaxfix import candidates, collector, engine, registry, runner, stamps
 from jaxfix.analysis import file as file_analysis
 from jaxfix.analysis import flow
 from jaxfix.cache import Cache
 from jaxfix.cli import main
-from jaxfix.proofs import load_cases
+from jaxfix.proofs import Case, load_cases
 from tests.programs import CLEAN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,6 +297,45 @@ def test_the_collector_stays_paused_until_every_thread_is_done() -> None:
     finish.set()
     other.join()
     assert still_paused and gc.isenabled()
+
+
+def _first_case_of_each_rule() -> list[Case]:
+    cases: dict[str, Case] = {}
+    for case in load_cases():
+        cases.setdefault(case.rule, case)
+    return list(cases.values())
+
+
+@pytest.mark.parametrize("case", _first_case_of_each_rule(), ids=lambda case: case.rule)
+def test_checking_and_fixing_a_file_make_no_reference_cycle_of_jaxfix(case: Case) -> None:
+    """A file's analysis, its rules and their fixes are freed by reference counting, not left
+    to the collector (see `jaxfix.collector`). LibCST's scope analysis and `ast.literal_eval`
+    make cycles of their own, which hold nothing of jaxfix's nor a syntax tree of CPython's."""
+    text = (case.directory / "before.py").read_text(encoding="utf-8")
+    rules = registry.all_rules()
+    gc.collect()
+    gc.disable()
+    try:
+        engine.check_text(text, rules, edits=True)
+        engine.fix_text(text, rules, unsafe_fixes=True)
+        engine.check_text("x = 1\n", rules)  # what the engine keeps of the last file is freed
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        garbage, gc.garbage[:] = list(gc.garbage), []
+    finally:
+        gc.set_debug(0)
+        gc.enable()
+    held = [o for o in garbage if _of_jaxfix(o)]
+    assert held == [], held[:5]
+
+
+def _of_jaxfix(value: object) -> bool:
+    """A jaxfix object or function, or a node of CPython's syntax tree."""
+    if callable(value) and not isinstance(value, type):
+        module = getattr(value, "__module__", None) or ""
+    else:
+        module = type(value).__module__
+    return module.startswith("jaxfix") or isinstance(value, ast.AST)
 
 
 HELPER = """\

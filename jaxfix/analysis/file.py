@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -129,15 +130,15 @@ class FileAnalysis:
         """The file's host code, indexed for what a statement moved into a host callback
         writes and where host code reads it (built when a fix needs it)."""
         if self._effects is None:
-            self._effects = EffectIndex(
-                self.facts.module, self.traced_function_nodes(), self.is_traced
-            )
+            # Not the bound `self.is_traced`: the index would hold this analysis that holds
+            # it, a reference cycle (the file's tree left to the cycle collector).
+            is_traced = functools.partial(_is_traced, self.facts)
+            self._effects = EffectIndex(self.facts.module, self.traced_function_nodes(), is_traced)
         return self._effects
 
     def is_traced(self, node: ast.AST) -> bool:
         """Whether `node` is certainly a tracer where it stands."""
-        value = self.facts.module.value_of(node)
-        return value is not None and self.facts.kind(value) is Kind.TRACED
+        return _is_traced(self.facts, node)
 
     def traced_calls(self) -> dict[ast.Call, Call]:
         """The unguarded calls in traced code given a certainly traced value, also one that
@@ -397,6 +398,11 @@ def analyse_file(
     if module.reused and not module.reusable():
         facts = trace(analyse(tree, transforms=transforms, reuse=False), external)
     return FileAnalysis(tree, text, facts)
+
+
+def _is_traced(facts: Facts, node: ast.AST) -> bool:
+    value = facts.module.value_of(node)
+    return value is not None and facts.kind(value) is Kind.TRACED
 
 
 def _inputs(call: ast.Call) -> list[ast.expr]:
