@@ -299,6 +299,22 @@ def test_the_collector_stays_paused_until_every_thread_is_done() -> None:
     assert still_paused and gc.isenabled()
 
 
+def test_the_collector_puts_what_an_analysis_keeps_in_the_oldest_generation() -> None:
+    """What a file's analysis keeps (the last tree) is not scanned again by the collector's
+    young collections; a full collection still comes every `FULL_EVERY` pauses."""
+    kept: list[object] = []
+    with collector.paused():
+        kept.extend([] for _ in range(5000))
+    assert gc.get_count()[0] < 100
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(o) in oldest for o in kept)
+    collections_done = gc.get_stats()[2]["collections"]
+    for _ in range(collector.FULL_EVERY):
+        with collector.paused():
+            pass
+    assert gc.get_stats()[2]["collections"] > collections_done
+
+
 def _first_case_of_each_rule() -> list[Case]:
     cases: dict[str, Case] = {}
     for case in load_cases():
