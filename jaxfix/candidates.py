@@ -20,6 +20,7 @@ import functools
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings
@@ -675,11 +676,14 @@ def _walk(
         stack: list[tuple[ast.AST, _Function | None]] = [(top, None)]  # node, its function
         while stack:
             node, owner = stack.pop()
-            if owner is not None and isinstance(node, _BINDERS):
-                owner.binds.update(_bound_names(node))
-            if isinstance(node, ast.Name):
+            kind = type(node)
+            if kind not in _NOTED:  # most nodes: one look-up instead of the chain below
+                if kind is not ast.Name:
+                    stack.extend((child, owner) for child in children(node))
                 continue
-            if isinstance(node, ast.Attribute | ast.Subscript):
+            if owner is not None and kind in _BINDER_KINDS:
+                owner.binds.update(_bound_names(cast(ast.stmt, node)))
+            if isinstance(node, _ATTRIBUTES):
                 root = _root_name(node) if isinstance(node.ctx, ast.Store) else None
                 if owner is not None and root is not None:
                     owner.store_roots.add(root)
@@ -691,7 +695,7 @@ def _walk(
             elif isinstance(node, _DISPLAYS):
                 found.key_sites.append((node, owner, statement))
             elif isinstance(node, ast.Compare):
-                if any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+                if any(isinstance(op, _MEMBERSHIP) for op in node.ops):
                     found.key_sites.append((node, owner, statement))
             elif isinstance(node, _FUNCTIONS):
                 function = _Function(
@@ -735,11 +739,11 @@ def _walk(
                     found.static_jitted |= targets
                 if isinstance(node.value, ast.Lambda):
                     lambda_names[node.value] = targets
-                elif isinstance(node.value, ast.Name | ast.Attribute):  # `my_jit = jax.jit`
+                elif isinstance(node.value, _DOTTED):  # `my_jit = jax.jit`
                     aliased = _full_names(node.value, found.imported)
                     for name in targets if aliased else ():
                         found.imported[name] |= aliased
-            elif isinstance(node, ast.Import | ast.ImportFrom):
+            elif isinstance(node, _IMPORTS):
                 _record_imports(node, found.imported)
                 continue
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
@@ -748,9 +752,9 @@ def _walk(
                     found.keyed_bindings.append((node.target.id, node.value))
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 found.dropped.add(node.value)
-            elif isinstance(node, ast.For | ast.AsyncFor) and owner is not None:
+            elif isinstance(node, _LOOPS) and owner is not None:
                 owner.loops.append(node)
-            elif isinstance(node, ast.Global | ast.Nonlocal) and owner is not None:
+            elif isinstance(node, _DECLARATIONS) and owner is not None:
                 owner.declared = (owner.declared or set()) | set(node.names)
             stack.extend((child, owner) for child in children(node))
     return found
@@ -764,6 +768,30 @@ _BINDERS = (
     ast.AsyncFor,
     ast.With,
     ast.AsyncWith,
+)
+# `_walk`'s kinds of nodes, as tuples (an `A | B` in `isinstance` is built anew at each call,
+# and checked three times slower), and every kind it notes something of.
+_BINDER_KINDS = frozenset(_BINDERS)
+_ATTRIBUTES = (ast.Attribute, ast.Subscript)
+_MEMBERSHIP = (ast.In, ast.NotIn)
+_DOTTED = (ast.Name, ast.Attribute)
+_IMPORTS = (ast.Import, ast.ImportFrom)
+_LOOPS = (ast.For, ast.AsyncFor)
+_DECLARATIONS = (ast.Global, ast.Nonlocal)
+_NOTED = frozenset(
+    {
+        *_BINDERS,
+        *_ATTRIBUTES,
+        *_DISPLAYS,
+        *_FUNCTIONS,
+        *_IMPORTS,
+        *_DECLARATIONS,
+        ast.Call,
+        ast.Compare,
+        ast.Lambda,
+        ast.ClassDef,
+        ast.Expr,
+    }
 )
 
 
