@@ -265,7 +265,10 @@ class Candidates:
 
         # In traced code only, only the calls traced functions make can be reported.
         calls = self._calls_in(traced) if traced_only else self.calls
-        found = {call.statement for call in calls if reported_at(call)}
+        found: set[int] = set()
+        for call in calls:  # a statement found once needs no other call of it asked about
+            if call.statement not in found and reported_at(call):
+                found.add(call.statement)
         for function in traced if traced_only else self.functions:
             if any(anchored(_decorated_by(d)) for d in function.decorators) and (
                 not traced_only or given is None or self._analysis().receives_traced(function.node)
@@ -337,19 +340,26 @@ class Candidates:
         them (what other modules' traced calls could reach), of the sites that read a
         parameter of their function, which such a call makes traced."""
         keyed = self._keyed_names()
+        found: set[int] = set()
         if traced is not None:
-            return {
-                statement
-                for site, owner, statement in self.key_sites
-                if owner in traced and self._hashes(site, owner, keyed, traced=True)
-            }
+            for site, owner, statement in self.key_sites:
+                if (
+                    statement not in found
+                    and owner in traced
+                    and self._hashes(site, owner, keyed, traced=True)
+                ):
+                    found.add(statement)
+            return found
         memo = self._tree_memo
         if memo.hashing is None:
-            memo.hashing = {  # the cheaper test first: few sites hash
-                statement
-                for site, owner, statement in self.key_sites
-                if self._hashes(site, owner, keyed, traced=False) and _reads_parameter(site, owner)
-            }
+            for site, owner, statement in self.key_sites:
+                if (
+                    statement not in found
+                    and self._hashes(site, owner, keyed, traced=False)  # few sites hash: first
+                    and _reads_parameter(site, owner)
+                ):
+                    found.add(statement)
+            memo.hashing = found
         return set(memo.hashing)
 
     def _calls_in(self, functions: Iterable[_Function]) -> list[_Call]:
