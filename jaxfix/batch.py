@@ -189,7 +189,7 @@ def _replayed_around_edits(
     reading their results or tracing across modules again. None (a whole run is needed) when
     some edited file tells the run something else, or has a round that cannot be replayed."""
     run = cache.run(key)
-    if run is None or any(job.fix for _, job in tasks.values()):
+    if run is None or len(run.digests) != len(tasks) or any(job.fix for _, job in tasks.values()):
         return None
     edited: dict[int, list[tuple[Job, str]]] = {}  # each round's job and what it told the run
     for n, (index, (path, job)) in enumerate(tasks.items()):
@@ -515,11 +515,10 @@ class _Analyser:
         self.contents[path] = content
         self.rounds[path] = list(rounds)
 
-    def _saw(self, path: Path, content: str | None, job: Job | None = None, told: str = "") -> None:
+    def _saw(self, path: Path, content: str | None, job: Job, told: str) -> None:
         if self.contents.setdefault(path, content) != content:
             self.contents[path] = None
-        if job is not None:
-            self.rounds.setdefault(path, []).append((job.key(), told))
+        self.rounds.setdefault(path, []).append((job.key(), told))
 
 
 def _round_options(job: Job) -> dict[str, Any]:

@@ -8,9 +8,9 @@ super-linear time (a 5 MB module: 15 s with the collector, 6 s without).
 When the last pause ends, what the analysis keeps (the last tree and its analysis, for the
 next round or keystroke) joins the oldest generation at once: otherwise the collector's next
 young collection would scan all of it (a tenth of the language server's check of a 3,000-line
-module) and then again in the middle generation. Cyclic garbage (LibCST's scope analysis,
-when a file is fixed, makes some) waits for a full collection: the collector's own, or one
-every `FULL_EVERY` pauses.
+module) and then again in the middle generation. Cyclic garbage (LibCST's scope analysis
+makes some in the files whose rules run) waits for a full collection: the collector's own, or
+one every `FULL_EVERY` pauses.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ _lock = threading.Lock()
 _pauses = 0  # blocks inside `paused()` now, in every thread (the language server runs two)
 _was_enabled = True
 _ended = 0  # pauses ended so far
-# A full collection every this many pauses: LibCST's scope analysis (of the files fixed) leaves
-# reference cycles, which would otherwise wait for the collector's own rare full passes.
+# A full collection every this many pauses: LibCST's scope analysis (in the files whose rules
+# run) leaves reference cycles, which would otherwise wait for the collector's rare full passes.
 FULL_EVERY = 64
 
 
