@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import libcst as cst
 
 from jaxfix.after_call import rewrite_imported_sites
@@ -348,7 +346,7 @@ class LeakInTraced(Rule):
             attribute = location.attr.value
             return any(
                 self.traced.context_of(a) is not None and not _write_only(self.traced, a)
-                for a in _attributes(self.traced.module, attribute)
+                for a in self.traced.attributes_named(attribute)
                 if not self.traced.inside(a, statement)
             )
         if not isinstance(location, cst.Name):
@@ -397,26 +395,6 @@ def _write_only(analysis: TracedAnalysis, node: cst.Name | cst.Attribute) -> boo
     return isinstance(parent, cst.AssignTarget) or (
         isinstance(parent, cst.AnnAssign) and parent.target is current
     )
-
-
-def _attributes(module: cst.Module, name: str) -> Iterator[cst.Attribute]:
-    """Every `x.name` in the module."""
-    finder = _AttributeFinder(name)
-    module.visit(finder)
-    return iter(finder.found)
-
-
-class _AttributeFinder(cst.CSTVisitor):
-    """`_attributes`' visitor (at module level: a class made per call is a reference cycle)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-        self.found: list[cst.Attribute] = []
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == self.name:
-            self.found.append(node)
 
 
 # `LeakInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

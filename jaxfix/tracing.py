@@ -96,7 +96,7 @@ _NOTHING = _Owned()
 
 class _Collector:
     """One walk over the module: `global` / `nonlocal` names, by the function that owns them;
-    the names attributes are read on; and each node's parent.
+    the attributes of each name, and the names they are read on; and each node's parent.
 
     It walks with `traversal.children`, not a LibCST visit, which rebuilds every node (twice
     the time). A function's decorators, defaults and annotations belong to the enclosing
@@ -105,6 +105,7 @@ class _Collector:
     def __init__(self, module: cst.Module) -> None:
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.receivers: dict[str, set[str]] = defaultdict(set)  # `r.attr`: attr -> names r
+        self.attributes: dict[str, list[cst.Attribute]] = defaultdict(list)  # attr -> `x.attr`s
         self.owned: dict[FunctionNode | None, _Owned] = {None: _Owned()}
         self.functions: list[FunctionNode] = []
         parents = self.parents
@@ -119,6 +120,7 @@ class _Collector:
                 self.owned[node] = _Owned()
                 body = node.body
             elif type(node) is cst.Attribute:
+                self.attributes[node.attr.value].append(node)
                 if type(node.value) is cst.Name:
                     self.receivers[node.attr.value].add(node.value.value)
             elif type(node) is cst.Global:
@@ -511,6 +513,10 @@ class TracedAnalysis:
     def receivers_of(self, attribute: str) -> set[str]:
         """The names the module reads `attribute` on (`f` for `f.cache_clear()`)."""
         return self._collected.receivers.get(attribute, set())
+
+    def attributes_named(self, attribute: str) -> list[cst.Attribute]:
+        """Every `x.attribute` in the module."""
+        return self._collected.attributes.get(attribute, [])
 
     def _qualified_names(self, node: cst.CSTNode) -> Collection[QualifiedName]:
         names = self._qualified.get(node)
