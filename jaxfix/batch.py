@@ -113,16 +113,23 @@ def _run(
     replay: bool,
 ) -> tuple[dict[int, Outcome], dict[int, tuple[Path, Job]]]:
     """The outcome of each file, by its index in `items`, and the task it was last analysed
-    as; `replay`: the findings of an identical earlier run, when the cache holds them."""
+    as; `replay`: the findings of the latest run of the same files and jobs, when the cache
+    holds it (all of them when no file changed since, the unedited files' after an edit that
+    tells the run nothing new)."""
     places = {item[0]: project.place_of(item[0]) for item in items if not isinstance(item, Outcome)}
     packages = project.packages_of(places.values())
     tasks = _first_round(items, packages)
     key = _run_key(tasks, places)
-    outcomes = _replayed(cache, key, tasks, progress) if cache is not None and replay else None
+    record = cache.run(key) if cache is not None and replay else None
+    if record is not None and len(record.digests) != len(tasks):  # foreign or damaged
+        record = None
+    outcomes = None
+    if cache is not None and record is not None:
+        outcomes = _replayed(cache, record, tasks, progress)
     if outcomes is None:
         analyser = _Analyser(jobs, cache, progress)
-        if cache is not None and replay:
-            outcomes = _replayed_around_edits(cache, key, tasks, analyser)
+        if cache is not None and record is not None:
+            outcomes = _replayed_around_edits(cache, record, tasks, analyser)
         if outcomes is None:
             outcomes = analyser.outcomes(tasks)
             if packages:
@@ -162,13 +169,13 @@ def _run_key(tasks: dict[int, tuple[Path, Job]], places: dict[Path, project.Plac
 
 
 def _replayed(
-    cache: Cache, key: str, tasks: dict[int, tuple[Path, Job]], progress: Progress | None
+    cache: Cache, run: RunRecord, tasks: dict[int, tuple[Path, Job]], progress: Progress | None
 ) -> dict[int, Outcome] | None:
     """The outcomes of the latest run with this key, if no file has changed since (and no
     finding is to be fixed): no round across modules, no file read."""
-    found = cache.replay(key, [path for path, _ in tasks.values()])
-    if found is None:
+    if [cache.digest(path) for path, _ in tasks.values()] != run.digests:
         return None
+    found = run.findings
     if any(job.would_fix(d) for (_, job), d in zip(tasks.values(), found, strict=True)):
         return None
     if progress is not None:
@@ -181,15 +188,14 @@ def _replayed(
 
 
 def _replayed_around_edits(
-    cache: Cache, key: str, tasks: dict[int, tuple[Path, Job]], analyser: _Analyser
+    cache: Cache, run: RunRecord, tasks: dict[int, tuple[Path, Job]], analyser: _Analyser
 ) -> dict[int, Outcome] | None:
     """The outcomes of the latest run of `key` after some files were edited, when each edited
     file, analysed again in each of its rounds of that run, tells the run what it told it
     then: no other file's job can change, and the other files' findings are replayed without
     reading their results or tracing across modules again. None (a whole run is needed) when
     some edited file tells the run something else, or has a round that cannot be replayed."""
-    run = cache.run(key)
-    if run is None or len(run.digests) != len(tasks) or any(job.fix for _, job in tasks.values()):
+    if any(job.fix for _, job in tasks.values()):
         return None
     edited: dict[int, list[tuple[Job, str]]] = {}  # each round's job and what it told the run
     for n, (index, (path, job)) in enumerate(tasks.items()):

@@ -30,7 +30,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,14 +103,6 @@ class Cache:
         self._dirty_shards: set[str] = set()
         self._runs_dirty = False
 
-    def replay(self, key: str, paths: Sequence[Path]) -> list[list[Diagnostic]] | None:
-        """The findings of each of `paths`, as the latest run of `key` (the same files with the
-        same jobs) found them, if every file still holds what that run read."""
-        run = self.run(key)
-        if run is None or [self.digest(path) for path in paths] != run.digests:
-            return None
-        return run.findings
-
     def run(self, key: str) -> RunRecord | None:
         """What the latest run of `key` read, found and analysed (None if unknown or foreign)."""
         run = self._runs.get(key)
@@ -128,7 +120,7 @@ class Cache:
         return RunRecord(digests, findings, rounds)
 
     def record(self, key: str, run: RunRecord) -> None:
-        """Remember what a run of `key` read, found and analysed, for `replay` and `run`."""
+        """Remember what a run of `key` read, found and analysed, for `run`."""
         jobs = sorted({job for file in run.rounds for job, _ in file})
         index = {job: i for i, job in enumerate(jobs)}
         plain = {
