@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -130,15 +129,12 @@ class FileAnalysis:
         """The file's host code, indexed for what a statement moved into a host callback
         writes and where host code reads it (built when a fix needs it)."""
         if self._effects is None:
-            # Not the bound `self.is_traced`: the index would hold this analysis that holds
-            # it, a reference cycle (the file's tree left to the cycle collector).
-            is_traced = functools.partial(_is_traced, self.facts)
-            self._effects = EffectIndex(self.facts.module, self.traced_function_nodes(), is_traced)
+            # The facts' method, not one of this analysis: the index would hold the analysis
+            # that holds it, a reference cycle (the file's tree left to the cycle collector).
+            self._effects = EffectIndex(
+                self.facts.module, self.traced_function_nodes(), self.facts.is_traced
+            )
         return self._effects
-
-    def is_traced(self, node: ast.AST) -> bool:
-        """Whether `node` is certainly a tracer where it stands."""
-        return _is_traced(self.facts, node)
 
     def traced_calls(self) -> dict[ast.Call, Call]:
         """The unguarded calls in traced code given a certainly traced value, also one that
@@ -154,8 +150,7 @@ class FileAnalysis:
 
     def carries(self, node: ast.expr) -> bool:
         """Whether `node` is a tracer, or formats, converts or combines one."""
-        value = self.facts.module.value_of(node)
-        if value is not None and self.facts.kind(value) is Kind.TRACED:
+        if self.facts.is_traced(node):
             return True
         if isinstance(node, ast.Call):
             if self._is_static_query(node):
@@ -398,11 +393,6 @@ def analyse_file(
     if module.reused and not module.reusable():
         facts = trace(analyse(tree, transforms=transforms, reuse=False), external)
     return FileAnalysis(tree, text, facts)
-
-
-def _is_traced(facts: Facts, node: ast.AST) -> bool:
-    value = facts.module.value_of(node)
-    return value is not None and facts.kind(value) is Kind.TRACED
 
 
 def _inputs(call: ast.Call) -> list[ast.expr]:

@@ -61,15 +61,15 @@ class Facts:
             return Kind.TRACED if Kind.TRACED in kinds else value.resolve(self.traced)
         return value.resolve(self.traced)
 
+    def is_traced(self, node: ast.AST) -> bool:
+        """Whether `node` certainly holds a tracer where it stands (guarded or not)."""
+        value = self.module.value_of(node)
+        return value is not None and self.kind(value) is Kind.TRACED
+
     def tracer_at(self, node: ast.AST | None) -> bool:
         """Whether `node` certainly holds a tracer where it stands, and no tracer guard (nor a
         `try:` catching the concretization errors) protects it."""
-        value = self.module.value_of(node) if node is not None else None
-        return (
-            value is not None
-            and self.kind(value) is Kind.TRACED
-            and node not in self.module.guarded
-        )
+        return node is not None and self.is_traced(node) and node not in self.module.guarded
 
     def ways(self, fid: str) -> set[Via]:
         """How `fid` comes to be traced (none when it is not)."""
