@@ -10,7 +10,10 @@ next round or keystroke) joins the oldest generation at once: otherwise the coll
 young collection would scan all of it (a tenth of the language server's check of a 3,000-line
 module) and then again in the middle generation. Cyclic garbage (LibCST's scope analysis
 makes some in the files whose rules run) waits for a full collection: the collector's own, or
-one every `FULL_EVERY` pauses.
+ours once the pauses have added a quarter of what lived after the last one (CPython's own rule
+for its full collections, which objects moved this way do not count towards). A full
+collection costs as much as everything alive: in a large process (a test run) one every few
+dozen files cost more than the files.
 """
 
 from __future__ import annotations
@@ -23,17 +26,19 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _pauses = 0  # blocks inside `paused()` now, in every thread (the language server runs two)
 _was_enabled = True
-_ended = 0  # pauses ended so far
-# A full collection every this many pauses: LibCST's scope analysis (in the files whose rules
-# run) leaves reference cycles, which would otherwise wait for the collector's rare full passes.
-FULL_EVERY = 64
+# Objects the pauses left (allocated less freed: the young generation's count, which a pause
+# only adds to) since the last full collection, and how many lived after it.
+_added = 0
+_alive = 0
+# The fewest added objects that start a full collection (a few checks of a small file).
+FULL_AFTER = 200_000
 
 
 @contextmanager
 def paused() -> Iterator[None]:
     """No automatic collection inside the block; once no thread is inside one, the collector
     is as it was before the first began."""
-    global _pauses, _was_enabled, _ended
+    global _pauses, _was_enabled, _added, _alive
     with _lock:
         if _pauses == 0:
             _was_enabled = gc.isenabled()
@@ -45,9 +50,13 @@ def paused() -> Iterator[None]:
         with _lock:
             _pauses -= 1
             if _pauses == 0 and _was_enabled:
-                _ended += 1
-                if _ended % FULL_EVERY == 0:
+                _added += gc.get_count()[0]
+                full = _added > max(FULL_AFTER, _alive // 4)
+                if full:
                     gc.collect()
+                    _added = 0
                 gc.freeze()  # every object tracked now, out of the young generations
+                if full:
+                    _alive = gc.get_freeze_count()
                 gc.unfreeze()  # and into the oldest
                 gc.enable()
