@@ -355,6 +355,7 @@ class Candidates:
             for site, owner, statement in self.key_sites:
                 if (
                     statement not in found
+                    and owner is not None  # module-level code reads no parameter
                     and self._hashes(site, owner, keyed, traced=False)  # few sites hash: first
                     and _reads_parameter(site, owner)
                 ):

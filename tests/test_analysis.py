@@ -9,9 +9,11 @@ from __future__ import annotations
 import ast
 import gc
 import textwrap
+from pathlib import Path
 
 import pytest
 
+from jaxfix.analysis import walk
 from jaxfix.analysis.file import analyse_file
 from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.reasons import Reason, Via
@@ -685,3 +687,28 @@ def test_mutually_recursive_functions_have_the_same_summaries_whichever_is_asked
         returns.append({name: module.functions[fid].returns for name, fid in ids.items()})
     assert returns[0] == returns[1]
     assert not module.order_dependent
+
+
+LEAVES = (ast.Constant, ast.expr_context)
+
+
+@pytest.mark.parametrize("package", ["jaxfix", "codemods", "tests/fixtures"])
+def test_the_walks_children_are_cpythons_without_the_leaves(package: str) -> None:
+    """`walk.children` reads only the fields the grammar lets hold a node: it yields what
+    `ast.iter_child_nodes` yields, in order, less constants and expression contexts."""
+    root = Path(__file__).resolve().parent.parent / package
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            expected = [c for c in ast.iter_child_nodes(node) if not isinstance(c, LEAVES)]
+            assert list(walk.children(node)) == expected, (path, ast.dump(node)[:200])
+
+
+def test_a_node_class_without_a_signature_keeps_every_field_but_its_context() -> None:
+    class Unsigned(ast.expr):
+        """A node of no grammar."""
+
+        _fields = ("value", "name", "ctx")
+
+    assert walk.node_fields(Unsigned) == ("value", "name")
+    assert walk.node_fields(ast.Name) == ()
+    assert walk.node_fields(ast.FunctionDef)[:2] == ("args", "body")

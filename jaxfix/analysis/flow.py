@@ -473,7 +473,7 @@ class _Declarations:
                     item()  # leave a scope
                     continue
                 kind = type(item)
-                handler = _declaration_handler(kind)
+                handler = _HANDLERS.get(kind)
                 if handler is None:
                     work.extend(reversed(list(children(item))))
                 else:
@@ -645,16 +645,16 @@ class _Declarations:
 
 
 Handler = Callable[[_Declarations, Any, Work], None]
-_HANDLERS: dict[type, Handler | None] = {}
-
-
-def _declaration_handler(kind: type) -> Handler | None:
-    """`_Declarations`' method for nodes of `kind`, looked up once per kind (functions, not
-    bound methods: held by the instance, they would make it a reference cycle, and its whole
-    syntax tree garbage for the cycle collector)."""
-    if kind not in _HANDLERS:
-        _HANDLERS[kind] = getattr(_Declarations, "visit_" + kind.__name__, None)
-    return _HANDLERS[kind]
+# `_Declarations`' method for each kind of node that has one, looked up once (functions, not
+# bound methods: held by the instance, they would make it a reference cycle, and its whole
+# syntax tree garbage for the cycle collector).
+_HANDLERS: dict[type, Handler] = {
+    kind: getattr(_Declarations, "visit_" + name)
+    for name, kind in vars(ast).items()
+    if isinstance(kind, type)
+    and issubclass(kind, ast.AST)
+    and hasattr(_Declarations, "visit_" + name)
+}
 
 
 def _static_fields(module: Module) -> set[str]:
@@ -687,13 +687,15 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     """Parameters that every call of their function in the module gives an instance of the
     same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on.
     A call through a transform (`eqx.filter_grad(loss)(model, x)`) counts as a call."""
+    if not module.classes.keys() - module.imports.keys():
+        return {}  # the module makes no instance of its own classes
     bound: dict[tuple[str, str], set[str | None]] = {}  # (function id, name) -> classes
     calls: list[tuple[str, ast.Call]] = []
     for fid, scope in module.scopes.items():
         for assign in scope.assigns:
             made = _class_made(assign.value, module)
             for target in assign.targets:
-                for name in ast.walk(target):
+                for name in [target] if type(target) is ast.Name else ast.walk(target):
                     if isinstance(name, ast.Name):
                         bound.setdefault((fid, name.id), set()).add(made)
         calls.extend((fid, call) for call in scope.calls)
