@@ -339,14 +339,13 @@ class Candidates:
         """The statements of the sites that may hash a value in `traced` functions; without
         them (what other modules' traced calls could reach), of the sites that read a
         parameter of their function, which such a call makes traced."""
-        keyed = self._keyed_names()
         found: set[int] = set()
         if traced is not None:
             for site, owner, statement in self.key_sites:
                 if (
                     statement not in found
                     and owner in traced
-                    and self._hashes(site, owner, keyed, traced=True)
+                    and self._hashes(site, owner, traced=True)
                 ):
                     found.add(statement)
             return found
@@ -356,7 +355,7 @@ class Candidates:
                 if (
                     statement not in found
                     and owner is not None  # module-level code reads no parameter
-                    and self._hashes(site, owner, keyed, traced=False)  # few sites hash: first
+                    and self._hashes(site, owner, traced=False)  # few sites hash: first
                     and _reads_parameter(site, owner)
                 ):
                     found.add(statement)
@@ -390,9 +389,7 @@ class Candidates:
             }
         return memo.keyed
 
-    def _hashes(
-        self, site: ast.expr, owner: _Function | None, keyed: set[str], traced: bool
-    ) -> bool:
+    def _hashes(self, site: ast.expr, owner: _Function | None, traced: bool) -> bool:
         """Whether `site` may hash a tracer (see `_variable`); with `traced`, only one the
         analysis finds traced there, as the rule asks (`jaxfix.analysis.keys`)."""
         if isinstance(site, ast.Call) and not self._may_hash(site.func):
@@ -424,11 +421,10 @@ class Candidates:
             """A dict or a set; in traced code `obj.name` only when `obj` is the method's
             `self` and its class gives `self.name` only dicts or sets (as the rule asks)."""
             if not isinstance(expr, ast.Attribute) or keys is None or fid is None:
-                return self._keyed(expr, keyed)
+                return self._keyed(expr)
             values = keys.attribute_values(expr, fid)
             return bool(values) and all(
-                not isinstance(v, ast.Name | ast.Attribute) and self._keyed(v, keyed)
-                for v in values
+                not isinstance(v, ast.Name | ast.Attribute) and self._keyed(v) for v in values
             )
 
         if isinstance(site, ast.Dict):
@@ -514,17 +510,17 @@ class Candidates:
     def _call_names(self, expr: ast.expr) -> frozenset[str]:
         return self._full_names(expr.func) if isinstance(expr, ast.Call) else frozenset()
 
-    def _keyed(self, expr: ast.expr, keyed: set[str]) -> bool:
+    def _keyed(self, expr: ast.expr) -> bool:
         """Whether `expr` may be a dict or a set: a display, a constructor call, or a name
-        bound to one or annotated as one (`keyed`), or an attribute some object is given one
-        in (`.name` in `keyed`)."""
+        bound to one or annotated as one, or an attribute some object is given one in (see
+        `_keyed_names`, found only when a site asks)."""
         if isinstance(expr, _DISPLAYS):
             return True
         if isinstance(expr, ast.Call):
             return bool(self._last_names(expr.func) & _KEYED_TYPES)
         if isinstance(expr, ast.Attribute):
-            return f".{expr.attr}" in keyed
-        return isinstance(expr, ast.Name) and expr.id in keyed
+            return f".{expr.attr}" in self._keyed_names()
+        return isinstance(expr, ast.Name) and expr.id in self._keyed_names()
 
     def _keyed_binding(self, expr: ast.expr) -> bool:
         """Whether a value or an annotation (`dict[str, int]`) makes a name a dict or a set."""

@@ -639,7 +639,8 @@ class _Declarations:
                 continue
             if expr is not call.func and parts[-1] in self.function_names:
                 return True
-            if self.module.import_name(expr) in transforms:
+            head = self.module.imports.get(parts[0])  # `Module.import_name`, from the parts
+            if head is not None and ".".join([head, *parts[1:]]) in transforms:
                 return True
         return False
 
