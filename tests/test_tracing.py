@@ -1563,10 +1563,64 @@ def test_call_sites(src: str, expected: dict[str, set[str]]) -> None:
             """,
             {"apply": {"v"}, "f": {"x"}, "<lambda>": {"a"}},
             id="lambda handed to a same-module helper that applies it",
-            marks=xfail(
-                "_propagate_call stops at the resolved callee `apply`; inside it `fn(v)` calls a "
-                "parameter, which _callee cannot resolve back to the lambda"
-            ),
+        ),
+        pytest.param(
+            """
+            import functools
+            import jax
+
+            def apply(fn, v):
+                return fn(v)
+
+            def scale(k, a):
+                return k * a
+
+            def double(a):
+                return a * 2
+
+            @jax.jit
+            def f(x):
+                return apply(double, x) + apply(functools.partial(scale, 3.0), x)
+
+            f(1.0)
+            """,
+            {"apply": {"v"}, "f": {"x"}, "double": {"a"}, "scale": {"a"}},
+            id="function and partial handed to a same-module helper that applies them",
+        ),
+        pytest.param(
+            """
+            import jax
+
+            def apply(fn, v):
+                return fn(v)
+
+            def f(x):
+                return apply(lambda a: a * 2, x)
+
+            f(1.0)
+            """,
+            {},
+            id="lambda handed to a helper on the host",
+        ),
+        pytest.param(
+            """
+            import jax
+
+            def apply(fn, v):
+                fn = print
+                return fn(v)
+
+            def g(a):
+                return a
+
+            @jax.jit
+            def f(x):
+                return apply(g, x)
+
+            f(1.0)
+            """,
+            {"apply": {"v"}, "f": {"x"}},
+            id="a helper that rebinds the parameter before calling it",
         ),
         pytest.param(
             """

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis.external import External
 from jaxfix.analysis.flow import (
@@ -36,6 +36,9 @@ class Facts:
     traced: set[Source] = field(default_factory=set)
     # Traced function id -> every way it came to be traced, the first found first.
     reasons: dict[str, list[Reason]] = field(default_factory=dict)
+    # The module's functions that traced code hands to a parameter (`apply(lambda a: ..., x)`):
+    # the callee's calls of that parameter call them.
+    handed: dict[Param, set[Value]] = field(default_factory=dict)
     _children: dict[str, list[str]] | None = field(default=None, repr=False)
 
     def children(self) -> dict[str, list[str]]:
@@ -235,29 +238,61 @@ def _fixed_point(
             if summary is None:  # never interpreted (unreachable code): nothing it does
                 continue
             for call in summary.calls:
-                callee = module.summary_of(call.target) if call.target is not None else None
-                if callee is None:
-                    continue
-                static = static_of.get(callee.id, frozenset())
-                new: set[Source] = set()
-                for name, value in bind_arguments(callee, call).items():
-                    # A jitted callee's static parameters hold what jax hashed, never a tracer
-                    # (a tracer given there raises: JF106 reports that at the call).
-                    param = Param(callee.id, name)
-                    if name in static or param in polymorphic:
-                        continue
-                    if facts.kind(value) is Kind.TRACED:
-                        new.add(param)
-                if Staged(fid) in facts.traced:
-                    new.add(Staged(callee.id))
-                changed |= facts.note(callee.id, Reason(Via.CALLED, _label(summary)))
-                if not new <= facts.traced:
-                    facts.traced |= new
-                    changed = True
+                for callee, bound in _callees(facts, summary, call):
+                    static = static_of.get(callee.id, frozenset())
+                    new: set[Source] = set()
+                    for name, value in bind_arguments(callee, bound).items():
+                        # A jitted callee's static parameters hold what jax hashed, never a
+                        # tracer (a tracer given there raises: JF106 reports that at the call).
+                        param = Param(callee.id, name)
+                        if name in static or param in polymorphic:
+                            continue
+                        if facts.kind(value) is Kind.TRACED:
+                            new.add(param)
+                        elif value.function is not None:
+                            changed |= _hand(facts, param, value)
+                    if Staged(fid) in facts.traced:
+                        new.add(Staged(callee.id))
+                    changed |= facts.note(callee.id, Reason(Via.CALLED, _label(summary)))
+                    if not new <= facts.traced:
+                        facts.traced |= new
+                        changed = True
             changed |= _applied(facts, summary, polymorphic)
             changed |= _nested(facts, summary)
         changed |= _staged_entries(facts)
     return facts
+
+
+def _callees(facts: Facts, summary: Summary, call: Call) -> Iterator[tuple[Summary, Call]]:
+    """The module's functions `call` (in traced `summary`) calls, each with the call as it
+    binds that function's parameters: its resolved target, or the functions traced code
+    handed to the parameter it calls (`fn(v)` in `def apply(fn, v)`)."""
+    module = facts.module
+    if call.target is not None:
+        callee = module.summary_of(call.target)
+        if callee is not None:
+            yield callee, call
+        return
+    func = call.node.func
+    if not isinstance(func, ast.Name) or func.id not in summary.params:
+        return
+    param = Param(summary.id, func.id)
+    if summary.values.get(func) != Value(Kind.TRACED, frozenset({param})):
+        return  # the name was rebound: it no longer holds what the caller handed
+    for function in sorted(facts.handed.get(param, ()), key=repr):
+        callee = module.summary_of(function.function) if function.function else None
+        if callee is not None:
+            bound = function.bound_positions + (function.qualified == "<bound>")
+            yield callee, replace(call, target=callee.id, bound=bound, receiver=None)
+
+
+def _hand(facts: Facts, param: Param, function: Value) -> bool:
+    """Note that traced code hands `function` to `param`; whether that is news."""
+    handed = facts.handed.setdefault(param, set())
+    if function in handed:
+        return False
+    handed.add(function)
+    return True
 
 
 def _applied(facts: Facts, summary: Summary, polymorphic: frozenset[Source]) -> bool:
