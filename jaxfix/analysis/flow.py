@@ -949,9 +949,9 @@ class _Interpreter:
         return inner
 
     def statement(self, node: ast.stmt, env: Env) -> None:
-        method = getattr(self, f"s_{type(node).__name__}", None)
+        method = _STATEMENTS.get(type(node))
         if method is not None:
-            method(node, env)
+            method(self, node, env)
             return
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
@@ -1356,9 +1356,9 @@ class _Interpreter:
     # -- expressions -----------------------------------------------------------------------
 
     def expr(self, node: ast.expr, env: Env) -> Value:
-        method = getattr(self, f"e_{type(node).__name__}", None)
+        method = _EXPRESSIONS.get(type(node))
         if method is not None:
-            value: Value = method(node, env)
+            value: Value = method(self, node, env)
         else:
             value = v.combine(
                 [self.expr(c, env) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
@@ -1907,6 +1907,20 @@ def _asks_array_attribute(test: ast.Call) -> bool:
         return isinstance(test.func, ast.Name) and test.func.id == "hasattr"
     default = args[2]
     return len(args) == 3 and isinstance(default, ast.Constant) and not default.value
+
+
+def _methods(prefix: str) -> dict[type, Callable[..., Any]]:
+    """`_Interpreter`'s method for each kind of node that has one (`s_If`, `e_Call`), by the
+    node's class: looked up once, not by name at each node."""
+    return {
+        kind: getattr(_Interpreter, prefix + name)
+        for name, kind in vars(ast).items()
+        if isinstance(kind, type) and hasattr(_Interpreter, prefix + name)
+    }
+
+
+_STATEMENTS = _methods("s_")
+_EXPRESSIONS = _methods("e_")
 
 
 def _python_types(node: ast.expr) -> bool:
