@@ -645,17 +645,19 @@ class _Declarations:
         return False
 
 
-Handler = Callable[[_Declarations, Any, Work], None]
-# `_Declarations`' method for each kind of node that has one, looked up once (functions, not
-# bound methods: held by the instance, they would make it a reference cycle, and its whole
-# syntax tree garbage for the cycle collector).
-_HANDLERS: dict[type, Handler] = {
-    kind: getattr(_Declarations, "visit_" + name)
-    for name, kind in vars(ast).items()
-    if isinstance(kind, type)
-    and issubclass(kind, ast.AST)
-    and hasattr(_Declarations, "visit_" + name)
-}
+def _methods(owner: type, prefix: str) -> dict[type, Callable[..., Any]]:
+    """`owner`'s method for each kind of node that has one (`visit_Call`, `s_If`, `e_Call`),
+    by the node's class: looked up once, not by name at each node. Functions, not bound
+    methods: held by an instance, they would make it a reference cycle, and its whole syntax
+    tree garbage for the cycle collector."""
+    return {
+        kind: getattr(owner, prefix + name)
+        for name, kind in vars(ast).items()
+        if isinstance(kind, type) and hasattr(owner, prefix + name)
+    }
+
+
+_HANDLERS = _methods(_Declarations, "visit_")
 
 
 def _static_fields(module: Module) -> set[str]:
@@ -1909,18 +1911,8 @@ def _asks_array_attribute(test: ast.Call) -> bool:
     return len(args) == 3 and isinstance(default, ast.Constant) and not default.value
 
 
-def _methods(prefix: str) -> dict[type, Callable[..., Any]]:
-    """`_Interpreter`'s method for each kind of node that has one (`s_If`, `e_Call`), by the
-    node's class: looked up once, not by name at each node."""
-    return {
-        kind: getattr(_Interpreter, prefix + name)
-        for name, kind in vars(ast).items()
-        if isinstance(kind, type) and hasattr(_Interpreter, prefix + name)
-    }
-
-
-_STATEMENTS = _methods("s_")
-_EXPRESSIONS = _methods("e_")
+_STATEMENTS = _methods(_Interpreter, "s_")
+_EXPRESSIONS = _methods(_Interpreter, "e_")
 
 
 def _python_types(node: ast.expr) -> bool:
