@@ -1594,6 +1594,31 @@ def test_call_sites(src: str, expected: dict[str, set[str]]) -> None:
             def apply(fn, v):
                 return fn(v)
 
+            class Saver:
+                def save(self, a):
+                    return a
+
+                @jax.jit
+                def step(self, x):
+                    return apply(self.save, x)
+
+            def save(a):
+                return a
+
+            @jax.jit
+            def by_keyword(x):
+                return apply(v=x, fn=save)
+            """,
+            {"apply": {"v"}, "save": {"a"}, "step": {"x"}, "save#2": {"a"}, "by_keyword": {"x"}},
+            id="a bound method handed over, and a function handed by keyword",
+        ),
+        pytest.param(
+            """
+            import jax
+
+            def apply(fn, v):
+                return fn(v)
+
             def f(x):
                 return apply(lambda a: a * 2, x)
 
