@@ -554,12 +554,21 @@ class Candidates:
 
     def project_decorators(self, packages: Collection[str]) -> set[str]:
         """The names imported from `packages` (or relatively) that decorate a function, also
-        as `@name(...)` or `@partial(name, ...)`."""
+        as `@name(...)` or `@partial(name, ...)`, or that are called with a function of the
+        module first (`fast = compiled(step)`): where the run defines them as wrappers of a
+        transform, they are transforms here."""
         found: set[str] = set()
         for function in self.functions:
             for decorator in function.decorators:
                 for expr in (decorator, _decorated_by(decorator), *_first_argument(decorator)):
                     found |= self._project_names(expr, packages)
+        defined = {name for function in self.functions for name in function.names}
+        for call in self.calls:
+            first = call.call.args[0] if call.call.args else None
+            if isinstance(first, ast.Lambda) or (
+                isinstance(first, ast.Name) and first.id in defined
+            ):
+                found |= self._project_names(call.call.func, packages)
         return found
 
     def wrappers(self, tree: ast.Module) -> set[str]:

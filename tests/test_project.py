@@ -404,6 +404,49 @@ def step(x):
     assert "decorated with `" in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("imports", "call"),
+    [
+        ("from pkg.compile import compiled", "compiled(step)"),
+        ("from pkg import compile", "compile.compiled(step)"),
+    ],
+    ids=["absolute", "module"],
+)
+def test_a_jit_wrapper_of_another_module_called_as_a_function_traces_its_argument(
+    tmp_path: Path, imports: str, call: str
+) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/compile.py": """\
+                import jax
+
+
+                def compiled(fn):
+                    return jax.jit(fn, donate_argnums=0)
+                """,
+            "pkg/train.py": f"""\
+{imports}
+import pickle
+
+LOG = []
+
+
+def step(x):
+    LOG.append(pickle.dumps(x))
+    return x
+
+
+fast = {call}
+""",
+        },
+    )
+    result = invoke("check", "--no-cache", str(root))
+    assert found(result, root) == ["pkg/train.py:8 JF101"]
+    assert "passed to `" in result.stdout
+
+
 def test_a_decorator_of_another_module_that_does_not_trace_is_not_a_transform(
     tmp_path: Path,
 ) -> None:

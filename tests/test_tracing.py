@@ -658,6 +658,27 @@ def xfail(reason: str) -> pytest.MarkDecorator:
             """
             import jax
 
+            def compiled(fn):
+                return jax.jit(fn, static_argnums=1)
+
+            def f(x, n):
+                return x * n
+
+            def g(y):
+                return y
+
+            fast = compiled(f)
+            fast(1.0, 2)
+            compiled(lambda z: z)(1.0)
+            print(compiled(3))
+            """,
+            {"f": {"x"}, "<lambda>": {"z"}},
+            id="such a function called on a function traces it as it would decorate it",
+        ),
+        pytest.param(
+            """
+            import jax
+
             def timed(fn):
                 helper = jax.jit(lambda v: v)
                 return fn

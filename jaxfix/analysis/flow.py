@@ -1637,6 +1637,9 @@ class _Interpreter:
             if func.function in self.module.transformed:
                 # A jitted function called from this code: traced when this code is.
                 return v.traced(v.sources_of(operands) | {Staged(self.summary.id)})
+            wrapped = self._wrap(func, call)
+            if wrapped is not None:
+                return wrapped
             return self._apply(func.function, call)
         if call.method in CUSTOM_RULE_METHODS and self._custom_derivative(call.receiver):
             assert call.receiver is not None and call.receiver.entry is not None
@@ -1772,6 +1775,22 @@ class _Interpreter:
                 return name, spec, returned
         return None
 
+    def _wrap(self, wrapper: Value, call: Call) -> Value | None:
+        """`compiled(step)`, where `compiled` returns a transform applied to its argument: an
+        entry for `step`, as `@compiled` on its `def` makes; the value is the transformed
+        function. None when `wrapper` is no such function or is not given one."""
+        first = call.args[0] if call.args else None
+        found = self._wrapper_transform(wrapper) if first and first.function else None
+        if first is None or found is None:
+            return None
+        name, spec, options = found
+        label = f"{self._wrapper_name(wrapper)}`, which applies `{name}"
+        self._enter(call.node, name, spec, first, options, Reason(Via.PASSED, label))
+        return replace(first, entry=len(self.module.entries) - 1)
+
+    def _wrapper_name(self, wrapper: Value) -> str:
+        return getattr(self.module.nodes.get(wrapper.function or ""), "name", "")
+
     def decorate(self, decorator: ast.expr, value: Value, node: FunctionNode, env: Env) -> Value:
         """`@T`, `@T(...)`, `@partial(T, ...)` on a function: an entry."""
         options: ast.Call | None = None
@@ -1790,8 +1809,7 @@ class _Interpreter:
         wrapper = self._wrapper_transform(head_value) if head_value.function else None
         if wrapper is not None:
             name, spec, options = wrapper
-            wrapper_name = getattr(self.module.nodes.get(head_value.function or ""), "name", "")
-            label = f"{wrapper_name}`, which applies `{name}"
+            label = f"{self._wrapper_name(head_value)}`, which applies `{name}"
             self._enter(node, name, spec, value, options, Reason(Via.DECORATED, label))
             return replace(value, entry=len(self.module.entries) - 1)
         if isinstance(expr, ast.Call):
