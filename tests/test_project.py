@@ -356,17 +356,23 @@ def test_calling_what_a_helper_returns_does_not_trace_the_helper(tmp_path: Path)
 
 
 @pytest.mark.parametrize(
-    ("imports", "decorator"),
+    ("imports", "decorator", "after"),
     [
-        ("from pkg.compile import compiled", "@compiled"),
-        ("from .compile import compiled", "@compiled"),
-        ("from pkg import compile", "@compile.compiled"),
-        ("from functools import partial\nfrom pkg.compile import compiled", "@partial(compiled)"),
+        ("from pkg.compile import compiled", "@compiled", ""),
+        ("from .compile import compiled", "@compiled", ""),
+        ("from pkg import compile", "@compile.compiled", ""),
+        (
+            "from functools import partial\nfrom pkg.compile import compiled",
+            "@partial(compiled)",
+            "",
+        ),
+        ("from pkg.compile import compiled", "# handed over below", "fast = compiled(step)"),
+        ("from pkg import compile", "# handed over below", "fast = compile.compiled(step)"),
     ],
-    ids=["absolute", "relative", "module", "partial"],
+    ids=["absolute", "relative", "module", "partial", "called", "called-through-module"],
 )
-def test_a_jit_wrapper_of_another_module_traces_what_it_decorates(
-    tmp_path: Path, imports: str, decorator: str
+def test_a_jit_wrapper_of_another_module_traces_what_it_decorates_or_is_called_on(
+    tmp_path: Path, imports: str, decorator: str, after: str
 ) -> None:
     root = tree(
         tmp_path,
@@ -395,56 +401,16 @@ LOG = []
 def step(x):
     LOG.append(pickle.dumps(x))
     return x
+
+
+{after}
 """,
         },
     )
     result = invoke("check", "--no-cache", str(root))
     line = 9 + imports.count("\n")
     assert found(result, root) == [f"pkg/train.py:{line} JF101"]
-    assert "decorated with `" in result.stdout
-
-
-@pytest.mark.parametrize(
-    ("imports", "call"),
-    [
-        ("from pkg.compile import compiled", "compiled(step)"),
-        ("from pkg import compile", "compile.compiled(step)"),
-    ],
-    ids=["absolute", "module"],
-)
-def test_a_jit_wrapper_of_another_module_called_as_a_function_traces_its_argument(
-    tmp_path: Path, imports: str, call: str
-) -> None:
-    root = tree(
-        tmp_path,
-        {
-            "pkg/__init__.py": "",
-            "pkg/compile.py": """\
-                import jax
-
-
-                def compiled(fn):
-                    return jax.jit(fn, donate_argnums=0)
-                """,
-            "pkg/train.py": f"""\
-{imports}
-import pickle
-
-LOG = []
-
-
-def step(x):
-    LOG.append(pickle.dumps(x))
-    return x
-
-
-fast = {call}
-""",
-        },
-    )
-    result = invoke("check", "--no-cache", str(root))
-    assert found(result, root) == ["pkg/train.py:8 JF101"]
-    assert "passed to `" in result.stdout
+    assert ("passed to `" if after else "decorated with `") in result.stdout
 
 
 def test_a_decorator_of_another_module_that_does_not_trace_is_not_a_transform(
