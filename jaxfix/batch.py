@@ -243,7 +243,9 @@ def _apply_project_wrappers(
     transforms defined in another file of the run (`@compiled`, `def compiled(fn): return
     jax.jit(fn)`)."""
     wrappers = {
-        (tasks[i][0], name) for i, outcome in outcomes.items() for name in outcome.facts.wrappers
+        (tasks[i][0], name): baked
+        for i, outcome in outcomes.items()
+        for name, baked in outcome.facts.wrappers.items()
     }
     if not wrappers:
         return
@@ -252,8 +254,9 @@ def _apply_project_wrappers(
         path, job = tasks[i]
         extra = index.wrapped_by_project(path, outcome.facts, wrappers)
         if extra:
-            transforms = (*job.options.transforms, *extra)
-            options = dataclasses.replace(job.options, transforms=transforms)
+            transforms = (*job.options.transforms, *(name for name, _ in extra))
+            baked = (*job.options.baked, *extra)
+            options = dataclasses.replace(job.options, transforms=transforms, baked=baked)
             rerun[i] = tasks[i] = (path, dataclasses.replace(job, options=options))
     outcomes.update(analyser.outcomes(rerun))
 
@@ -532,6 +535,9 @@ def _round_options(job: Job) -> dict[str, Any]:
     analyse the file again as that round did (`_replayed_around_edits`)."""
     return {
         "transforms": list(job.options.transforms),
+        "baked": [
+            [name, list(positions), list(names)] for name, (positions, names) in job.options.baked
+        ],
         "entries": [dataclasses.asdict(entry) for entry in job.options.entries],
     }
 
@@ -542,10 +548,14 @@ def _job_of_round(job: Job, options: dict[str, Any] | None) -> Job | None:
         return None
     try:
         transforms = tuple(str(name) for name in options["transforms"])
+        baked = tuple(
+            (str(name), (tuple(map(int, positions)), tuple(map(str, names))))
+            for name, positions, names in options["baked"]
+        )
         entries = tuple(project.entry_from_plain(entry) for entry in options["entries"])
     except (KeyError, TypeError, ValueError):
         return None
-    changed = dataclasses.replace(job.options, transforms=transforms, entries=entries)
+    changed = dataclasses.replace(job.options, transforms=transforms, baked=baked, entries=entries)
     return dataclasses.replace(job, options=changed)
 
 

@@ -41,7 +41,7 @@ from jaxfix.project import ModuleFacts
 from jaxfix.stamps import Stamps, digest
 
 DEFAULT_FOLDER = Path(".jaxfix_cache")
-FORMAT = 7
+FORMAT = 8
 SHARDS = 64
 # Results kept per file: a file that other modules concern is analysed under several jobs (alone,
 # then with what the run tells it in each round, see `jaxfix.batch`); a warm run needs them all.

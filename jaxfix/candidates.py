@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
-from jaxfix.analysis.flow import Bindings
+from jaxfix.analysis.flow import Bindings, static_arguments
 from jaxfix.analysis.statements import inner_statements
 from jaxfix.analysis.walk import children
-from jaxfix.transforms import TRANSFORMS
+from jaxfix.transforms import JIT, TRANSFORMS, Baked
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BUILTINS = frozenset(dir(builtins))
@@ -571,25 +571,29 @@ class Candidates:
                 found |= self._project_names(call.call.func, packages)
         return found
 
-    def wrappers(self, tree: ast.Module) -> set[str]:
+    def wrappers(self, tree: ast.Module) -> dict[str, Baked]:
         """Top-level functions that return a transform applied to their first parameter
-        (`def compiled(fn): return jax.jit(fn, donate_argnums=0)`): decorators that trace."""
-        found: set[str] = set()
+        (`def compiled(fn): return jax.jit(fn, static_argnums=1)`): decorators that trace,
+        each with the static arguments it declares for what it wraps."""
+        found: dict[str, Baked] = {}
         for statement in tree.body:
             if not isinstance(statement, _FUNCTIONS):
                 continue
             params = [*statement.args.posonlyargs, *statement.args.args]
             for line in statement.body if params else ():
                 value = line.value if isinstance(line, ast.Return) else None
-                if (
+                if not (
                     isinstance(value, ast.Call)
                     and value.args
                     and isinstance(value.args[0], ast.Name)
                     and value.args[0].id == params[0].arg
                     and any(map(_traces_first_argument, self._full_names(value.func)))
-                    and not self._full_names(value.func).isdisjoint(self.transforms)
                 ):
-                    found.add(statement.name)
+                    continue
+                applied = sorted(self._full_names(value.func) & frozenset(self.transforms))
+                if applied:
+                    spec = TRANSFORMS.get(applied[0]) or TRANSFORMS[JIT]  # a user's: as jit
+                    found[statement.name] = static_arguments(spec, value)
         return found
 
     def _project_names(self, expr: ast.expr, packages: Collection[str]) -> set[str]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from jaxfix.models.sinks import Sink
 from jaxfix.project import Entry, ForeignCalls, SerializedImport
+from jaxfix.transforms import Baked
 
 
 @dataclass(frozen=True)
@@ -15,8 +16,10 @@ class Options:
     """Analysis settings beyond rule selection."""
 
     # The project's own jit-like wrappers (`my_lib.compiled`): each traces the function it is
-    # applied to as `jax.jit` does.
+    # applied to as `jax.jit` does; those the run defines, with the static arguments they
+    # declare for every function they wrap (by name as the file imports them).
     transforms: tuple[str, ...] = ()
+    baked: tuple[tuple[str, Baked], ...] = ()
     # Rule options: (rule code or name, option, values), e.g. ("JF101", "extra-serializers", ...).
     rule_options: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     # The project's rows of the host-sink model (`[tool.jaxfix.sinks]`, and the rule options

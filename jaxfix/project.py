@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxfix.analysis.external import External
+from jaxfix.transforms import Baked
 
 if TYPE_CHECKING:
     from jaxfix.analysis.file import FileAnalysis
@@ -118,8 +119,9 @@ class ModuleFacts:
     # (top-level function, absolute target) for each call into the run's packages.
     calls: set[tuple[str, str]] = field(default_factory=set)
     # Top-level functions that return a transform applied to their argument (decorators that
-    # trace), and the names imported from the run that decorate functions (as imported).
-    wrappers: set[str] = field(default_factory=set)
+    # trace) with the static arguments they declare, and the names imported from the run that
+    # decorate functions or are called on one (as imported).
+    wrappers: dict[str, Baked] = field(default_factory=dict)
     decorators: set[str] = field(default_factory=set)
     calls_out: list[TracedCall] = field(default_factory=list)
     # (as imported, absolute) for each name or module imported from the run's packages.
@@ -159,7 +161,7 @@ class ModuleFacts:
             reexports=dict(data["reexports"]),
             anchored=set(data["anchored"]),
             calls={(a, b) for a, b in data["calls"]},
-            wrappers=set(data["wrappers"]),
+            wrappers={name: (tuple(p), tuple(n)) for name, (p, n) in data["wrappers"].items()},
             decorators=set(data["decorators"]),
             calls_out=[
                 TracedCall(c["target"], entry_from_plain(c["entry"])) for c in data["calls_out"]
@@ -175,7 +177,6 @@ _SETS = (
     "functions",
     "anchored",
     "calls",
-    "wrappers",
     "decorators",
     "imported",
 )
@@ -189,7 +190,7 @@ def with_tree_facts(facts: ModuleFacts, first: ModuleFacts) -> ModuleFacts:
         facts,
         anchored=set(first.anchored),
         calls=set(first.calls),
-        wrappers=set(first.wrappers),
+        wrappers=dict(first.wrappers),
         decorators=set(first.decorators),
         imported=set(first.imported),
     )
@@ -310,16 +311,17 @@ class ProjectIndex:
         return self._definition(self.places[path].absolute(origin), hops + 1)
 
     def wrapped_by_project(
-        self, path: Path, facts: ModuleFacts, wrappers: set[tuple[Path, str]]
-    ) -> tuple[str, ...]:
+        self, path: Path, facts: ModuleFacts, wrappers: Mapping[tuple[Path, str], Baked]
+    ) -> tuple[tuple[str, Baked], ...]:
         """The decorators of the file at `path` (as it imports them) that are wrappers of the
-        run: transforms for that file."""
+        run, with the static arguments each declares: transforms for that file."""
         place = self.places[path]
-        return tuple(
-            sorted(
-                raw for raw in facts.decorators if self.definition(place.absolute(raw)) in wrappers
-            )
-        )
+        found = []
+        for raw in sorted(facts.decorators):
+            definition = self.definition(place.absolute(raw))
+            if definition is not None and definition in wrappers:
+                found.append((raw, wrappers[definition]))
+        return tuple(found)
 
     def reaching_anchors(self, facts: Mapping[Path, ModuleFacts]) -> set[tuple[Path, str]]:
         """The functions that call an anchor of a rule, themselves or through functions of

@@ -8,7 +8,7 @@ A table keyed by fully qualified name. `staged` means the function is traced to 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,14 @@ class TransformSpec:
     # see types, so a parameter annotated with a Python type (`n: int`) or defaulting to a
     # literal (`n=3`, `name="x"`) counts as static; any other parameter as traced.
     filtered: bool = False
+    # Static positions and names a project's wrapper declares once for every function it
+    # wraps (`def compiled(fn): return jax.jit(fn, static_argnums=1)`).
+    static_positions: tuple[int, ...] = ()
+    static_names: tuple[str, ...] = ()
 
+
+# What a project's jit wrapper makes static in every function it wraps: positions, names.
+Baked = tuple[tuple[int, ...], tuple[str, ...]]
 
 _JIT = TransformSpec(
     static_argnums_keywords=("static_argnums",),
@@ -221,8 +228,17 @@ STRING_METHODS = frozenset(
 STAGED_ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
 
 
-def with_user_transforms(names: Collection[str]) -> Mapping[str, TransformSpec]:
-    """The transform table plus the project's own jit-like wrappers (traced as `jax.jit`)."""
+def with_user_transforms(
+    names: Collection[str], baked: Collection[tuple[str, Baked]] = ()
+) -> Mapping[str, TransformSpec]:
+    """The transform table plus the project's own jit-like wrappers (traced as `jax.jit`,
+    with the static arguments a wrapper of the run bakes in, by its name)."""
     if not names:
         return TRANSFORMS
-    return {**TRANSFORMS, **{name: _JIT for name in names if name not in TRANSFORMS}}
+    statics = dict(baked)
+    user = {}
+    for name in names:
+        if name not in TRANSFORMS:
+            positions, keywords = statics.get(name, ((), ()))
+            user[name] = replace(_JIT, static_positions=positions, static_names=keywords)
+    return {**TRANSFORMS, **user}

@@ -526,6 +526,36 @@ def test_an_edit_that_tells_the_run_nothing_new_analyses_the_edited_file_alone(
     assert root / "pkg" / "train.py" not in analysed  # its results are looked up
 
 
+def test_an_edit_of_a_file_another_modules_jit_wrapper_decorates_replays_its_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decorated file is analysed again in both of its rounds, the second with the
+    wrapper as a transform and the static argument it declares: the same finding (`x`, not
+    the static `n`) as a run without the cache, and the wrapper's file is not analysed."""
+    root = tmp_path / "tree"
+    write(root / "pkg" / "__init__.py", "")
+    wrapper = "import jax\n\n\ndef compiled(fn):\n    return jax.jit(fn, static_argnums=1)\n"
+    write(root / "pkg" / "compile.py", wrapper)
+    train = (
+        "import pickle\n\nfrom pkg.compile import compiled\n\nLOG = []\n\n\n@compiled\n"
+        "def step(x, n):\n    LOG.append(pickle.dumps(x))\n    LOG.append(pickle.dumps(n))\n"
+        "    return x\n"
+    )
+    write(root / "pkg" / "train.py", train)
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(OLD_NS, OLD_NS))
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    before = jaxfix(root, "check", *cache)
+    assert findings(before[1]) == [(str(root / "pkg" / "train.py") + ":10", "JF101")]
+    write(root / "pkg" / "train.py", train + "# edited\n")
+    analysed = counted(monkeypatch, runner, "process")
+    looked_up = counted(monkeypatch, Cache, "lookup")
+    assert jaxfix(root, "check", *cache, "--jobs", "1") == before
+    assert analysed == [root / "pkg" / "train.py"] * 2
+    assert len(looked_up) == 2  # the edited file's two rounds: the rest is replayed
+    assert jaxfix(root, "check", "--no-cache") == before
+
+
 def test_an_edit_that_changes_what_a_later_round_tells_the_run_traces_the_run_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

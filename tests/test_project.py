@@ -413,6 +413,46 @@ def step(x):
     assert ("passed to `" if after else "decorated with `") in result.stdout
 
 
+@pytest.mark.parametrize("usage", ["decorated", "called"])
+def test_the_static_arguments_of_another_modules_jit_wrapper_stay_static(
+    tmp_path: Path, usage: str
+) -> None:
+    """`jax.jit(fn, static_argnums=1, static_argnames="mode")` inside the wrapper: the second
+    parameter and `mode` of what it wraps hold Python values, whichever module wraps it."""
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/compile.py": """\
+                import jax
+
+
+                def compiled(fn):
+                    return jax.jit(fn, static_argnums=1, static_argnames="mode")
+                """,
+            "pkg/train.py": f"""\
+import pickle
+
+from pkg.compile import compiled
+
+LOG = []
+
+
+{"@compiled" if usage == "decorated" else "# handed over below"}
+def step(x, n, mode="fast"):
+    LOG.append(pickle.dumps(n))
+    LOG.append(pickle.dumps(mode))
+    LOG.append(pickle.dumps(x))
+    return x * n
+
+
+{"" if usage == "decorated" else "fast = compiled(step)"}
+""",
+        },
+    )
+    assert found(invoke("check", "--no-cache", str(root)), root) == ["pkg/train.py:12 JF101"]
+
+
 def test_a_decorator_of_another_module_that_does_not_trace_is_not_a_transform(
     tmp_path: Path,
 ) -> None:

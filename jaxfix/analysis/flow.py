@@ -54,6 +54,7 @@ from jaxfix.transforms import (
     STRING_METHODS,
     TRACED_MODULE_BASES,
     TRANSFORMS,
+    Baked,
     TransformSpec,
 )
 
@@ -2028,17 +2029,21 @@ def _str_tuple(node: ast.expr | None) -> tuple[str, ...]:
     )
 
 
+def static_arguments(spec: TransformSpec, options: ast.Call | None) -> Baked:
+    """The static positions and names a transform's call declares (`static_argnums=1`)."""
+    positions = [i for k in spec.static_argnums_keywords for i in _int_tuple(_keyword(options, k))]
+    names = [n for k in spec.static_argnames_keywords for n in _str_tuple(_keyword(options, k))]
+    return tuple(positions), tuple(names)
+
+
 def _static_params(
     spec: TransformSpec, options: ast.Call | None, positional: list[str]
 ) -> set[str]:
-    static: set[str] = set()
-    for keyword in spec.static_argnums_keywords:
-        for index in _int_tuple(_keyword(options, keyword)):
-            if -len(positional) <= index < len(positional):
-                static.add(positional[index])
-    for keyword in spec.static_argnames_keywords:
-        static |= set(_str_tuple(_keyword(options, keyword)))
-    return static
+    positions, names = static_arguments(spec, options)
+    in_range = [
+        i for i in (*positions, *spec.static_positions) if -len(positional) <= i < len(positional)
+    ]
+    return {positional[i] for i in in_range} | {*names, *spec.static_names}
 
 
 def _unbatched(spec: TransformSpec, options: ast.Call | None, positional: list[str]) -> set[str]:
