@@ -24,6 +24,7 @@ from jaxfix.options import DEFAULT, Options
 from jaxfix.outcome import Outcome
 from jaxfix.project import ModuleFacts
 from jaxfix.stamps import digest
+from jaxfix.transforms import Wrapped
 
 # Rounds of re-analysis for tracing across modules: a call chain through more modules than
 # this is followed no further.
@@ -243,9 +244,9 @@ def _apply_project_wrappers(
     transforms defined in another file of the run (`@compiled`, `def compiled(fn): return
     jax.jit(fn)`)."""
     wrappers = {
-        (tasks[i][0], name): baked
+        (tasks[i][0], name): wrapped
         for i, outcome in outcomes.items()
-        for name, baked in outcome.facts.wrappers.items()
+        for name, wrapped in outcome.facts.wrappers.items()
     }
     if not wrappers:
         return
@@ -255,8 +256,8 @@ def _apply_project_wrappers(
         extra = index.wrapped_by_project(path, outcome.facts, wrappers)
         if extra:
             transforms = (*job.options.transforms, *(name for name, _ in extra))
-            baked = (*job.options.baked, *extra)
-            options = dataclasses.replace(job.options, transforms=transforms, baked=baked)
+            wrapped = (*job.options.wrapped, *extra)
+            options = dataclasses.replace(job.options, transforms=transforms, wrapped=wrapped)
             rerun[i] = tasks[i] = (path, dataclasses.replace(job, options=options))
     outcomes.update(analyser.outcomes(rerun))
 
@@ -535,9 +536,7 @@ def _round_options(job: Job) -> dict[str, Any]:
     analyse the file again as that round did (`_replayed_around_edits`)."""
     return {
         "transforms": list(job.options.transforms),
-        "baked": [
-            [name, list(positions), list(names)] for name, (positions, names) in job.options.baked
-        ],
+        "wrapped": [[name, dataclasses.asdict(wrapper)] for name, wrapper in job.options.wrapped],
         "entries": [dataclasses.asdict(entry) for entry in job.options.entries],
     }
 
@@ -548,14 +547,13 @@ def _job_of_round(job: Job, options: dict[str, Any] | None) -> Job | None:
         return None
     try:
         transforms = tuple(str(name) for name in options["transforms"])
-        baked = tuple(
-            (str(name), (tuple(map(int, positions)), tuple(map(str, names))))
-            for name, positions, names in options["baked"]
-        )
+        wrapped = tuple((str(n), Wrapped.from_plain(w)) for n, w in options["wrapped"])
         entries = tuple(project.entry_from_plain(entry) for entry in options["entries"])
     except (KeyError, TypeError, ValueError):
         return None
-    changed = dataclasses.replace(job.options, transforms=transforms, baked=baked, entries=entries)
+    changed = dataclasses.replace(
+        job.options, transforms=transforms, wrapped=wrapped, entries=entries
+    )
     return dataclasses.replace(job, options=changed)
 
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
-from jaxfix.analysis.flow import Bindings, static_arguments
+from jaxfix.analysis.flow import Bindings, wrapped_by
 from jaxfix.analysis.statements import inner_statements
 from jaxfix.analysis.walk import children
-from jaxfix.transforms import JIT, TRANSFORMS, Baked
+from jaxfix.transforms import JIT, TRANSFORMS, Wrapped
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BUILTINS = frozenset(dir(builtins))
@@ -571,11 +571,11 @@ class Candidates:
                 found |= self._project_names(call.call.func, packages)
         return found
 
-    def wrappers(self, tree: ast.Module) -> dict[str, Baked]:
+    def wrappers(self, tree: ast.Module) -> dict[str, Wrapped]:
         """Top-level functions that return a transform applied to their first parameter
         (`def compiled(fn): return jax.jit(fn, static_argnums=1)`): decorators that trace,
-        each with the static arguments it declares for what it wraps."""
-        found: dict[str, Baked] = {}
+        each with what it does to the functions it wraps."""
+        found: dict[str, Wrapped] = {}
         for statement in tree.body:
             if not isinstance(statement, _FUNCTIONS):
                 continue
@@ -593,7 +593,7 @@ class Candidates:
                 applied = sorted(self._full_names(value.func) & frozenset(self.transforms))
                 if applied:
                     spec = TRANSFORMS.get(applied[0]) or TRANSFORMS[JIT]  # a user's: as jit
-                    found[statement.name] = static_arguments(spec, value)
+                    found[statement.name] = wrapped_by(applied[0], spec, value)
         return found
 
     def _project_names(self, expr: ast.expr, packages: Collection[str]) -> set[str]:

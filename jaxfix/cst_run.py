@@ -113,7 +113,7 @@ def run(
     )
     analysis = TracedAnalysis(
         wrapper,
-        with_user_transforms(options.transforms, options.baked),
+        with_user_transforms(options.transforms, options.wrapped),
         options.entries,
         project,
         analysed,

@@ -498,7 +498,7 @@ def _note_facts(
 
 
 def _transforms(options: Options) -> Mapping[str, TransformSpec]:
-    return with_user_transforms(options.transforms, options.baked)
+    return with_user_transforms(options.transforms, options.wrapped)
 
 
 def _allowed(fix: Fix, unsafe_fixes: bool) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from jaxfix.models.sinks import Sink
 from jaxfix.project import Entry, ForeignCalls, SerializedImport
-from jaxfix.transforms import Baked
+from jaxfix.transforms import Wrapped
 
 
 @dataclass(frozen=True)
@@ -16,10 +16,10 @@ class Options:
     """Analysis settings beyond rule selection."""
 
     # The project's own jit-like wrappers (`my_lib.compiled`): each traces the function it is
-    # applied to as `jax.jit` does; those the run defines, with the static arguments they
-    # declare for every function they wrap (by name as the file imports them).
+    # applied to as `jax.jit` does; those the run defines as the transform they apply does,
+    # with its arguments (`wrapped`, by name as the file imports them).
     transforms: tuple[str, ...] = ()
-    baked: tuple[tuple[str, Baked], ...] = ()
+    wrapped: tuple[tuple[str, Wrapped], ...] = ()
     # Rule options: (rule code or name, option, values), e.g. ("JF101", "extra-serializers", ...).
     rule_options: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     # The project's rows of the host-sink model (`[tool.jaxfix.sinks]`, and the rule options

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxfix.analysis.external import External
-from jaxfix.transforms import Baked
+from jaxfix.transforms import Wrapped
 
 if TYPE_CHECKING:
     from jaxfix.analysis.file import FileAnalysis
@@ -119,9 +119,9 @@ class ModuleFacts:
     # (top-level function, absolute target) for each call into the run's packages.
     calls: set[tuple[str, str]] = field(default_factory=set)
     # Top-level functions that return a transform applied to their argument (decorators that
-    # trace) with the static arguments they declare, and the names imported from the run that
+    # trace) with what each does to what it wraps, and the names imported from the run that
     # decorate functions or are called on one (as imported).
-    wrappers: dict[str, Baked] = field(default_factory=dict)
+    wrappers: dict[str, Wrapped] = field(default_factory=dict)
     decorators: set[str] = field(default_factory=set)
     calls_out: list[TracedCall] = field(default_factory=list)
     # (as imported, absolute) for each name or module imported from the run's packages.
@@ -161,7 +161,7 @@ class ModuleFacts:
             reexports=dict(data["reexports"]),
             anchored=set(data["anchored"]),
             calls={(a, b) for a, b in data["calls"]},
-            wrappers={name: (tuple(p), tuple(n)) for name, (p, n) in data["wrappers"].items()},
+            wrappers={name: Wrapped.from_plain(w) for name, w in data["wrappers"].items()},
             decorators=set(data["decorators"]),
             calls_out=[
                 TracedCall(c["target"], entry_from_plain(c["entry"])) for c in data["calls_out"]
@@ -311,10 +311,10 @@ class ProjectIndex:
         return self._definition(self.places[path].absolute(origin), hops + 1)
 
     def wrapped_by_project(
-        self, path: Path, facts: ModuleFacts, wrappers: Mapping[tuple[Path, str], Baked]
-    ) -> tuple[tuple[str, Baked], ...]:
+        self, path: Path, facts: ModuleFacts, wrappers: Mapping[tuple[Path, str], Wrapped]
+    ) -> tuple[tuple[str, Wrapped], ...]:
         """The decorators of the file at `path` (as it imports them) that are wrappers of the
-        run, with the static arguments each declares: transforms for that file."""
+        run, with what each does: transforms for that file."""
         place = self.places[path]
         found = []
         for raw in sorted(facts.decorators):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,28 @@ class TransformSpec:
     static_names: tuple[str, ...] = ()
 
 
-# What a project's jit wrapper makes static in every function it wraps: positions, names.
-Baked = tuple[tuple[int, ...], tuple[str, ...]]
+@dataclass(frozen=True)
+class Wrapped:
+    """What a project's wrapper (`def batched(fn): return jax.vmap(fn, in_axes=(0, None))`)
+    does to every function it wraps: the transform it applies, the arguments its call makes
+    static or leaves unbatched (concrete either way), by position or name, and those it
+    differentiates (`argnums`; None for the transform's default)."""
+
+    transform: str = "jax.jit"
+    static_positions: tuple[int, ...] = ()
+    static_names: tuple[str, ...] = ()
+    argnums: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_plain(cls, data: Mapping[str, Any]) -> Wrapped:
+        argnums = data["argnums"]
+        return cls(
+            str(data["transform"]),
+            tuple(int(i) for i in data["static_positions"]),
+            tuple(str(n) for n in data["static_names"]),
+            None if argnums is None else tuple(int(i) for i in argnums),
+        )
+
 
 _JIT = TransformSpec(
     static_argnums_keywords=("static_argnums",),
@@ -229,16 +250,28 @@ STAGED_ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "
 
 
 def with_user_transforms(
-    names: Collection[str], baked: Collection[tuple[str, Baked]] = ()
+    names: Collection[str], wrapped: Collection[tuple[str, Wrapped]] = ()
 ) -> Mapping[str, TransformSpec]:
-    """The transform table plus the project's own jit-like wrappers (traced as `jax.jit`,
-    with the static arguments a wrapper of the run bakes in, by its name)."""
+    """The transform table plus the project's own wrappers: traced as `jax.jit`, or, for a
+    wrapper of the run (`wrapped`, by name), as the transform it applies with its arguments."""
     if not names:
         return TRANSFORMS
-    statics = dict(baked)
+    known = dict(wrapped)
     user = {}
     for name in names:
-        if name not in TRANSFORMS:
-            positions, keywords = statics.get(name, ((), ()))
-            user[name] = replace(_JIT, static_positions=positions, static_names=keywords)
+        if name in TRANSFORMS:
+            continue
+        wrapper = known.get(name)
+        if wrapper is None:
+            user[name] = _JIT
+            continue
+        base = TRANSFORMS.get(wrapper.transform, _JIT)
+        argnums = base.default_argnums if wrapper.argnums is None else wrapper.argnums
+        user[name] = replace(
+            base,
+            fun_positions=(0,),
+            static_positions=wrapper.static_positions,
+            static_names=wrapper.static_names,
+            default_argnums=argnums,
+        )
     return {**TRANSFORMS, **user}

@@ -453,6 +453,42 @@ def step(x, n, mode="fast"):
     assert found(invoke("check", "--no-cache", str(root)), root) == ["pkg/train.py:12 JF101"]
 
 
+@pytest.mark.parametrize(
+    "transform",
+    ["jax.vmap(fn, in_axes=(0, None))", "jax.vmap(fn, (0, None))", "jax.grad(fn, argnums=0)"],
+)
+def test_another_modules_wrapper_traces_as_the_transform_it_applies(
+    tmp_path: Path, transform: str
+) -> None:
+    """A vmap wrapper stages nothing (`jnp.zeros(3)` is an array) and leaves an unbatched
+    argument concrete; a grad wrapper traces only the arguments it differentiates."""
+    root = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/wrap.py": f"import jax\n\n\ndef wrapped(fn):\n    return {transform}\n",
+            "pkg/train.py": """\
+                import pickle
+
+                import jax.numpy as jnp
+
+                from pkg.wrap import wrapped
+
+                LOG = []
+
+
+                @wrapped
+                def step(x, scale):
+                    LOG.append(pickle.dumps(scale))
+                    LOG.append(pickle.dumps(jnp.zeros(3)))
+                    LOG.append(pickle.dumps(x))
+                    return (x * scale).sum()
+                """,
+        },
+    )
+    assert found(invoke("check", "--no-cache", str(root)), root) == ["pkg/train.py:14 JF101"]
+
+
 def test_a_decorator_of_another_module_that_does_not_trace_is_not_a_transform(
     tmp_path: Path,
 ) -> None:

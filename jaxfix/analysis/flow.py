@@ -54,8 +54,8 @@ from jaxfix.transforms import (
     STRING_METHODS,
     TRACED_MODULE_BASES,
     TRANSFORMS,
-    Baked,
     TransformSpec,
+    Wrapped,
 )
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
@@ -2029,34 +2029,47 @@ def _str_tuple(node: ast.expr | None) -> tuple[str, ...]:
     )
 
 
-def static_arguments(spec: TransformSpec, options: ast.Call | None) -> Baked:
-    """The static positions and names a transform's call declares (`static_argnums=1`)."""
+def wrapped_by(transform: str, spec: TransformSpec, options: ast.Call) -> Wrapped:
+    """What a wrapper whose body returns `options` (`jax.vmap(fn, in_axes=(0, None))`, a call
+    of `transform`) does to every function it wraps."""
     positions = [i for k in spec.static_argnums_keywords for i in _int_tuple(_keyword(options, k))]
     names = [n for k in spec.static_argnames_keywords for n in _str_tuple(_keyword(options, k))]
-    return tuple(positions), tuple(names)
+    argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) if spec.argnums_keyword else ()
+    return Wrapped(
+        transform,
+        (*positions, *_unbatched_positions(spec, options)),
+        tuple(names),
+        argnums or None,
+    )
 
 
 def _static_params(
     spec: TransformSpec, options: ast.Call | None, positional: list[str]
 ) -> set[str]:
-    positions, names = static_arguments(spec, options)
-    in_range = [
-        i for i in (*positions, *spec.static_positions) if -len(positional) <= i < len(positional)
-    ]
-    return {positional[i] for i in in_range} | {*names, *spec.static_names}
+    static: set[str] = set()
+    positions = [i for k in spec.static_argnums_keywords for i in _int_tuple(_keyword(options, k))]
+    for index in (*positions, *spec.static_positions):
+        if -len(positional) <= index < len(positional):
+            static.add(positional[index])
+    for keyword in spec.static_argnames_keywords:
+        static |= set(_str_tuple(_keyword(options, keyword)))
+    return static | set(spec.static_names)
 
 
 def _unbatched(spec: TransformSpec, options: ast.Call | None, positional: list[str]) -> set[str]:
+    return {positional[i] for i in _unbatched_positions(spec, options) if i < len(positional)}
+
+
+def _unbatched_positions(spec: TransformSpec, options: ast.Call | None) -> tuple[int, ...]:
+    """The positions an `in_axes` literal leaves unbatched (`None`): concrete values."""
     axes = _keyword(options, spec.in_axes_keyword)
     if axes is None and spec.in_axes_keyword and options is not None and len(options.args) > 1:
         axes = options.args[1]
     if not isinstance(axes, ast.Tuple | ast.List):
-        return set()
-    return {
-        positional[i]
-        for i, e in enumerate(axes.elts)
-        if i < len(positional) and isinstance(e, ast.Constant) and e.value is None
-    }
+        return ()
+    return tuple(
+        i for i, e in enumerate(axes.elts) if isinstance(e, ast.Constant) and e.value is None
+    )
 
 
 def python_valued_params(node: FunctionNode | ast.Module) -> set[str]:
