@@ -269,7 +269,6 @@ def with_user_transforms(
         argnums = base.default_argnums if wrapper.argnums is None else wrapper.argnums
         user[name] = replace(
             base,
-            fun_positions=(0,),
             static_positions=wrapper.static_positions,
             static_names=wrapper.static_names,
             default_argnums=argnums,
