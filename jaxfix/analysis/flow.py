@@ -1781,16 +1781,24 @@ class _Interpreter:
         entry for `step`, as `@compiled` on its `def` makes; the value is the transformed
         function. None when `wrapper` is no such function or is not given one."""
         first = call.args[0] if call.args else None
-        found = self._wrapper_transform(wrapper) if first and first.function else None
-        if first is None or found is None:
+        if first is None or first.function is None:
+            return None
+        return self._through_wrapper(wrapper, first, call.node, Via.PASSED)
+
+    def _through_wrapper(
+        self, wrapper: Value, target: Value, node: ast.AST, via: Via
+    ) -> Value | None:
+        """`target` given to `wrapper` (decorated with it, or passed to it): an entry with the
+        transform the wrapper applies, and the transformed function as the value. None when
+        `wrapper` is no function of the module that returns a transform of its argument."""
+        found = self._wrapper_transform(wrapper) if wrapper.function else None
+        if found is None:
             return None
         name, spec, options = found
-        label = f"{self._wrapper_name(wrapper)}`, which applies `{name}"
-        self._enter(call.node, name, spec, first, options, Reason(Via.PASSED, label))
-        return replace(first, entry=len(self.module.entries) - 1)
-
-    def _wrapper_name(self, wrapper: Value) -> str:
-        return getattr(self.module.nodes.get(wrapper.function or ""), "name", "")
+        wrapper_name = getattr(self.module.nodes.get(wrapper.function or ""), "name", "")
+        label = f"{wrapper_name}`, which applies `{name}"
+        self._enter(node, name, spec, target, options, Reason(via, label))
+        return replace(target, entry=len(self.module.entries) - 1)
 
     def decorate(self, decorator: ast.expr, value: Value, node: FunctionNode, env: Env) -> Value:
         """`@T`, `@T(...)`, `@partial(T, ...)` on a function: an entry."""
@@ -1807,12 +1815,9 @@ class _Interpreter:
             as_primal = expr.attr == "defvjp"  # `@f.defvjp` alone is unusual: fwd's shape
             self._enter_rule(node, value, self.module.entries[held.entry], as_primal)
             return value
-        wrapper = self._wrapper_transform(head_value) if head_value.function else None
-        if wrapper is not None:
-            name, spec, options = wrapper
-            label = f"{self._wrapper_name(head_value)}`, which applies `{name}"
-            self._enter(node, name, spec, value, options, Reason(Via.DECORATED, label))
-            return replace(value, entry=len(self.module.entries) - 1)
+        wrapped = self._through_wrapper(head_value, value, node, Via.DECORATED)
+        if wrapped is not None:
+            return wrapped
         if isinstance(expr, ast.Call):
             head = self.summary.values.get(expr.func) or self.expr(expr.func, env)
             if head.qualified == PARTIAL and expr.args:
@@ -2032,28 +2037,32 @@ def _str_tuple(node: ast.expr | None) -> tuple[str, ...]:
 def wrapped_by(transform: str, spec: TransformSpec, options: ast.Call) -> Wrapped:
     """What a wrapper whose body returns `options` (`jax.vmap(fn, in_axes=(0, None))`, a call
     of `transform`) does to every function it wraps."""
-    positions = [i for k in spec.static_argnums_keywords for i in _int_tuple(_keyword(options, k))]
-    names = [n for k in spec.static_argnames_keywords for n in _str_tuple(_keyword(options, k))]
+    positions, names = _static_arguments(spec, options)
     argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) if spec.argnums_keyword else ()
     return Wrapped(
         transform,
         (*positions, *_unbatched_positions(spec, options)),
-        tuple(names),
+        names,
         argnums or None,
     )
+
+
+def _static_arguments(
+    spec: TransformSpec, options: ast.Call | None
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The positions and names a transform's call declares static (`static_argnums=1`), with
+    those its spec holds for every function (a wrapper's)."""
+    positions = [i for k in spec.static_argnums_keywords for i in _int_tuple(_keyword(options, k))]
+    names = [n for k in spec.static_argnames_keywords for n in _str_tuple(_keyword(options, k))]
+    return (*positions, *spec.static_positions), (*names, *spec.static_names)
 
 
 def _static_params(
     spec: TransformSpec, options: ast.Call | None, positional: list[str]
 ) -> set[str]:
-    static: set[str] = set()
-    positions = [i for k in spec.static_argnums_keywords for i in _int_tuple(_keyword(options, k))]
-    for index in (*positions, *spec.static_positions):
-        if -len(positional) <= index < len(positional):
-            static.add(positional[index])
-    for keyword in spec.static_argnames_keywords:
-        static |= set(_str_tuple(_keyword(options, keyword)))
-    return static | set(spec.static_names)
+    positions, names = _static_arguments(spec, options)
+    in_range = [i for i in positions if -len(positional) <= i < len(positional)]
+    return {positional[i] for i in in_range} | set(names)
 
 
 def _unbatched(spec: TransformSpec, options: ast.Call | None, positional: list[str]) -> set[str]:
