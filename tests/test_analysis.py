@@ -108,6 +108,24 @@ def other():
         return method_target(x)
     return jax.vmap(inner)
 """,
+    "a function handed to the module's wrapper, bound first or through a local name": """
+def compiled(fn):
+    return jax.jit(fn)
+
+def loss(cfg, x):
+    pickle.dumps(x)  # traced
+
+def mapped(x):
+    pickle.dumps(x)  # traced
+
+def build(cfg):
+    step = functools.partial(loss, cfg)
+    return compiled(step)
+
+def build_mapped():
+    transform = jax.vmap
+    return transform(mapped)
+""",
     "a parameter traced code also gives Python values is not certainly traced": """
 def canonicalize(dtype):
     pickle.dumps(dtype)  # silent
@@ -631,6 +649,45 @@ def test_the_analysis_of_a_file_leaves_no_reference_cycle() -> None:
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_host_functions_that_only_hand_functions_to_other_callables_wait_for_a_caller() -> None:
+    """A host function that hands the module's functions to another module's callable or a
+    builtin (`jax.tree.map(scale, xs)`, `map(scale, xs)`) makes no entry by that: it is
+    interpreted only when asked for. One that hands them to the module's own functions, to
+    a local name or to `functools.partial` may make one, and is interpreted up front."""
+    source = textwrap.dedent(
+        """\
+        import functools
+        import jax
+
+        def scale(x):
+            return x * 2
+
+        def host_map(xs):
+            return jax.tree.map(scale, xs), list(map(scale, xs))
+
+        def host_lambda(xs):
+            return jax.tree.map(lambda x: x, xs)
+
+        def wrap(fn):
+            return fn
+
+        def by_wrapper():
+            return wrap(scale)
+
+        def by_partial():
+            return functools.partial(scale)
+
+        def by_local(apply):
+            run = apply
+            return run(scale)
+        """
+    )
+    module = analyse(ast.parse(source))
+    pending = {fid.split("@")[0] for fid in module.pending}
+    assert {"scale", "host_map", "host_lambda"} <= pending
+    assert not {"by_wrapper", "by_partial", "by_local"} & pending
 
 
 def _signature(source: str, tree: ast.Module, external: tuple[External, ...]) -> object:

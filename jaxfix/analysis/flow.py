@@ -112,6 +112,8 @@ _ITERATORS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.range"})
 _DICT_VIEWS = frozenset({"items", "values"})
 # Callables that run the functions they are given on the host, or bind them (no data flows).
 _NOT_APPLYING = HOST_CALLBACKS | {PARTIAL} | CALL_WRAPPERS
+# Callables of other modules whose result is the function they are given, bound or named.
+_FUNCTION_MAKERS = frozenset({PARTIAL} | CALL_WRAPPERS)
 
 
 @dataclass(frozen=True)
@@ -623,27 +625,47 @@ class _Declarations:
         a wrapper that applies one), or defines a decorated function or a class."""
         found = set(self.marked)
         for call, fids in self.calls:
-            if not found.issuperset(fids) and self._may_apply(call, transforms):
+            if not found.issuperset(fids) and self._may_apply(call, fids, transforms):
                 found.update(fids)
         return found
 
-    def _may_apply(self, call: ast.Call, transforms: Mapping[str, TransformSpec]) -> bool:
+    def _may_apply(
+        self, call: ast.Call, fids: tuple[str, ...], transforms: Mapping[str, TransformSpec]
+    ) -> bool:
+        hands_on: bool | None = None  # asked only when the call is given a function
         for expr in [call.func, *call.args, *(k.value for k in call.keywords)]:
             if isinstance(expr, ast.Starred):
                 expr = expr.value
-            if isinstance(expr, ast.Lambda):
-                return True
             if isinstance(expr, ast.Attribute) and expr.attr in CUSTOM_RULE_METHODS:
                 return True
             parts = dotted(expr)
+            if parts is None and not isinstance(expr, ast.Lambda):
+                continue
+            if expr is not call.func and (parts is None or parts[-1] in self.function_names):
+                if hands_on is None:
+                    hands_on = self._may_wrap(call.func, fids)
+                if hands_on:
+                    return True
             if parts is None:
                 continue
-            if expr is not call.func and parts[-1] in self.function_names:
-                return True
             head = self.module.imports.get(parts[0])  # `Module.import_name`, from the parts
             if head is not None and ".".join([head, *parts[1:]]) in transforms:
                 return True
         return False
+
+    def _may_wrap(self, func: ast.expr, fids: tuple[str, ...]) -> bool:
+        """Whether a function handed to a call of `func` (in the functions `fids`) may come
+        back transformed: `func` may be a wrapper of the module (`compiled(step)`), another
+        name for a transform, or a maker of functions (`functools.partial(step, n)`); not
+        another callable that an import or the builtins name (`jnp.where`, `map`), which
+        never makes an entry (a transform is caught by its own name)."""
+        parts = dotted(func)
+        if parts is None or any(parts[0] in self.module.scope(f).assigned for f in fids):
+            return True
+        head = self.module.imports.get(parts[0])
+        if head is not None:
+            return ".".join([head, *parts[1:]]) in _FUNCTION_MAKERS
+        return parts[0] in self.module.scope("<module>").assigned or parts[0] not in _BUILTINS
 
 
 def _methods(owner: type, prefix: str) -> dict[type, Callable[..., Any]]:
