@@ -163,25 +163,28 @@ class Candidates:
         given_traced: bool = True,
         run_time: Collection[str] = (),
         sure: Collection[str] = (),
+        within: Collection[int] | None = None,
     ) -> set[int]:
-        """Top-level statements calling (or decorating with) one of `anchors`, in the body of a
-        traced function (anywhere, when not `traced_only`), a call that is given a certainly
-        traced value (any, when not `given_traced`). A dotted anchor is a full name, matched
-        through the file's imports (`pickle.dumps`); a plain one is a method name, matched on
-        any receiver (`x.tobytes()`). `STORES` stands for the stores of traced values into
-        state that outlives the call (of `_Function.stores` when not `traced_only`), and
-        `OUTER + name` for a method on a receiver that is not a local variable. The `run_time`
-        anchors do not count in functions that never run (`Facts.abstract_only`); the `sure`
-        ones only where a call gets a tracer that is no guess
-        (`FileAnalysis.given_sure_tracer`)."""
+        """Top-level statements (of `within`, when given) calling (or decorating with) one of
+        `anchors`, in the body of a traced function (anywhere, when not `traced_only`), a
+        call that is given a certainly traced value (any, when not `given_traced`). A dotted
+        anchor is a full name, matched through the file's imports (`pickle.dumps`); a plain
+        one is a method name, matched on any receiver (`x.tobytes()`). `STORES` stands for
+        the stores of traced values into state that outlives the call (of `_Function.stores`
+        when not `traced_only`), and `OUTER + name` for a method on a receiver that is not a
+        local variable. The `run_time` anchors do not count in functions that never run
+        (`Facts.abstract_only`); the `sure` ones only where a call gets a tracer that is no
+        guess (`FileAnalysis.given_sure_tracer`)."""
         timed = frozenset(anchors) & frozenset(run_time)
         if traced_only and timed:
             facts = self._analysis().facts
             never_run = {f for f in self.traced() if facts.abstract_only(self._fid(f))}
             if never_run:
-                rest = self._statements(frozenset(anchors) - timed, True, given_traced, sure)
-                return rest | self._statements(timed, True, given_traced, sure, never_run)
-        return self._statements(anchors, traced_only, given_traced, sure)
+                rest = self._statements(
+                    frozenset(anchors) - timed, True, given_traced, sure, within=within
+                )
+                return rest | self._statements(timed, True, given_traced, sure, never_run, within)
+        return self._statements(anchors, traced_only, given_traced, sure, within=within)
 
     def _statements(
         self,
@@ -190,6 +193,7 @@ class Candidates:
         given_traced: bool,
         sure: Collection[str],
         skipped: Collection[_Function] = (),
+        within: Collection[int] | None = None,
     ) -> set[int]:
         """`statements`, with the functions `skipped` taken as not traced."""
         if not anchors:
@@ -265,11 +269,15 @@ class Candidates:
 
         # In traced code only, only the calls traced functions make can be reported.
         calls = self._calls_in(traced) if traced_only else self.calls
+        functions: Iterable[_Function] = traced if traced_only else self.functions
+        if within is not None:
+            calls = [call for call in calls if call.statement in within]
+            functions = [function for function in functions if function.statement in within]
         found: set[int] = set()
         for call in calls:  # a statement found once needs no other call of it asked about
             if call.statement not in found and reported_at(call):
                 found.add(call.statement)
-        for function in traced if traced_only else self.functions:
+        for function in functions:
             if any(anchored(_decorated_by(d)) for d in function.decorators) and (
                 not traced_only or given is None or self._analysis().receives_traced(function.node)
             ):
@@ -280,15 +288,15 @@ class Candidates:
                 stores = self._analysis().kept_stores()
                 found.update(i for node in stores if (i := index(node)) is not None)
             else:
-                found.update(function.statement for function in self.functions if function.stores)
+                found.update(function.statement for function in functions if function.stores)
         if HASHED_KEYS in anchors:
-            found |= self._hashing_statements(traced if traced_only else None)
+            found |= self._hashing_statements(traced if traced_only else None, within)
         if HOST_INDEXES in anchors:
             index = statement_index(self._analysis().tree)
             analysed = self._analysis()
             indexes = [*analysed.host_indexes(), *analysed.host_writes()]
             found.update(i for node in indexes if (i := index(node)) is not None)
-        return found
+        return found if within is None else found.intersection(within)
 
     def _fid(self, function: _Function | None) -> str | None:
         """The analysis' id of `function`, when it knows it."""
@@ -335,11 +343,17 @@ class Candidates:
             }
         return memo.made_at_top
 
-    def _hashing_statements(self, traced: set[_Function] | None) -> set[int]:
+    def _hashing_statements(
+        self, traced: set[_Function] | None, within: Collection[int] | None = None
+    ) -> set[int]:
         """The statements of the sites that may hash a value in `traced` functions; without
         them (what other modules' traced calls could reach), of the sites that read a
-        parameter of their function, which such a call makes traced."""
+        parameter of their function, which such a call makes traced. Of the statements
+        `within` only, when given."""
         found: set[int] = set()
+        if traced is None and within is not None:
+            sites = [site for site in self.key_sites if site[2] in within]
+            return self._sites_reading_parameters(sites)
         if traced is not None:
             for site, owner, statement in self.key_sites:
                 if (
@@ -351,16 +365,23 @@ class Candidates:
             return found
         memo = self._tree_memo
         if memo.hashing is None:
-            for site, owner, statement in self.key_sites:
-                if (
-                    statement not in found
-                    and owner is not None  # module-level code reads no parameter
-                    and self._hashes(site, owner, traced=False)  # few sites hash: first
-                    and _reads_parameter(site, owner)
-                ):
-                    found.add(statement)
-            memo.hashing = found
+            memo.hashing = self._sites_reading_parameters(self.key_sites)
         return set(memo.hashing)
+
+    def _sites_reading_parameters(
+        self, sites: Iterable[tuple[ast.expr, _Function | None, int]]
+    ) -> set[int]:
+        """The statements of the `sites` that may hash a parameter of their function."""
+        found: set[int] = set()
+        for site, owner, statement in sites:
+            if (
+                statement not in found
+                and owner is not None  # module-level code reads no parameter
+                and self._hashes(site, owner, traced=False)  # few sites hash: first
+                and _reads_parameter(site, owner)
+            ):
+                found.add(statement)
+        return found
 
     def _calls_in(self, functions: Iterable[_Function]) -> list[_Call]:
         """The calls made directly in the bodies of `functions`."""

@@ -487,7 +487,7 @@ def _note_facts(
         if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
     }
     if follow.anchors:
-        statements = found.statements(follow.anchors, traced_only=False)
+        statements = found.statements(follow.anchors, traced_only=False, within=named)
         facts.anchored.update(named[i] for i in statements if i in named)
     facts.wrappers.update(found.wrappers(tree))
     facts.imported.update((raw, place.absolute(raw)) for raw in found.project_imports(packages))

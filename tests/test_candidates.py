@@ -587,6 +587,21 @@ def test_hashing_sites_reached_from_other_modules_read_a_parameter() -> None:
     assert found.statements(frozenset({HASHED_KEYS}), traced_only=False) == {1}
 
 
+def test_statements_are_searched_within_the_ones_asked_about() -> None:
+    """The functions other modules may call are the top-level ones: the run asks about their
+    statements only, not about a class's methods."""
+    source = (
+        "import pickle\nTABLE = {}\nclass C:\n    def save(self, x):\n        pickle.dumps(x)\n"
+        "    def look(self, k):\n        return TABLE[k]\n"
+        "def save(x):\n    pickle.dumps(x)\ndef look(k):\n    return TABLE[k]\n"
+    )
+    found = collected(source)
+    anchors = ANCHORS | {HASHED_KEYS}
+    assert found.statements(anchors, traced_only=False) == {2, 3, 4}
+    assert found.statements(anchors, traced_only=False, within={3, 4}) == {3, 4}
+    assert found.statements(anchors, traced_only=False, within={3}) == {3}
+
+
 def test_an_array_update_is_no_set_and_a_jnp_function_is_no_logger() -> None:
     """Method names that rules look for, on what the analysis knows is something else."""
     assert (
