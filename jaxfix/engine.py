@@ -419,7 +419,8 @@ def _check(
     statements that hold those lines. With `follow`, the calls traced code makes into the
     run's packages are added to `follow.calls_out` (from the analysis, without LibCST)."""
     try:
-        analysed = analyse_file(tree, text, _transforms(options), options.entries)
+        traced_only = all(rule.traced_only for rule in rules)
+        analysed = analyse_file(tree, text, _transforms(options), options.entries, traced_only)
     except RecursionError:
         firstpass.check_depth(tree.body)  # says where the code is too deep to analyse
         raise

@@ -690,6 +690,49 @@ def test_host_functions_that_only_hand_functions_to_other_callables_wait_for_a_c
     assert not {"by_wrapper", "by_partial", "by_local"} & pending
 
 
+@pytest.mark.parametrize(
+    ("source", "traced"),
+    [
+        ("import pickle\ndef save(x):\n    pickle.dumps(x)\n", False),
+        ("from jax import numpy as jnp\ndef f(x):\n    return jnp.sin(x)\n", False),
+        ("from jax import jit as compiled\n@compiled\ndef f(x):\n    return x\n", True),
+        ("import jax\ndef f(x):\n    return x\ng = jax.vmap(f)\n", True),
+        ("from jax import lax\ndef f(c, x):\n    return c, x\nlax.scan(f, 0, [1])\n", True),
+        (
+            "from flax import linen as nn\nclass M(nn.Module):\n    def __call__(self, x):\n"
+            "        return x\n",
+            True,
+        ),
+    ],
+    ids=[
+        "no jax",
+        "jax.numpy only",
+        "a transform imported by another name",
+        "a module holding transforms",
+        "a submodule holding one",
+        "a module base that traces",
+    ],
+)
+def test_a_module_that_names_no_transform_is_not_interpreted_for_traced_code(
+    source: str, traced: bool
+) -> None:
+    """Only through a name that an import binds to a transform (or to what holds one) can a
+    module have traced code of its own: one that reads none is not interpreted when only its
+    traced code is asked about; its analysis is that of a module with none."""
+    tree = ast.parse(source)
+    analysed = analyse_file(tree, source, traced_only=True)
+    assert bool(analysed.facts.reasons) is traced
+    assert bool(analysed.facts.module.functions) is traced
+    assert bool(analyse_file(tree, source).facts.module.functions)  # all code is asked about
+
+
+def test_a_module_other_modules_trace_is_interpreted_whatever_it_names() -> None:
+    source = "import pickle\ndef save(x):\n    pickle.dumps(x)\n"
+    called = External("save", positions=(0,), reason="called from traced `g`")
+    analysed = analyse_file(ast.parse(source), source, external=[called], traced_only=True)
+    assert reported_lines_of(analysed.facts) == {3}
+
+
 def _signature(source: str, tree: ast.Module, external: tuple[External, ...]) -> object:
     """What the rules read of an analysis: traced sources and functions, calls given a tracer
     and stores of one (by position)."""

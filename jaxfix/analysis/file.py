@@ -384,14 +384,18 @@ def analyse_file(
     text: str,
     transforms: Mapping[str, TransformSpec] = TRANSFORMS,
     external: Sequence[External] = (),
+    traced_only: bool = False,
 ) -> FileAnalysis:
-    """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it.
+    """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it;
+    with `traced_only`, for questions about traced code only (see `flow.analyse`).
     The summaries of an earlier analysis of the same tree are reused; when this trace finds
     that they depend on the order they were asked for, it is done again afresh."""
-    module = analyse(tree, transforms=transforms)
+    traced_only = traced_only and not external
+    module = analyse(tree, transforms=transforms, traced_only=traced_only)
     facts = trace(module, external)
     if module.reused and not module.reusable():
-        facts = trace(analyse(tree, transforms=transforms, reuse=False), external)
+        module = analyse(tree, transforms=transforms, reuse=False, traced_only=traced_only)
+        facts = trace(module, external)
     return FileAnalysis(tree, text, facts)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import functools
 import re
 import threading
 import weakref
@@ -310,20 +311,27 @@ def analyse(
     is_package: bool = False,
     transforms: Mapping[str, TransformSpec] = TRANSFORMS,
     reuse: bool = True,
+    traced_only: bool = False,
 ) -> Module:
     """The module's analysis: the summaries of the module body (as `<module>`) and of the
     functions that may apply a transform; the others' on demand (`Module.summary_of`).
+    With `traced_only` (only the module's own traced code will be asked about), a module
+    that reads no name an import binds to a transform or to what holds one (`jax`, `lax`,
+    `nn` for `nn.Module`) has no traced code, and nothing of it is interpreted.
 
     The last analysis of a tree (on this thread) is reused, with the summaries interpreted
     since, while it is `reusable`: a file that other modules trace is analysed again in each
     round of tracing across modules (`jaxfix.batch`), on the same tree (`jaxfix.engine` keeps
     the last one parsed), with other modules' calls into it (`reuse=False`: analyse afresh)."""
-    key = (module, is_package, frozenset(transforms.items()))
+    key = (module, is_package, frozenset(transforms.items()), traced_only)
     last: tuple[ast.Module, tuple[object, ...], Module] | None = getattr(_last, "analysed", None)
     if reuse and last is not None and last[0] is tree and last[1] == key and last[2].reusable():
         last[2].reused = True
         return last[2]
     result = _declared(tree, module, is_package, transforms)
+    if traced_only and not _names_a_transform(result, frozenset(transforms)):
+        _last.analysed = (tree, key, result)
+        return result
     # The interpreters hold the module weakly: it holds the pending ones (`Module.pending`),
     # and a reference cycle would leave the whole syntax tree to the cycle collector.
     held = cast(Module, weakref.proxy(result))
@@ -335,6 +343,26 @@ def analyse(
     result.entries_found = len(result.entries)
     _last.analysed = (tree, key, result)
     return result
+
+
+def _names_a_transform(module: Module, transforms: frozenset[str]) -> bool:
+    """Whether the module reads a name an import binds to one of `transforms`, a module base
+    that traces, or a module (or object) that holds one: only through such a name can a
+    value of the analysis be a transform (`Value.qualified` comes from the imports)."""
+    holders = _holders(transforms)
+    return any(
+        module.imports[name] in holders for name in module.names_read if name in module.imports
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _holders(transforms: frozenset[str]) -> frozenset[str]:
+    """The transforms, the module bases that trace, and every dotted prefix of their names
+    (`jax.lax.scan`: `jax.lax`, `jax`)."""
+    names = transforms | TRACED_MODULE_BASES
+    return frozenset(
+        name.rsplit(".", cut)[0] for name in names for cut in range(name.count(".") + 1)
+    )
 
 
 # The last analysis, per thread (the language server analyses documents on several).
