@@ -1,7 +1,8 @@
 """Which top-level statements can hold a finding, judged on CPython's syntax tree.
 
-One walk over the file finds the sites a rule can report at (calls of its anchors, decorators,
-stores, hashed keys) and what each top-level statement binds and reads; the file's analysis
+The nodes the analysis' walk indexed (`Module.indexed`) give the sites a rule can report at
+(calls of its anchors, decorators, stores, hashed keys); what each top-level statement binds
+and reads comes from that walk too; the file's analysis
 (`jaxfix.analysis.file`) says which of them are in traced code and given traced values, so
 that LibCST parses and resolves metadata only where a rule can fire.
 
@@ -25,7 +26,6 @@ from typing import cast
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings, wrapped_by
 from jaxfix.analysis.statements import inner_statements
-from jaxfix.analysis.walk import children
 from jaxfix.transforms import JIT, TRANSFORMS, Wrapped
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -669,135 +669,99 @@ def _decorated_by(decorator: ast.expr) -> ast.expr:
     return decorator.func if isinstance(decorator, ast.Call) else decorator
 
 
-# The last whole walk: it depends on the tree alone, and a file that other modules trace is
-# walked again in each round of tracing across modules (`jaxfix.batch`), with the same tree
+# The last candidates: they depend on the tree alone, and a file that other modules trace is
+# analysed again in each round of tracing across modules (`jaxfix.batch`), with the same tree
 # (`jaxfix.engine` keeps the last one parsed) and another analysis.
-_last_walk: tuple[ast.Module, frozenset[str], Candidates] | None = None
+_last_found: tuple[ast.Module, frozenset[str], Candidates] | None = None
 
 
 def collect(
-    tree: ast.Module,
-    analysed: FileAnalysis,
-    transforms: Collection[str] = TRANSFORMS,
-    everything: bool = True,
+    tree: ast.Module, analysed: FileAnalysis, transforms: Collection[str] = TRANSFORMS
 ) -> Candidates:
-    """The file's candidates, from one walk over it; `transforms` are the full names of the
-    functions that trace what they receive. Without `everything`, the bodies of functions the
-    analysis does not find traced (nor holding one) are skipped: enough for rules that report
-    in traced code only. A whole walk is kept for the next analysis of the same tree, and
-    serves it whether or not it asks for `everything`."""
-    global _last_walk
+    """The file's candidates, from the nodes the analysis' walk indexed (`Module.indexed`);
+    `transforms` are the full names of the functions that trace what they receive. Those of
+    the last tree are kept for its next analysis."""
+    global _last_found
     key = frozenset(transforms)
-    last = _last_walk
-    if last is not None and last[0] is tree and last[1] == key:  # whole: enough for any
+    last = _last_found
+    if last is not None and last[0] is tree and last[1] == key:
         return replace(last[2], analysed=analysed, _traced=None)
-    if not everything:
-        return _walk(
-            tree, analysed, transforms, analysed.traced_function_nodes(with_enclosing=True)
-        )
-    found = _walk(tree, analysed, transforms, None)
-    _last_walk = (tree, key, found)
+    found = _read(analysed, transforms)
+    _last_found = (tree, key, found)
     return found
 
 
-def _walk(
-    tree: ast.Module,
-    analysed: FileAnalysis,
-    transforms: Collection[str],
-    needed: Collection[ast.AST] | None,
-) -> Candidates:
-    """One iterative walk over the file (deep expressions cannot overflow the stack), into
-    the bodies of the `needed` functions only (all, when None). Each top-level statement's
-    `Bindings`, which the slice needs, come from the analysis."""
+def _read(analysed: FileAnalysis, transforms: Collection[str]) -> Candidates:
+    """The candidates among the indexed nodes, in the order of the analysis' walk (a node
+    after the nodes that hold it). Each top-level statement's `Bindings`, which the slice
+    needs, come from the analysis too."""
     found = Candidates(transforms=transforms, analysed=analysed)
-    found.bindings = analysed.facts.module.statement_names
+    module = analysed.facts.module
+    found.bindings = module.statement_names
+    owners: dict[str, _Function] = {}  # function id -> its candidates' function
     lambda_names: dict[ast.Lambda, set[str]] = {}
     framework_classes: dict[ast.stmt, str | None] = {}  # their methods -> `self`
-    for statement, top in enumerate(tree.body):
-        stack: list[tuple[ast.AST, _Function | None]] = [(top, None)]  # node, its function
-        while stack:
-            node, owner = stack.pop()
-            kind = type(node)
-            if kind not in _NOTED:  # most nodes: one look-up instead of the chain below
-                if kind is not ast.Name:
-                    stack.extend((child, owner) for child in children(node))
-                continue
-            if owner is not None and kind in _BINDER_KINDS:
-                owner.binds.update(_bound_names(cast(ast.stmt, node)))
-            if isinstance(node, _ATTRIBUTES):
-                root = _root_name(node) if isinstance(node.ctx, ast.Store) else None
-                if owner is not None and root is not None:
-                    owner.store_roots.add(root)
-                if isinstance(node, ast.Subscript):
-                    found.key_sites.append((node, owner, statement))
-            elif isinstance(node, ast.Call):
-                found.calls.append(_Call(node, owner, statement))
+    for node, fid, statement in module.indexed:
+        owner = owners.get(fid)
+        if owner is not None and type(node) in _BINDER_KINDS:
+            owner.binds.update(_bound_names(cast(ast.stmt, node)))
+        if isinstance(node, _ATTRIBUTES):
+            root = _root_name(node) if isinstance(node.ctx, ast.Store) else None
+            if owner is not None and root is not None:
+                owner.store_roots.add(root)
+            if isinstance(node, ast.Subscript):
                 found.key_sites.append((node, owner, statement))
-            elif isinstance(node, _DISPLAYS):
+        elif isinstance(node, ast.Call):
+            found.calls.append(_Call(node, owner, statement))
+            found.key_sites.append((node, owner, statement))
+        elif isinstance(node, _DISPLAYS):
+            found.key_sites.append((node, owner, statement))
+        elif isinstance(node, ast.Compare):
+            if any(isinstance(op, _MEMBERSHIP) for op in node.ops):
                 found.key_sites.append((node, owner, statement))
-            elif isinstance(node, ast.Compare):
-                if any(isinstance(op, _MEMBERSHIP) for op in node.ops):
-                    found.key_sites.append((node, owner, statement))
-            elif isinstance(node, _FUNCTIONS):
-                function = _Function(
-                    statement, {node.name}, node, decorators=list(node.decorator_list)
+        elif isinstance(node, _FUNCTIONS):
+            function = _Function(statement, {node.name}, node, decorators=list(node.decorator_list))
+            function.binds.update(_plain_parameters(node.args))
+            function.params = _parameters(node.args)
+            _note_keyed(node, found)
+            found.functions.append(function)
+            function.framework_self = framework_classes.pop(node, None)
+            owners[module.by_node[node]] = function
+        elif isinstance(node, ast.Lambda):
+            function = _Function(statement, lambda_names.pop(node, set()), node)
+            function.params = _parameters(node.args)
+            found.functions.append(function)
+            owners[module.by_node[node]] = function
+        elif isinstance(node, ast.ClassDef):
+            if not _may_be_plain(node, found):
+                framework_classes.update(
+                    (child, _first_parameter(child.args))
+                    for child in node.body
+                    if isinstance(child, _FUNCTIONS)
                 )
-                function.binds.update(_plain_parameters(node.args))
-                function.params = _parameters(node.args)
-                _note_keyed(node, found)
-                found.functions.append(function)
-                function.framework_self = framework_classes.pop(node, None)
-                outer = [
-                    *node.decorator_list,
-                    *getattr(node, "type_params", ()),  # Python 3.12
-                    node.args,
-                    *([node.returns] if node.returns else []),
-                ]
-                stack.extend((child, owner) for child in outer)
-                if needed is None or node in needed:
-                    stack.extend((child, function) for child in node.body)
-                continue
-            elif isinstance(node, ast.Lambda):
-                function = _Function(statement, lambda_names.pop(node, set()), node)
-                function.params = _parameters(node.args)
-                found.functions.append(function)
-                stack.append((node.args, owner))
-                stack.append((node.body, function))
-                continue
-            elif isinstance(node, ast.ClassDef):
-                if not _may_be_plain(node, found):
-                    framework_classes.update(
-                        (child, _first_parameter(child.args))
-                        for child in node.body
-                        if isinstance(child, _FUNCTIONS)
-                    )
-                stack.extend((child, owner) for child in children(node))
-                continue
-            elif isinstance(node, ast.Assign):
-                targets = {t.id for t in node.targets if isinstance(t, ast.Name)}
-                found.keyed_bindings.extend((name, node.value) for name in targets)
-                if isinstance(node.value, ast.Call) and _static_keywords(node.value):
-                    found.static_jitted |= targets
-                if isinstance(node.value, ast.Lambda):
-                    lambda_names[node.value] = targets
-                elif isinstance(node.value, _DOTTED):  # `my_jit = jax.jit`
-                    aliased = _full_names(node.value, found.imported)
-                    for name in targets if aliased else ():
-                        found.imported[name] |= aliased
-            elif isinstance(node, _IMPORTS):
-                _record_imports(node, found.imported)
-                continue
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                found.keyed_bindings.append((node.target.id, node.annotation))
-                if node.value is not None:
-                    found.keyed_bindings.append((node.target.id, node.value))
-            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-                found.dropped.add(node.value)
-            elif isinstance(node, _LOOPS) and owner is not None:
-                owner.loops.append(node)
-            elif isinstance(node, _DECLARATIONS) and owner is not None:
-                owner.declared = (owner.declared or set()) | set(node.names)
-            stack.extend((child, owner) for child in children(node))
+        elif isinstance(node, ast.Assign):
+            targets = {t.id for t in node.targets if isinstance(t, ast.Name)}
+            found.keyed_bindings.extend((name, node.value) for name in targets)
+            if isinstance(node.value, ast.Call) and _static_keywords(node.value):
+                found.static_jitted |= targets
+            if isinstance(node.value, ast.Lambda):
+                lambda_names[node.value] = targets
+            elif isinstance(node.value, _DOTTED):  # `my_jit = jax.jit`
+                aliased = _full_names(node.value, found.imported)
+                for name in targets if aliased else ():
+                    found.imported[name] |= aliased
+        elif isinstance(node, _IMPORTS):
+            _record_imports(node, found.imported)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found.keyed_bindings.append((node.target.id, node.annotation))
+            if node.value is not None:
+                found.keyed_bindings.append((node.target.id, node.value))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            found.dropped.add(node.value)
+        elif isinstance(node, _LOOPS) and owner is not None:
+            owner.loops.append(node)
+        elif isinstance(node, _DECLARATIONS) and owner is not None:
+            owner.declared = (owner.declared or set()) | set(node.names)
     return found
 
 
@@ -810,8 +774,8 @@ _BINDERS = (
     ast.With,
     ast.AsyncWith,
 )
-# `_walk`'s kinds of nodes, as tuples (an `A | B` in `isinstance` is built anew at each call,
-# and checked three times slower), and every kind it notes something of.
+# `_read`'s kinds of nodes, as tuples (an `A | B` in `isinstance` is built anew at each call,
+# and checked three times slower).
 _BINDER_KINDS = frozenset(_BINDERS)
 _ATTRIBUTES = (ast.Attribute, ast.Subscript)
 _MEMBERSHIP = (ast.In, ast.NotIn)
@@ -819,21 +783,6 @@ _DOTTED = (ast.Name, ast.Attribute)
 _IMPORTS = (ast.Import, ast.ImportFrom)
 _LOOPS = (ast.For, ast.AsyncFor)
 _DECLARATIONS = (ast.Global, ast.Nonlocal)
-_NOTED = frozenset(
-    {
-        *_BINDERS,
-        *_ATTRIBUTES,
-        *_DISPLAYS,
-        *_FUNCTIONS,
-        *_IMPORTS,
-        *_DECLARATIONS,
-        ast.Call,
-        ast.Compare,
-        ast.Lambda,
-        ast.ClassDef,
-        ast.Expr,
-    }
-)
 
 
 def _bound_names(node: ast.stmt) -> Iterator[str]:

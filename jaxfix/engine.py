@@ -432,8 +432,7 @@ def _check(
     # the calls traced code makes change (`jaxfix.batch` keeps the rest).
     noting = follow is not None and not options.entries
     if sliced or follow is not None:
-        everything = noting or not all(rule.traced_only for rule in rules)
-        found = candidates.collect(tree, analysed, _transforms(options), everything)
+        found = candidates.collect(tree, analysed, _transforms(options))
     if noting:
         assert follow is not None
         _note_facts(tree, found, options.packages, follow)

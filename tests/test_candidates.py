@@ -587,6 +587,16 @@ def test_hashing_sites_reached_from_other_modules_read_a_parameter() -> None:
     assert found.statements(frozenset({HASHED_KEYS}), traced_only=False) == {1}
 
 
+def test_names_are_read_in_source_order_an_alias_after_its_import() -> None:
+    """`dumps = pickle.dumps` in the `else:` of the `try:` that imports pickle is an alias of
+    `pickle.dumps`: the file is read in the order it runs, the import first."""
+    found = collected(
+        "try:\n    import pickle\nexcept ImportError:\n    dumps = None\n"
+        "else:\n    dumps = pickle.dumps\ndef save(x):\n    dumps(x)\n"
+    )
+    assert found.statements(ANCHORS, traced_only=False) == {1}
+
+
 def test_statements_are_searched_within_the_ones_asked_about() -> None:
     """The functions other modules may call are the top-level ones: the run asks about their
     statements only, not about a class's methods."""

@@ -257,10 +257,10 @@ def test_a_file_analysed_again_with_more_entries_reuses_what_its_text_alone_deci
     analysed = counted(monkeypatch, runner, "process")
     interpreted = counted(monkeypatch, file_analysis, "analyse")
     declared = counted(monkeypatch, flow._Declarations, "walk")
-    walks = counted(monkeypatch, candidates, "_walk")
+    reads = counted(monkeypatch, candidates, "_read")
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
     assert analysed == [edited, edited]
-    assert (len(interpreted), len(declared), len(walks)) == (2, 1, 1)
+    assert (len(interpreted), len(declared), len(reads)) == (2, 1, 1)
 
 
 def test_the_cycle_collector_is_paused_only_while_a_file_is_analysed(

@@ -248,6 +248,9 @@ class Module:
     # Every statement or clause that binds a value (assignments, `for`, comprehensions, `with
     # ... as`), anywhere in the module, in the order of the walk.
     binders: list[ast.AST] = field(default_factory=list)
+    # Every node of the kinds in `INDEXED`, in the order of the walk, with the id of the
+    # function whose body holds it and the index of its top-level statement.
+    indexed: list[tuple[ast.AST, str, int]] = field(default_factory=list)
     # Functions being interpreted now, and whether a call reached one of them that is no
     # enclosing function and not in a cycle `cycles` found: its value then depends on the order
     # the summaries were asked for (see `_Interpreter._apply`).
@@ -471,6 +474,17 @@ def function_id(node: ast.AST, qualname: str) -> str:
 
 
 Work = list[ast.AST | Callable[[], None]]  # nodes to visit, and scope exits to run
+# The kinds of node the walk indexes (`Module.indexed`) for the passes that read the file after
+# the analysis (`jaxfix.candidates`), so that they need not walk it again: what binds, stores
+# or may hash, defines a function or a class, imports, declares names or makes a call. And
+# attributes stored to (`self.x = ...`), not the many that are read.
+INDEXED = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith}
+    | {ast.Subscript, ast.Dict, ast.Set, ast.DictComp, ast.SetComp}
+    | {ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef}
+    | {ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal}
+    | {ast.Call, ast.Compare, ast.Expr}
+)
 
 
 class _Declarations:
@@ -492,9 +506,12 @@ class _Declarations:
         self.marked: set[str] = set()  # functions defining decorated functions or classes
         self.function_names: set[str] = set()  # defs, and names bound to lambdas
         self.names = Bindings()  # of the top-level statement being walked
+        self.statement = 0  # its index
 
     def walk(self, tree: ast.Module) -> None:
-        for statement in tree.body:
+        indexed = self.module.indexed
+        for index, statement in enumerate(tree.body):
+            self.statement = index
             self.names = Bindings()
             self.module.statement_names.append(self.names)
             work: Work = [statement]
@@ -504,6 +521,8 @@ class _Declarations:
                     item()  # leave a scope
                     continue
                 kind = type(item)
+                if kind in INDEXED:
+                    indexed.append((item, self.fids[-1], index))
                 handler = _HANDLERS.get(kind)
                 if handler is None:
                     work.extend(reversed(list(children(item))))
@@ -625,6 +644,8 @@ class _Declarations:
 
     def visit_Attribute(self, node: ast.Attribute, work: Work) -> None:
         self.scopes[-1].attributes.add(node.attr)
+        if type(node.ctx) is ast.Store:
+            self.module.indexed.append((node, self.fids[-1], self.statement))
         work.append(node.value)
 
     def visit_AnnAssign(self, node: ast.AST, work: Work) -> None:
