@@ -128,7 +128,10 @@ class _TreeMemo:
 
     hashing: set[int] | None = None  # statements with a site that hashes a parameter
     calls_by_owner: dict[_Function | None, list[_Call]] | None = None
-    keyed: set[str] | None = None  # names bound to dicts and sets (see `_keyed_names`)
+    # The values and annotations each name is bound with, and whether it is a dict or a set
+    # (see `_keyed_name`).
+    keyed_values: dict[str, list[ast.expr]] | None = None
+    keyed: dict[str, bool] = field(default_factory=dict)
     made_at_top: dict[str, frozenset[str]] | None = None  # see `_made_at_top`
     entered: dict[int, dict[str, set[str]]] = field(default_factory=dict)  # see `_entered_in`
     full_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # `_full_names`
@@ -394,21 +397,25 @@ class Candidates:
         by_owner = memo.calls_by_owner
         return [call for function in functions for call in by_owner.get(function, ())]
 
-    def _keyed_names(self) -> set[str]:
-        """The names bound to a dict or a set, and `.name` for `obj.name = {}` anywhere in the
-        file (the walk skips host code)."""
+    def _keyed_name(self, name: str) -> bool:
+        """Whether `name` is bound to a dict or a set (by a value or an annotation), or, for
+        `.name`, some `obj.name = {}` anywhere in the file. Asked name by name: few are."""
         memo = self._tree_memo
-        if memo.keyed is None:
-            memo.keyed = {
-                name for name, value in self.keyed_bindings if self._keyed_binding(value)
-            } | {
-                f".{target.attr}"
-                for node in self._analysis().facts.module.binders
-                if isinstance(node, ast.Assign) and self._keyed_binding(node.value)
-                for target in node.targets
-                if isinstance(target, ast.Attribute)
-            }
-        return memo.keyed
+        if memo.keyed_values is None:
+            values: dict[str, list[ast.expr]] = defaultdict(list)
+            for bound, value in self.keyed_bindings:
+                values[bound].append(value)
+            for node in self._analysis().facts.module.binders:
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Attribute):
+                            values[f".{target.attr}"].append(node.value)
+            memo.keyed_values = dict(values)
+        known = memo.keyed.get(name)
+        if known is None:
+            bindings = memo.keyed_values.get(name, ())
+            known = memo.keyed[name] = any(map(self._keyed_binding, bindings))
+        return known
 
     def _hashes(self, site: ast.expr, owner: _Function | None, traced: bool) -> bool:
         """Whether `site` may hash a tracer (see `_variable`); with `traced`, only one the
@@ -534,14 +541,14 @@ class Candidates:
     def _keyed(self, expr: ast.expr) -> bool:
         """Whether `expr` may be a dict or a set: a display, a constructor call, or a name
         bound to one or annotated as one, or an attribute some object is given one in (see
-        `_keyed_names`, found only when a site asks)."""
+        `_keyed_name`, found only when a site asks)."""
         if isinstance(expr, _DISPLAYS):
             return True
         if isinstance(expr, ast.Call):
             return bool(self._last_names(expr.func) & _KEYED_TYPES)
         if isinstance(expr, ast.Attribute):
-            return f".{expr.attr}" in self._keyed_names()
-        return isinstance(expr, ast.Name) and expr.id in self._keyed_names()
+            return self._keyed_name(f".{expr.attr}")
+        return isinstance(expr, ast.Name) and self._keyed_name(expr.id)
 
     def _keyed_binding(self, expr: ast.expr) -> bool:
         """Whether a value or an annotation (`dict[str, int]`) makes a name a dict or a set."""
