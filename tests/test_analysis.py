@@ -726,6 +726,36 @@ def test_a_module_that_names_no_transform_is_not_interpreted_for_traced_code(
     assert bool(analyse_file(tree, source).facts.module.functions)  # all code is asked about
 
 
+def test_storing_an_instance_in_an_attribute_makes_no_instance_of_the_receiver() -> None:
+    """`self.model = MLP()` binds no name: `helper(self)` gives `helper` a `Trainer`, not an
+    `MLP` (whose methods its calls would then reach); `helper(model)` with `model = MLP()`
+    gives it an `MLP`."""
+    source = textwrap.dedent(
+        """\
+        class MLP:
+            def apply(self, x):
+                return x
+
+        class Trainer:
+            def setup(self):
+                self.model = MLP()
+                helper(self)
+                model = MLP()
+                other(model)
+
+        def helper(obj):
+            return obj
+
+        def other(obj):
+            return obj
+        """
+    )
+    params = analyse(ast.parse(source)).instance_params
+    assert {fid.split("@")[0]: by_name for fid, by_name in params.items()} == {
+        "other": {"obj": "MLP"}
+    }
+
+
 def test_a_module_other_modules_trace_is_interpreted_whatever_it_names() -> None:
     source = "import pickle\ndef save(x):\n    pickle.dumps(x)\n"
     called = External("save", positions=(0,), reason="called from traced `g`")

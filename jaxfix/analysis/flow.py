@@ -263,6 +263,7 @@ class Module:
     # The module-level `def`s by name (found when another module's call first asks).
     top_level: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]] | None = None
     _values: dict[ast.AST, Value] = field(default_factory=dict)
+    _names_tracer_test: bool | None = None
     _values_of: int = 0  # how many summaries `_values` holds the values of
 
     def scope(self, fid: str) -> Scope:
@@ -298,6 +299,14 @@ class Module:
         order they were asked for, and interpreting more of them found no transform that a
         fresh analysis would not know from the start."""
         return not self.order_dependent and len(self.entries) == self.entries_found
+
+    def names_tracer_test(self) -> bool:
+        """Whether a name or an attribute the module reads may ask about tracers
+        (`_TRACER_TEST`): else no test of it does (asked at each `if`)."""
+        if self._names_tracer_test is None:
+            names = self.names_read.union(*(scope.attributes for scope in self.scopes.values()))
+            self._names_tracer_test = any(map(_TRACER_TEST.search, names))
+        return self._names_tracer_test
 
     def summary_of(self, fid: str) -> Summary | None:
         """The summary of `fid`, interpreting it now if it is still pending."""
@@ -758,6 +767,18 @@ def _static_fields(module: Module) -> set[str]:
     return found
 
 
+def _names_bound(target: ast.expr) -> Iterator[str]:
+    """The names an assignment target binds (`a`, `a, *b`): not an attribute's nor an item's
+    receiver (`self` of `self.x = ...`)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _names_bound(element)
+    elif isinstance(target, ast.Starred):
+        yield from _names_bound(target.value)
+
+
 def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     """Parameters that every call of their function in the module gives an instance of the
     same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on.
@@ -770,9 +791,8 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
         for assign in scope.assigns:
             made = _class_made(assign.value, module)
             for target in assign.targets:
-                for name in [target] if type(target) is ast.Name else ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        bound.setdefault((fid, name.id), set()).add(made)
+                for name in _names_bound(target):
+                    bound.setdefault((fid, name), set()).add(made)
         calls.extend((fid, call) for call in scope.calls)
     names = {
         node.name: fid
@@ -1164,9 +1184,13 @@ class _Interpreter:
         test = self.expr(node.test, env)
         guard = self._tracer_guard(node.test, env)
         longer = isinstance(node.test, ast.BoolOp)
-        asks = (guard is None or longer) and any(
-            isinstance(n, ast.Call) and _TRACER_TEST.search(".".join(dotted(n.func) or ()))
-            for n in ast.walk(node.test)
+        asks = (
+            (guard is None or longer)
+            and self.module.names_tracer_test()
+            and any(
+                isinstance(n, ast.Call) and _TRACER_TEST.search(".".join(dotted(n.func) or ()))
+                for n in ast.walk(node.test)
+            )
         )
         if guard is None or (asks and longer):
             # A test that asks about tracers in a way not narrowed here (`not_jax_tracer(a)
