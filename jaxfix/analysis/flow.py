@@ -340,8 +340,8 @@ def analyse(
     if reuse and last is not None and last[0] is tree and last[1] == key and last[2].reusable():
         last[2].reused = True
         return last[2]
-    result = _declared(tree, module, is_package, transforms)
-    if traced_only and not _names_a_transform(result, frozenset(transforms)):
+    result, interpreted = _declared(tree, module, is_package, transforms, traced_only)
+    if not interpreted:
         _last.analysed = (tree, key, result)
         return result
     # The interpreters hold the module weakly: it holds the pending ones (`Module.pending`),
@@ -385,28 +385,38 @@ _last = threading.local()
 # tree with more of their calls (`jaxfix.batch` rounds, `jaxfix.engine` keeps the tree). Only
 # what the walk finds is shared; every analysis interprets the functions afresh (a summary a
 # call cycle leaves unknown depends on the order the tracing asks for the summaries).
-_last_declared: tuple[ast.Module, tuple[object, ...], Module] | None = None
+# The walk is kept until what only interpreting needs is drawn from it.
+_last_declared: tuple[ast.Module, tuple[object, ...], Module, _Declarations | None] | None = None
 
 
 def _declared(
-    tree: ast.Module, module: str, is_package: bool, transforms: Mapping[str, TransformSpec]
-) -> Module:
+    tree: ast.Module,
+    module: str,
+    is_package: bool,
+    transforms: Mapping[str, TransformSpec],
+    traced_only: bool,
+) -> tuple[Module, bool]:
     """A module holding what one walk over `tree` finds (its functions, scopes, imports, the
-    calls that may apply a transform), and nothing interpreted yet."""
+    calls that may apply a transform), and nothing interpreted yet; and whether to interpret
+    it (with `traced_only`, not when it names no transform: see `analyse`). What only the
+    interpreters read is drawn from the walk when they will run."""
     global _last_declared
     key = (module, is_package, frozenset(transforms.items()))
     last = _last_declared
     if last is None or last[0] is not tree or last[1] != key:
         walked = Module(module, tree, {})
-        declarations = _Declarations(walked, is_package)
-        declarations.walk(tree)
+        walk = _Declarations(walked, is_package)
+        walk.walk(tree)
+        last = _last_declared = (tree, key, walked, walk)
+    walked, declarations = last[2], last[3]
+    interpreted = not traced_only or _names_a_transform(walked, frozenset(transforms))
+    if interpreted and declarations is not None:
         walked.applying = declarations.applying(transforms)
         walked.static_fields = _static_fields(walked)
         walked.instance_params = _passed_instances(walked)
-        last = _last_declared = (tree, key, walked)
-    walked = last[2]
+        _last_declared = (tree, key, walked, None)
     # The fields the interpreters fill start empty; the walk's are shared (only read).
-    return replace(
+    copy = replace(
         walked,
         functions={},
         entries=[],
@@ -418,6 +428,7 @@ def _declared(
         _values={},
         _values_of=0,
     )
+    return copy, interpreted
 
 
 def _cycles(module: Module) -> dict[str, int]:
