@@ -690,6 +690,17 @@ def test_host_functions_that_only_hand_functions_to_other_callables_wait_for_a_c
     assert not {"by_wrapper", "by_partial", "by_local"} & pending
 
 
+def test_a_module_that_names_no_transform_interprets_no_host_function_up_front() -> None:
+    """A function handing another to `functools.partial` may make an entry where the module
+    names a transform; where it names none (`jax._src`'s modules, traced only through other
+    modules' calls), it cannot, and waits for a caller."""
+    body = "def helper(x):\n    return x\ndef host():\n    return functools.partial(helper, 1)\n"
+    plain = analyse(ast.parse("import functools\n" + body))
+    transforming = analyse(ast.parse("import functools\nimport jax\nJIT = jax.jit\n" + body))
+    assert {fid.split("@")[0] for fid in plain.pending} == {"helper", "host"}
+    assert {fid.split("@")[0] for fid in transforming.pending} == {"helper"}
+
+
 @pytest.mark.parametrize(
     ("source", "traced"),
     [

@@ -340,8 +340,8 @@ def analyse(
     if reuse and last is not None and last[0] is tree and last[1] == key and last[2].reusable():
         last[2].reused = True
         return last[2]
-    result, interpreted = _declared(tree, module, is_package, transforms, traced_only)
-    if not interpreted:
+    result, transforming = _declared(tree, module, is_package, transforms, traced_only)
+    if traced_only and not transforming:
         _last.analysed = (tree, key, result)
         return result
     # The interpreters hold the module weakly: it holds the pending ones (`Module.pending`),
@@ -397,9 +397,11 @@ def _declared(
     traced_only: bool,
 ) -> tuple[Module, bool]:
     """A module holding what one walk over `tree` finds (its functions, scopes, imports, the
-    calls that may apply a transform), and nothing interpreted yet; and whether to interpret
-    it (with `traced_only`, not when it names no transform: see `analyse`). What only the
-    interpreters read is drawn from the walk when they will run."""
+    calls that may apply a transform), and nothing interpreted yet; and whether it names a
+    transform (`_names_a_transform`). What only the interpreters read is drawn from the walk
+    when they will run (with `traced_only`, not for a module that names no transform: see
+    `analyse`); the functions that may apply a transform, only in a module that names one:
+    another makes no entry, and its functions wait for a caller."""
     global _last_declared
     key = (module, is_package, frozenset(transforms.items()))
     last = _last_declared
@@ -409,9 +411,9 @@ def _declared(
         walk.walk(tree)
         last = _last_declared = (tree, key, walked, walk)
     walked, declarations = last[2], last[3]
-    interpreted = not traced_only or _names_a_transform(walked, frozenset(transforms))
-    if interpreted and declarations is not None:
-        walked.applying = declarations.applying(transforms)
+    transforming = _names_a_transform(walked, frozenset(transforms))
+    if (transforming or not traced_only) and declarations is not None:
+        walked.applying = declarations.applying(transforms) if transforming else set()
         walked.static_fields = _static_fields(walked)
         walked.instance_params = _passed_instances(walked)
         _last_declared = (tree, key, walked, None)
@@ -428,7 +430,7 @@ def _declared(
         _values={},
         _values_of=0,
     )
-    return copy, interpreted
+    return copy, transforming
 
 
 def _cycles(module: Module) -> dict[str, int]:
