@@ -407,9 +407,9 @@ def _declared(
     last = _last_declared
     if last is None or last[0] is not tree or last[1] != key:
         walked = Module(module, tree, {})
-        walk = _Declarations(walked, is_package)
-        walk.walk(tree)
-        last = _last_declared = (tree, key, walked, walk)
+        walker = _Declarations(walked, is_package)
+        walker.walk(tree)
+        last = _last_declared = (tree, key, walked, walker)
     walked, declarations = last[2], last[3]
     transforming = _names_a_transform(walked, frozenset(transforms))
     if (transforming or not traced_only) and declarations is not None:
