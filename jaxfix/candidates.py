@@ -25,7 +25,7 @@ from typing import cast
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings, wrapped_by
-from jaxfix.analysis.statements import inner_statements
+from jaxfix.analysis.statements import inner_statements, names_bound
 from jaxfix.transforms import JIT, TRANSFORMS, Wrapped
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -801,14 +801,8 @@ def _bound_names(node: ast.stmt) -> Iterator[str]:
     else:
         assert isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor)
         targets = [node.target]
-    while targets:
-        target = targets.pop()
-        if isinstance(target, ast.Name):
-            yield target.id
-        elif isinstance(target, ast.Tuple | ast.List):
-            targets.extend(target.elts)
-        elif isinstance(target, ast.Starred):
-            targets.append(target.value)
+    for target in targets:
+        yield from names_bound(target)
 
 
 def _plain_parameters(args: ast.arguments) -> Iterator[str]:

@@ -30,6 +30,7 @@ from typing import Any, cast
 from jaxfix.analysis import values as v
 from jaxfix.analysis.names import dotted, import_bindings
 from jaxfix.analysis.reasons import Reason, Via
+from jaxfix.analysis.statements import names_bound
 from jaxfix.analysis.values import (
     HOST,
     STATIC,
@@ -733,9 +734,9 @@ class _Declarations:
         parts = dotted(func)
         if parts is None or any(parts[0] in self.module.scope(f).assigned for f in fids):
             return True
-        head = self.module.imports.get(parts[0])
-        if head is not None:
-            return ".".join([head, *parts[1:]]) in _FUNCTION_MAKERS
+        imported = self.module.import_name(func)
+        if imported is not None:
+            return imported in _FUNCTION_MAKERS
         return parts[0] in self.module.scope("<module>").assigned or parts[0] not in _BUILTINS
 
 
@@ -780,18 +781,6 @@ def _static_fields(module: Module) -> set[str]:
     return found
 
 
-def _names_bound(target: ast.expr) -> Iterator[str]:
-    """The names an assignment target binds (`a`, `a, *b`): not an attribute's nor an item's
-    receiver (`self` of `self.x = ...`)."""
-    if isinstance(target, ast.Name):
-        yield target.id
-    elif isinstance(target, ast.Tuple | ast.List):
-        for element in target.elts:
-            yield from _names_bound(element)
-    elif isinstance(target, ast.Starred):
-        yield from _names_bound(target.value)
-
-
 def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     """Parameters that every call of their function in the module gives an instance of the
     same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on.
@@ -804,7 +793,7 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
         for assign in scope.assigns:
             made = _class_made(assign.value, module)
             for target in assign.targets:
-                for name in _names_bound(target):
+                for name in names_bound(target):
                     bound.setdefault((fid, name), set()).add(made)
         calls.extend((fid, call) for call in scope.calls)
     names = {

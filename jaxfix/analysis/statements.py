@@ -102,6 +102,18 @@ def last_name(func: ast.expr) -> str | None:
     return None
 
 
+def names_bound(target: ast.expr) -> Iterator[str]:
+    """The names an assignment target binds (`a`, `a, *b`): not an attribute's nor an item's
+    receiver (`self` of `self.x = ...`)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from names_bound(element)
+    elif isinstance(target, ast.Starred):
+        yield from names_bound(target.value)
+
+
 def target_names(target: ast.expr, unpacking: bool = True) -> set[str]:
     """The names (and attribute names) an assignment target binds (only a lone name or
     attribute without `unpacking`)."""
