@@ -67,6 +67,33 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+# A worker process (forked, each outcome pickled back, and the imports its files need paid
+# again in each worker) is repaid past about a third of a second of analysis: a file takes
+# about 15 ms (fixture-sized files with findings; LibCST builds their fixes) and 0.6 ms more
+# per kilobyte (library modules). Measured with `jaxfix check --no-cache -j 1` against `-j 2`
+# on 2 cores: 16 library modules (300 KB) took as long either way, 32 small modules with
+# findings a quarter less time with 2 workers, and 2-8 files longer with them.
+_WORKER_REPAID_AFTER = 0.3
+_SECONDS_PER_FILE = 0.015
+_SECONDS_PER_BYTE = 0.6e-6
+
+
+def _workers_for(pending: Sequence[tuple[Path, Job]]) -> int:
+    """One worker per core (`default_jobs`), fewer for a run too small to repay them."""
+    cores = default_jobs()
+    enough = (cores - 1) * _WORKER_REPAID_AFTER
+    estimate = 0.0
+    for path, _ in pending:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # the analysis reports why the file cannot be read
+        estimate += _SECONDS_PER_FILE + _SECONDS_PER_BYTE * size
+        if estimate >= enough:
+            return min(cores, len(pending))
+    return min(len(pending), 1 + int(estimate / _WORKER_REPAID_AFTER))
+
+
 class Progress(Protocol):
     """Where a run reports its progress (a progress bar): `more` files to analyse, then each
     one `done`, cached or not; a round of tracing across modules adds the files it analyses
@@ -80,12 +107,13 @@ class Progress(Protocol):
 def run_paths(
     items: Iterable[tuple[Path, Job] | Outcome],
     *,
-    jobs: int,
+    jobs: int | None,
     cache: Cache | None,
     progress: Progress | None = None,
 ) -> Iterator[Outcome]:
     """The outcome of each (file, job) item in order; an Outcome item (e.g. a discovery error)
-    is passed through as it is.
+    is passed through as it is. `jobs`: worker processes (None: as many as the run repays, up
+    to one per core).
 
     Tracing crosses the modules of the run (see `jaxfix.project`): files decorated with another
     file's jit wrapper, and files whose functions other files' traced code calls, are analysed
@@ -108,7 +136,7 @@ def project_jobs(
 
 def _run(
     items: Sequence[tuple[Path, Job] | Outcome],
-    jobs: int,
+    jobs: int | None,
     cache: Cache | None,
     progress: Progress | None,
     replay: bool,
@@ -447,12 +475,13 @@ def _with_project(
 
 @dataclass(frozen=True)
 class _Analyser:
-    """How the files of a run are analysed: by `jobs` workers, through the cache, each file
+    """How the files of a run are analysed: by `jobs` workers (None: as many as each batch
+    repays), through the cache, each file
     reported to `progress` as it completes. It notes the content each file had in each
     round (None for a file that changed during the run) and the rounds each was analysed in,
     for the cache's record of the run."""
 
-    jobs: int
+    jobs: int | None
     cache: Cache | None
     progress: Progress | None = None
     contents: dict[Path, str | None] = dataclasses.field(default_factory=dict)
@@ -558,13 +587,13 @@ def _job_of_round(job: Job, options: dict[str, Any] | None) -> Job | None:
 
 
 def _analyse(
-    pending: Sequence[tuple[Path, Job]], jobs: int, progress: Progress | None
+    pending: Sequence[tuple[Path, Job]], jobs: int | None, progress: Progress | None
 ) -> list[Outcome]:
     """The outcome of each file, in order; `progress` hears of each file (each chunk of
     files, from worker processes) as it completes, whatever the order."""
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
-    workers = min(jobs, len(pending))
+    workers = min(jobs, len(pending)) if jobs is not None else _workers_for(pending)
     if workers <= 1:
         results = []
         for path, job in pending:

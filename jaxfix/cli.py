@@ -127,7 +127,7 @@ def _common(command: Callable[..., None]) -> Callable[..., None]:
             "--jobs",
             "-j",
             type=click.IntRange(min=1),
-            help="Worker processes (default: one per core).",
+            help="Worker processes (default: one per core, fewer for a small run).",
         ),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache."),
         _cache_dir,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from jaxfix.batch import Job, default_jobs, run_paths
+from jaxfix.batch import Job, run_paths
 from jaxfix.cache import DEFAULT_FOLDER, Cache
 from jaxfix.config import ConfigError, ConfigFinder, Overrides, job_for, opt_in_notes, validate
 from jaxfix.outcome import Outcome
@@ -69,10 +69,9 @@ def outcomes(
         raise BadConfig(str(error)) from error
     for note in notes:
         echo(f"warning: {note}", err=True)
-    jobs = options.jobs or default_jobs()
     files = sum(1 for item in items if not isinstance(item, Outcome))
     with progress_bar(files, "Applying" if fix else "Checking") as bar:
-        yield from run_paths(items, jobs=jobs, cache=cache, progress=bar)
+        yield from run_paths(items, jobs=options.jobs, cache=cache, progress=bar)
     if cache is not None:
         cache.save()
 

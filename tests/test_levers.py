@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfix import candidates, collector, engine, registry, runner, stamps
+from jaxfix import batch, candidates, collector, engine, registry, runner, stamps
 from jaxfix.analysis import file as file_analysis
 from jaxfix.analysis import flow
 from jaxfix.cache import Cache
@@ -120,6 +120,55 @@ def test_apply_with_workers_and_cache_writes_what_a_plain_apply_writes(
     assert files(tree) == files(plain)
     after = jaxfix(tree, "check", *cache)
     assert after == jaxfix(tree, "check", "--no-cache")
+
+
+def test_worker_processes_start_only_for_a_run_that_repays_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default (no `--jobs`) a few small files are analysed in the command's own process;
+    many files, or large ones, get one worker per core, and never more workers than files."""
+    monkeypatch.setattr(batch, "default_jobs", lambda: 4)
+    small = []
+    for n in range(40):
+        small.append(tmp_path / f"small{n}.py")
+        small[-1].write_text(FINDING)
+    large = []
+    for n in range(3):
+        large.append(tmp_path / f"large{n}.py")
+        large[-1].write_text(FINDING * 200)  # 26 KB each
+    large.append(tmp_path / "largest.py")
+    large[-1].write_text(FINDING * 20000)  # 2 MB
+
+    def workers(paths: list[Path]) -> int:
+        return batch._workers_for([(path, batch.Job()) for path in paths])
+
+    assert workers(small[:3]) == 1
+    assert workers(small) == 3  # 40 files: 0.6 s of analysis
+    assert workers(small[:3] + large[-1:]) == 4
+    assert workers(large[-1:]) == 1
+    assert workers(large[:3]) == 1
+    assert workers([tmp_path / "missing.py"]) == 1
+
+
+def test_a_small_run_starts_no_worker_process_unless_jobs_are_asked_for(
+    small_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from concurrent import futures
+
+    started: list[int] = []
+    pool = futures.ProcessPoolExecutor
+
+    def counted(max_workers: int) -> futures.ProcessPoolExecutor:
+        started.append(max_workers)
+        return pool(max_workers=max_workers)
+
+    monkeypatch.setattr(futures, "ProcessPoolExecutor", counted)
+    monkeypatch.setattr(batch, "default_jobs", lambda: 2)
+    package = small_tree / "trainer"
+    baseline = jaxfix(package, "check", "--no-cache")
+    assert started == [] and baseline[0] == 1
+    assert jaxfix(package, "check", "--no-cache", "--jobs", "2") == baseline
+    assert started and set(started) == {2}  # a pool for each round across modules
 
 
 def test_an_edited_file_is_analysed_again(tmp_path: Path) -> None:
