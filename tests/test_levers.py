@@ -388,6 +388,63 @@ def test_cyclic_garbage_of_the_pauses_waits_for_enough_of_it() -> None:
     assert pauses >= collector.FULL_AFTER // 10_000
 
 
+_BACKOFF_PROGRAM = """
+import gc
+from jaxfix import collector
+
+collector.FULL_AFTER = 20_000
+
+
+class Cyclic:
+    def __init__(self):
+        self.itself = self
+
+
+kept = []
+
+
+def pauses_to_the_next_full_collection(make):
+    start = gc.get_stats()[2]["collections"]
+    pauses = 0
+    while gc.get_stats()[2]["collections"] == start:
+        with collector.paused():
+            make()
+        pauses += 1
+    return pauses
+
+
+def keep():
+    kept.extend([] for _ in range(1000))
+
+
+def garbage():
+    for _ in range(1000):
+        Cyclic()
+
+
+pauses_to_the_next_full_collection(garbage)  # from a full collection that freed much on
+print(*(pauses_to_the_next_full_collection(make) for make in [keep, keep, keep, garbage, keep]))
+"""
+
+
+def test_a_full_collection_that_frees_little_makes_the_next_wait_longer() -> None:
+    """In a fresh process (a small heap, so that `FULL_AFTER` decides): after a collection
+    that freed nothing the pauses wait twice as long for the next, after one that freed much
+    no longer than CPython's own rule says (a quarter of what lived after it)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _BACKOFF_PROGRAM],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    first, second, third, garbage, after_garbage = map(int, result.stdout.split())
+    assert first <= 25
+    assert second >= 2 * first - 1 and third >= 2 * second - 1
+    assert garbage >= 2 * third - 1
+    assert after_garbage * 4 < garbage
+
+
 def _first_case_of_each_rule() -> list[Case]:
     cases: dict[str, Case] = {}
     for case in load_cases():
