@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jaxfix import project
 from jaxfix.cache import Cache, RunRecord
@@ -25,6 +25,9 @@ from jaxfix.outcome import Outcome
 from jaxfix.project import ModuleFacts
 from jaxfix.stamps import digest
 from jaxfix.transforms import Wrapped
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 # Rounds of re-analysis for tracing across modules: a call chain through more modules than
 # this is followed no further.
@@ -78,20 +81,24 @@ _SECONDS_PER_FILE = 0.015
 _SECONDS_PER_BYTE = 0.6e-6
 
 
-def _workers_for(pending: Sequence[tuple[Path, Job]]) -> int:
-    """One worker per core (`default_jobs`), fewer for a run too small to repay them."""
+def _workers_for(sizes: Sequence[int]) -> int:
+    """One worker per core (`default_jobs`), fewer for files of `sizes` (bytes) too few to
+    repay them."""
     cores = default_jobs()
     enough = (cores - 1) * _WORKER_REPAID_AFTER
     estimate = 0.0
-    for path, _ in pending:
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0  # the analysis reports why the file cannot be read
+    for size in sizes:
         estimate += _SECONDS_PER_FILE + _SECONDS_PER_BYTE * size
         if estimate >= enough:
-            return min(cores, len(pending))
-    return min(len(pending), 1 + int(estimate / _WORKER_REPAID_AFTER))
+            return min(cores, len(sizes))
+    return min(len(sizes), 1 + int(estimate / _WORKER_REPAID_AFTER))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # the analysis reports why the file cannot be read
 
 
 class Progress(Protocol):
@@ -156,17 +163,18 @@ def _run(
     if cache is not None and record is not None:
         outcomes = _replayed(cache, record, tasks, progress)
     if outcomes is None:
-        analyser = _Analyser(jobs, cache, progress)
-        if cache is not None and record is not None:
-            outcomes = _replayed_around_edits(cache, record, tasks, analyser)
-        if outcomes is None:
-            outcomes = analyser.outcomes(tasks)
-            if packages:
-                facts = {tasks[i][0]: o.facts for i, o in outcomes.items()}
-                run = project.ProjectIndex(places, facts)
-                _apply_project_wrappers(run, tasks, outcomes, analyser)
-                _trace_across_modules(run, tasks, outcomes, packages, analyser)
-                _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
+        with _Workers() as workers:
+            analyser = _Analyser(jobs, cache, progress, workers)
+            if cache is not None and record is not None:
+                outcomes = _replayed_around_edits(cache, record, tasks, analyser)
+            if outcomes is None:
+                outcomes = analyser.outcomes(tasks)
+                if packages:
+                    facts = {tasks[i][0]: o.facts for i, o in outcomes.items()}
+                    run = project.ProjectIndex(places, facts)
+                    _apply_project_wrappers(run, tasks, outcomes, analyser)
+                    _trace_across_modules(run, tasks, outcomes, packages, analyser)
+                    _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
         analyser.record(key, tasks, outcomes)
     return outcomes, tasks
 
@@ -484,6 +492,7 @@ class _Analyser:
     jobs: int | None
     cache: Cache | None
     progress: Progress | None = None
+    workers: _Workers | None = None  # None: each batch starts its own
     contents: dict[Path, str | None] = dataclasses.field(default_factory=dict)
     # Each file's rounds: the key of each job it was analysed with, in turn, and the digest of
     # what that analysis told the run ("" when it was not stored).
@@ -510,7 +519,7 @@ class _Analyser:
             progress.done(len(done))
         if not pending:
             return done  # the engine (and LibCST) is never imported
-        analysed = _analyse(list(pending.values()), self.jobs, progress)
+        analysed = _analyse(list(pending.values()), self.jobs, progress, self.workers)
         for (index, (path, job)), outcome in zip(pending.items(), analysed, strict=True):
             told = ""
             if cache is not None and outcome.digest and not outcome.error and not outcome.new_text:
@@ -587,36 +596,78 @@ def _job_of_round(job: Job, options: dict[str, Any] | None) -> Job | None:
 
 
 def _analyse(
-    pending: Sequence[tuple[Path, Job]], jobs: int | None, progress: Progress | None
+    pending: Sequence[tuple[Path, Job]],
+    jobs: int | None,
+    progress: Progress | None,
+    workers: _Workers | None = None,
 ) -> list[Outcome]:
     """The outcome of each file, in order; `progress` hears of each file (each chunk of
-    files, from worker processes) as it completes, whatever the order."""
+    files, from worker processes) as it completes, whatever the order. With `workers`, the
+    run's worker processes (else a pool of its own, shut down at the end)."""
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
-    workers = min(jobs, len(pending)) if jobs is not None else _workers_for(pending)
-    if workers <= 1:
+    count = min(jobs, len(pending)) if jobs is not None else len(pending)
+    sizes = [_size(path) for path, _ in pending] if count > 1 else []
+    if jobs is None and count > 1:
+        count = _workers_for(sizes)
+    if count <= 1:
         results = []
         for path, job in pending:
             results.append(process(path, job))
             if progress is not None:
                 progress.done()
         return results
-    # Only now: the pool imports multiprocessing and pickle (20 ms of a one-file edit's run).
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    if workers is None:
+        with _Workers() as own:
+            return _analyse(pending, jobs, progress, own)
+    from concurrent.futures import as_completed
 
-    size = max(1, len(pending) // (workers * 16))
-    chunks = [pending[start : start + size] for start in range(0, len(pending), size)]
-    pool = ProcessPoolExecutor(max_workers=workers)
-    try:
-        futures = {pool.submit(_process_chunk, chunk): n for n, chunk in enumerate(chunks)}
-        by_chunk: dict[int, list[Outcome]] = {}
-        for future in as_completed(futures):
-            by_chunk[futures[future]] = future.result()
-            if progress is not None:
-                progress.done(len(by_chunk[futures[future]]))
-        return [outcome for n in range(len(chunks)) for outcome in by_chunk[n]]
-    finally:
-        pool.shutdown(cancel_futures=True)
+    pool = workers.pool(count)
+    # The largest files first, so that the last chunks to finish are short ones (a round
+    # across modules analyses a few large modules again: in path order they were the tail).
+    order = sorted(range(len(pending)), key=lambda n: -sizes[n])
+    size = max(1, len(pending) // (count * 16))
+    chunks = [order[start : start + size] for start in range(0, len(order), size)]
+    futures = {pool.submit(_process_chunk, [pending[n] for n in chunk]): chunk for chunk in chunks}
+    outcomes: list[Outcome | None] = [None] * len(pending)
+    for future in as_completed(futures):
+        done = future.result()
+        for n, outcome in zip(futures[future], done, strict=True):
+            outcomes[n] = outcome
+        if progress is not None:
+            progress.done(len(done))
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+class _Workers:
+    """The worker processes of a run, started for the first batch that repays them and kept
+    for its later rounds across modules: each imports what its files need (LibCST, a fifth
+    of a second) once in the run, not once in each round."""
+
+    def __init__(self) -> None:
+        self._pool: ProcessPoolExecutor | None = None
+        self._size = 0
+
+    def pool(self, count: int) -> ProcessPoolExecutor:
+        """A pool of at least `count` workers."""
+        if self._pool is None or self._size < count:
+            self.close()
+            # Only now: the pool imports multiprocessing and pickle (20 ms of a one-file run).
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool, self._size = ProcessPoolExecutor(max_workers=count), count
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _process_chunk(chunk: Sequence[tuple[Path, Job]]) -> list[Outcome]:
