@@ -608,8 +608,8 @@ def _analyse(
 
     count = min(jobs, len(pending)) if jobs is not None else len(pending)
     sizes = [_size(path) for path, _ in pending] if count > 1 else []
-    if jobs is None and count > 1:
-        count = _workers_for(sizes)
+    if jobs is None and count > 1:  # workers already started cost no more to use
+        count = max(_workers_for(sizes), min(workers.size if workers else 0, count))
     if count <= 1:
         results = []
         for path, job in pending:
@@ -647,6 +647,11 @@ class _Workers:
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
         self._size = 0
+
+    @property
+    def size(self) -> int:
+        """How many workers are started (0 before the first batch that repays them)."""
+        return self._size if self._pool is not None else 0
 
     def pool(self, count: int) -> ProcessPoolExecutor:
         """A pool of at least `count` workers."""

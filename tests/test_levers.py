@@ -171,6 +171,35 @@ def test_a_small_run_starts_no_worker_process_unless_jobs_are_asked_for(
     assert started == [2]  # one pool, kept for the rounds across modules
 
 
+def test_a_later_batch_uses_the_workers_an_earlier_one_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round across modules of a few files goes to the run's workers, once started (they
+    cost nothing more), with each outcome in its file's place whatever the order of work."""
+    from concurrent import futures
+
+    monkeypatch.setattr(batch, "default_jobs", lambda: 2)
+    small, large = tmp_path / "small.py", tmp_path / "large.py"
+    small.write_text(CLEAN)
+    large.write_text(FINDING * 100)
+    pending = [(small, batch.Job()), (large, batch.Job())]
+    assert batch._workers_for([batch._size(small), batch._size(large)]) == 1
+    with batch._Workers() as workers:
+        workers.pool(2)  # as an earlier, larger batch of the run did
+        asked: list[int] = []
+        start = workers.pool
+
+        def pool(count: int) -> futures.ProcessPoolExecutor:
+            asked.append(count)
+            return start(count)
+
+        monkeypatch.setattr(workers, "pool", pool)
+        outcomes = batch._analyse(pending, None, None, workers)
+    assert asked == [2]
+    assert [outcome.display for outcome in outcomes] == [str(small), str(large)]
+    assert outcomes[0].diagnostics == [] and outcomes[1].diagnostics
+
+
 def test_an_edited_file_is_analysed_again(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("import jax\n", encoding="utf-8")
     cache = ["--cache-dir", str(tmp_path / "cache")]
