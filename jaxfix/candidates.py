@@ -135,6 +135,7 @@ class _TreeMemo:
     made_at_top: dict[str, frozenset[str]] | None = None  # see `_made_at_top`
     entered: dict[int, dict[str, set[str]]] = field(default_factory=dict)  # see `_entered_in`
     full_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # `_full_names`
+    callee_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # and builtins
     loop_names: dict[_Function, set[str]] = field(default_factory=dict)  # `_own_loop_names`
 
 
@@ -566,12 +567,16 @@ class Candidates:
             names.add(expr.id)
         return names  # an attribute through the imports only: `x.at[i].set(v)` is no `set`
 
-    def project_calls(self, packages: Collection[str]) -> Iterator[tuple[_Call, str]]:
-        """Each call of a function imported from `packages` or by a relative import, with the
-        name it imports (`.io.save`, `pkg.io.save`)."""
+    def project_calls(
+        self, packages: Collection[str], within: Collection[int] | None = None
+    ) -> Iterator[tuple[_Call, str]]:
+        """Each call (in the top-level statements `within`, when given) of a function imported
+        from `packages` or by a relative import, with the name it imports (`.io.save`,
+        `pkg.io.save`)."""
         for call in self.calls:
-            for name in sorted(self._project_names(call.call.func, packages)):
-                yield call, name
+            if within is None or call.statement in within:
+                for name in sorted(self._project_names(call.call.func, packages)):
+                    yield call, name
 
     def project_imports(self, packages: Collection[str]) -> set[str]:
         """The names and modules imported from `packages` or relatively (as imported)."""
@@ -642,8 +647,14 @@ class Candidates:
 
     def _callee_names(self, func: ast.expr) -> frozenset[str]:
         """`_full_names`, and `builtins.<name>` for a plain name (which may be the builtin)."""
-        found = self._full_names(func)
-        return found | {f"builtins.{func.id}"} if isinstance(func, ast.Name) else found
+        memo = self._tree_memo.callee_names
+        found = memo.get(func)
+        if found is None:
+            found = self._full_names(func)
+            if isinstance(func, ast.Name):
+                found |= {f"builtins.{func.id}"}
+            memo[func] = found
+        return found
 
     def _full_names(self, expr: ast.expr) -> frozenset[str]:
         """What `expr` can name through the file's imports (`lax.scan` -> `jax.lax.scan`);

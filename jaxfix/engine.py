@@ -492,9 +492,8 @@ def _note_facts(
     facts.wrappers.update(found.wrappers(tree))
     facts.imported.update((raw, place.absolute(raw)) for raw in found.project_imports(packages))
     facts.decorators.update(found.project_decorators(packages))
-    for call, name in found.project_calls(packages):
-        if call.statement in named:
-            facts.calls.add((named[call.statement], place.absolute(name)))
+    for call, name in found.project_calls(packages, within=named):
+        facts.calls.add((named[call.statement], place.absolute(name)))
 
 
 def _transforms(options: Options) -> Mapping[str, TransformSpec]:
