@@ -836,12 +836,16 @@ LEAVES = (ast.Constant, ast.expr_context)
 @pytest.mark.parametrize("package", ["jaxfix", "codemods", "tests/fixtures"])
 def test_the_walks_children_are_cpythons_without_the_leaves(package: str) -> None:
     """`walk.children` reads only the fields the grammar lets hold a node: it yields what
-    `ast.iter_child_nodes` yields, in order, less constants and expression contexts."""
+    `ast.iter_child_nodes` yields, in order, less constants and expression contexts; and
+    `walk.push_children` pushes the same, last first."""
     root = Path(__file__).resolve().parent.parent / package
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             expected = [c for c in ast.iter_child_nodes(node) if not isinstance(c, LEAVES)]
             assert list(walk.children(node)) == expected, (path, ast.dump(node)[:200])
+            pushed: list[ast.AST] = []
+            walk.push_children(node, pushed.append)
+            assert pushed == expected[::-1], (path, ast.dump(node)[:200])
 
 
 def test_a_node_class_without_a_signature_keeps_every_field_but_its_context() -> None:
@@ -853,3 +857,7 @@ def test_a_node_class_without_a_signature_keeps_every_field_but_its_context() ->
     assert walk.node_fields(Unsigned) == ("value", "name")
     assert walk.node_fields(ast.Name) == ()
     assert walk.node_fields(ast.FunctionDef)[:2] == ("args", "body")
+    inner, names = ast.Name("x", ast.Load()), [ast.Name("y", ast.Load()), ast.Constant(1)]
+    pushed: list[ast.AST] = []
+    walk.push_children(Unsigned(value=inner, name=names), pushed.append)
+    assert pushed == [names[0], inner]  # either field may hold a list: constants left out

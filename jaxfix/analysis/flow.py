@@ -42,7 +42,7 @@ from jaxfix.analysis.values import (
     Staged,
     Value,
 )
-from jaxfix.analysis.walk import children
+from jaxfix.analysis.walk import PUSHERS, push_children
 from jaxfix.transforms import (
     CALL_WRAPPERS,
     CUSTOM_DERIVATIVES,
@@ -538,6 +538,7 @@ class _Declarations:
             self.names = Bindings()
             self.module.statement_names.append(self.names)
             work: Work = [statement]
+            push = work.append
             while work:
                 item = work.pop()
                 if not isinstance(item, ast.AST):
@@ -548,7 +549,7 @@ class _Declarations:
                     indexed.append((item, self.fids[-1], index))
                 handler = _HANDLERS.get(kind)
                 if handler is None:
-                    work.extend(reversed(list(children(item))))
+                    PUSHERS[kind](item, push)
                 else:
                     handler(self, item, work)
 
@@ -637,17 +638,17 @@ class _Declarations:
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler, work: Work) -> None:
         self._define(node.name)
-        work.extend(reversed(list(children(node))))
+        push_children(node, work.append)
 
     def visit_MatchAs(self, node: ast.MatchAs | ast.MatchStar, work: Work) -> None:
         self._define(node.name)
-        work.extend(reversed(list(children(node))))
+        push_children(node, work.append)
 
     visit_MatchStar = visit_MatchAs
 
     def visit_MatchMapping(self, node: ast.MatchMapping, work: Work) -> None:
         self._define(node.rest)
-        work.extend(reversed(list(children(node))))
+        push_children(node, work.append)
 
     def visit_Import(self, node: ast.Import | ast.ImportFrom, work: Work) -> None:
         # Imports anywhere count for the module's names: resolved flow-insensitively.
@@ -673,7 +674,7 @@ class _Declarations:
 
     def visit_AnnAssign(self, node: ast.AST, work: Work) -> None:
         self.module.binders.append(node)
-        work.extend(reversed(list(children(node))))
+        push_children(node, work.append)
 
     visit_AugAssign = visit_For = visit_AsyncFor = visit_comprehension = visit_AnnAssign
     visit_withitem = visit_AnnAssign
@@ -683,13 +684,13 @@ class _Declarations:
         self.module.binders.append(node)
         if isinstance(node.value, ast.Lambda):
             self.function_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        work.extend(reversed(list(children(node))))
+        push_children(node, work.append)
 
     def visit_Call(self, node: ast.Call, work: Work) -> None:
         self.scopes[-1].calls.append(node)
         if len(self.fids) > 1:
             self.calls.append((node, tuple(self.fids[1:])))
-        work.extend(reversed(list(children(node))))
+        push_children(node, work.append)
 
     def applying(self, transforms: Mapping[str, TransformSpec]) -> set[str]:
         """The functions that must be interpreted for the module's transforms to be seen: those
