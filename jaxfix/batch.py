@@ -164,7 +164,7 @@ def _run(
         outcomes = _replayed(cache, record, tasks, progress)
     if outcomes is None:
         with _Workers() as workers:
-            analyser = _Analyser(jobs, cache, progress, workers)
+            analyser = _Analyser(jobs, cache, workers, progress)
             if cache is not None and record is not None:
                 outcomes = _replayed_around_edits(cache, record, tasks, analyser)
             if outcomes is None:
@@ -483,16 +483,16 @@ def _with_project(
 
 @dataclass(frozen=True)
 class _Analyser:
-    """How the files of a run are analysed: by `jobs` workers (None: as many as each batch
-    repays), through the cache, each file
-    reported to `progress` as it completes. It notes the content each file had in each
-    round (None for a file that changed during the run) and the rounds each was analysed in,
-    for the cache's record of the run."""
+    """How the files of a run are analysed: by `jobs` of the run's `workers` (None: as many
+    as each batch repays), through the cache, each file reported to `progress` as it
+    completes. It notes the content each file had in each round (None for a file that
+    changed during the run) and the rounds each was analysed in, for the cache's record of
+    the run."""
 
     jobs: int | None
     cache: Cache | None
+    workers: _Workers
     progress: Progress | None = None
-    workers: _Workers | None = None  # None: each batch starts its own
     contents: dict[Path, str | None] = dataclasses.field(default_factory=dict)
     # Each file's rounds: the key of each job it was analysed with, in turn, and the digest of
     # what that analysis told the run ("" when it was not stored).
@@ -599,17 +599,17 @@ def _analyse(
     pending: Sequence[tuple[Path, Job]],
     jobs: int | None,
     progress: Progress | None,
-    workers: _Workers | None = None,
+    workers: _Workers,
 ) -> list[Outcome]:
-    """The outcome of each file, in order; `progress` hears of each file (each chunk of
-    files, from worker processes) as it completes, whatever the order. With `workers`, the
-    run's worker processes (else a pool of its own, shut down at the end)."""
+    """The outcome of each file, in order, in this process or on the run's `workers`;
+    `progress` hears of each file (each chunk of files, from worker processes) as it
+    completes, whatever the order."""
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
     count = min(jobs, len(pending)) if jobs is not None else len(pending)
     if jobs is None and count > 1:  # workers already started cost no more to use
         repaid = _workers_for([_size(path) for path, _ in pending])
-        count = max(repaid, min(workers.size if workers else 0, count))
+        count = max(repaid, min(workers.size, count))
     if count <= 1:
         results = []
         for path, job in pending:
@@ -617,9 +617,6 @@ def _analyse(
             if progress is not None:
                 progress.done()
         return results
-    if workers is None:
-        with _Workers() as own:
-            return _analyse(pending, jobs, progress, own)
     from concurrent.futures import as_completed
 
     pool = workers.pool(count)

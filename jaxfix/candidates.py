@@ -237,10 +237,10 @@ class Candidates:
         def keeps_traced(call: _Call) -> bool:
             return on_outer(call) and self._analysis().kept_call(call.call)
 
-        # Where `traced_only` is not asked for, the analysis' verdicts are not needed.
-        traced = self.traced() - set(skipped) if traced_only else set()
         if traced_only and not self._analysis().facts.reasons:
             return set()  # nothing is traced: no anchor counts
+        # Where `traced_only` is not asked for, the analysis' verdicts are not needed.
+        traced = self.traced() - set(skipped) if traced_only else set()
         given = self._analysis().traced_calls() if given_traced and traced_only else None
 
         def anchored_call(call: _Call) -> bool:
