@@ -606,10 +606,13 @@ def _analyse(
     completes, whatever the order."""
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
-    count = min(jobs, len(pending)) if jobs is not None else len(pending)
-    if jobs is None and count > 1:  # workers already started cost no more to use
+    if jobs is not None:
+        count = min(jobs, len(pending))
+    elif len(pending) > 1:  # workers already started cost no more to use
         repaid = _workers_for([_size(path) for path, _ in pending])
-        count = max(repaid, min(workers.size, count))
+        count = max(repaid, min(workers.size, len(pending)))
+    else:
+        count = 1
     if count <= 1:
         results = []
         for path, job in pending:

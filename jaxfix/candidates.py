@@ -200,8 +200,8 @@ class Candidates:
         within: Collection[int] | None = None,
     ) -> set[int]:
         """`statements`, with the functions `skipped` taken as not traced."""
-        if not anchors:
-            return set()
+        if not anchors or (traced_only and not self._analysis().facts.reasons):
+            return set()  # (nothing traced: no traced-only anchor counts)
         qualified, methods, outer, made, unraised, bound = _split(frozenset(anchors))
         any_method = methods | unraised
 
@@ -237,8 +237,6 @@ class Candidates:
         def keeps_traced(call: _Call) -> bool:
             return on_outer(call) and self._analysis().kept_call(call.call)
 
-        if traced_only and not self._analysis().facts.reasons:
-            return set()  # nothing is traced: no anchor counts
         # Where `traced_only` is not asked for, the analysis' verdicts are not needed.
         traced = self.traced() - set(skipped) if traced_only else set()
         given = self._analysis().traced_calls() if given_traced and traced_only else None
