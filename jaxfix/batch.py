@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from jaxfix import project
 from jaxfix.cache import Cache, RunRecord
@@ -25,9 +25,7 @@ from jaxfix.outcome import Outcome
 from jaxfix.project import ModuleFacts
 from jaxfix.stamps import digest
 from jaxfix.transforms import Wrapped
-
-if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+from jaxfix.workers import Workers
 
 # Rounds of re-analysis for tracing across modules: a call chain through more modules than
 # this is followed no further.
@@ -163,7 +161,7 @@ def _run(
     if cache is not None and record is not None:
         outcomes = _replayed(cache, record, tasks, progress)
     if outcomes is None:
-        with _Workers() as workers:
+        with Workers() as workers:
             analyser = _Analyser(jobs, cache, workers, progress)
             if cache is not None and record is not None:
                 outcomes = _replayed_around_edits(cache, record, tasks, analyser)
@@ -491,7 +489,7 @@ class _Analyser:
 
     jobs: int | None
     cache: Cache | None
-    workers: _Workers
+    workers: Workers
     progress: Progress | None = None
     contents: dict[Path, str | None] = dataclasses.field(default_factory=dict)
     # Each file's rounds: the key of each job it was analysed with, in turn, and the digest of
@@ -599,7 +597,7 @@ def _analyse(
     pending: Sequence[tuple[Path, Job]],
     jobs: int | None,
     progress: Progress | None,
-    workers: _Workers,
+    workers: Workers,
 ) -> list[Outcome]:
     """The outcome of each file, in order, in this process or on the run's `workers`;
     `progress` hears of each file (each chunk of files, from worker processes) as it
@@ -620,56 +618,19 @@ def _analyse(
             if progress is not None:
                 progress.done()
         return results
-    from concurrent.futures import as_completed
-
-    pool = workers.pool(count)
     # Chunks in path order: neighbours share imports, so the analysis' caches stay warm (the
     # largest files first took a tenth more CPU time, alternated on the benchmark's corpus).
     size = max(1, len(pending) // (count * 16))
     chunks = [pending[start : start + size] for start in range(0, len(pending), size)]
-    futures = {pool.submit(_process_chunk, chunk): n for n, chunk in enumerate(chunks)}
-    by_chunk: dict[int, list[Outcome]] = {}
-    for future in as_completed(futures):
-        by_chunk[futures[future]] = future.result()
-        if progress is not None:
-            progress.done(len(by_chunk[futures[future]]))
-    return [outcome for n in range(len(chunks)) for outcome in by_chunk[n]]
+    done = progress.done if progress is not None else None
+    outcomes = workers.map_chunks(_process_chunk, chunks, count, _died, done)
+    return [outcome for chunk in outcomes for outcome in chunk]
 
 
-class _Workers:
-    """The worker processes of a run, started for the first batch that repays them and kept
-    for its later rounds across modules: each imports what its files need (LibCST, a fifth
-    of a second) once in the run, not once in each round."""
-
-    def __init__(self) -> None:
-        self._pool: ProcessPoolExecutor | None = None
-        self._size = 0
-
-    @property
-    def size(self) -> int:
-        """How many workers are started (0 before the first batch that repays them)."""
-        return self._size if self._pool is not None else 0
-
-    def pool(self, count: int) -> ProcessPoolExecutor:
-        """A pool of at least `count` workers."""
-        if self._pool is None or self._size < count:
-            self.close()
-            # Only now: the pool imports multiprocessing and pickle (20 ms of a one-file run).
-            from concurrent.futures import ProcessPoolExecutor
-
-            self._pool, self._size = ProcessPoolExecutor(max_workers=count), count
-        return self._pool
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
-
-    def __enter__(self) -> _Workers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def _died(task: tuple[Path, Job], how: str) -> Outcome:
+    """The outcome of a file whose worker process died under it."""
+    path = task[0]
+    return Outcome(str(path), error=f"{path}: not analysed: the process analysing it {how}")
 
 
 def _process_chunk(chunk: Sequence[tuple[Path, Job]]) -> list[Outcome]:

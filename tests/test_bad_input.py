@@ -11,9 +11,11 @@ at stake (its stack, or a read that could block), `python -m jaxfix` in a subpro
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import re
 import resource
+import signal
 import stat
 import subprocess
 import sys
@@ -595,3 +597,40 @@ def test_code_libcst_rejects_is_one_error_and_the_rest_still_runs(
     assert re.match(r"error: newer\.py:\d+:\d+: cannot parse: parser error", error), error
     assert result.exit_code == 2
     assert_good_processed(tmp_path, command, result.stdout)
+
+
+# --- a file under which the analysing process dies
+
+
+def _dies_on_killer(real: Callable[..., Outcome]) -> Callable[..., Outcome]:
+    """`runner.process` that kills its own process on `killer.py`, as the kernel kills a
+    worker out of memory on a huge module."""
+
+    def process(path: Path, job: Any) -> Outcome:
+        if path.name == "killer.py":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(path, job)
+
+    return process
+
+
+@pytest.mark.skipif(
+    multiprocessing.get_start_method() != "fork",
+    reason="the workers get the patched analysis by being forked from this process",
+)
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_file_whose_worker_dies_is_one_error_and_the_run_goes_on(
+    tmp_path: Path, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "process", _dies_on_killer(runner.process))
+    (tmp_path / "killer.py").write_text(GOOD, encoding="utf-8")
+    write_good(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_jaxfix(tmp_path, *COMMANDS[command], "--jobs", "2", "killer.py", GOOD_NAME)
+    assert result.returncode == 2
+    assert assert_one_error(result.stderr, "killer.py") == (
+        "error: killer.py: not analysed: the process analysing it was killed "
+        "(SIGKILL; out of memory?)"
+    )
+    assert_good_processed(tmp_path, command, result.stdout)
+    assert without(snapshot(tmp_path), [GOOD_NAME]) == without(before, [GOOD_NAME])

@@ -29,6 +29,7 @@ from jaxfix.analysis import flow
 from jaxfix.cache import Cache
 from jaxfix.cli import main
 from jaxfix.proofs import Case, load_cases
+from jaxfix.workers import Workers
 from tests.programs import CLEAN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,7 +185,7 @@ def test_a_later_batch_uses_the_workers_an_earlier_one_started(
     large.write_text(FINDING * 100)
     pending = [(small, batch.Job()), (large, batch.Job())]
     assert batch._workers_for([batch._size(small), batch._size(large)]) == 1
-    with batch._Workers() as workers:
+    with Workers() as workers:
         workers.pool(2)  # as an earlier, larger batch of the run did
         asked: list[int] = []
         start = workers.pool
