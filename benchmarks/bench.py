@@ -15,7 +15,10 @@ one run and one after the other:
 - ``jaxfix apply --diff`` cold, and ``jaxfix check`` cold over the corpus copied ``--copies``
   times (for how the cost grows with the number of files);
 - ``jaxfix check`` and ruff on one generated 5 MB module with a finding on its last lines (how
-  the cost grows with the size of one file; the test suite checks a 1 MB one for correctness).
+  the cost grows with the size of one file; the test suite checks a 1 MB one for correctness);
+- ``--pairs`` more runs of ruff ``--no-cache`` and ``jaxfix check --no-cache``, each pair back
+  to back: the median of their ratios is what the cold target is judged by (the machine's
+  speed changes within minutes; a single pair can be a fifth off either way).
 
 Each command runs as a child of a small launcher process; wall time, CPU time (user + system,
 workers included) and peak memory (the largest resident set of the process and its workers)
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -131,6 +135,18 @@ def ruff(*args: str) -> list[str]:
 LARGE_MODULE_BYTES = 5 * 1024 * 1024
 
 
+def paired_ratios(root: Path, pairs: int) -> list[float]:
+    """`jaxfix check --no-cache` over ruff `--no-cache`, for `pairs` pairs each run back to
+    back: the machine's speed changes by up to a half within minutes, and a pair shares its
+    phase, so their median is the ratio the target is judged by."""
+    found = []
+    for _ in range(pairs):
+        yardstick = measure("ruff --no-cache", ruff("--no-cache"), root)
+        checked = measure("jaxfix check --no-cache", jaxfix("check", "--no-cache", "."), root)
+        found.append(checked.wall / yardstick.wall)
+    return found
+
+
 def run(root: Path, big: Path, copies: int, skip_libcst: bool) -> list[Timing]:
     cache = root.parent / "jaxfix-cache"
     ruff_cache = root.parent / "ruff-cache"
@@ -198,14 +214,30 @@ def table(timings: Sequence[Timing]) -> str:
     return "\n".join(lines)
 
 
-def ratios(timings: Sequence[Timing], copies: int) -> str:
+def ratios(timings: Sequence[Timing], copies: int, paired: Sequence[float]) -> str:
     by = {t.label: t for t in timings}
 
     def ratio(a: str, b: str) -> float:
         return by[a].wall / by[b].wall
 
     rows = [
-        ("cold check / ruff --no-cache", ratio("jaxfix check cold", "ruff --no-cache"), "<= 15"),
+        (
+            "check --no-cache / ruff --no-cache",
+            ratio("jaxfix check --no-cache", "ruff --no-cache"),
+            "<= 15",
+        ),
+    ]
+    if paired:
+        spread = f"{min(paired):.1f}-{max(paired):.1f}"
+        rows.append(
+            (
+                f"  the same, median of {len(paired)} pairs",
+                statistics.median(paired),
+                f"<= 15 (pairs run back to back: {spread})",
+            )
+        )
+    rows += [
+        ("cold check, writing its cache / ruff", ratio("jaxfix check cold", "ruff --no-cache"), ""),
         ("warm check / ruff cached", ratio("jaxfix check warm", "ruff cached"), "<= 2"),
         (
             "1 file edited / warm",
@@ -247,7 +279,10 @@ def ratios(timings: Sequence[Timing], copies: int) -> str:
     corpus = [t for t in timings if t.label.startswith("jaxfix") and "5 MB" not in t.label]
     peak = max(t.peak_mib for t in corpus)
     large = by["jaxfix check, one 5 MB module"].peak_mib
-    lines = [f"{name:<42} {value:>8.2f}   target {target}" for name, value, target in rows]
+    lines = [
+        f"{name:<42} {value:>8.2f}   {'target ' + target if target else ''}".rstrip()
+        for name, value, target in rows
+    ]
     lines.append(f"{'peak memory on the corpus, MiB':<42} {peak:>8.0f}   target <= 300")
     lines.append(f"{'peak memory on the 5 MB module, MiB':<42} {large:>8.0f}   (one large file)")
     return "\n".join(lines)
@@ -258,6 +293,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=4, help="copies for the growth run")
     parser.add_argument("--skip-libcst", action="store_true", help="skip the slow LibCST baseline")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="install folder root")
+    parser.add_argument(
+        "--pairs", type=int, default=5, help="back-to-back runs of ruff and jaxfix check, cold"
+    )
     options = parser.parse_args(argv)
     site = site_folder(options.cache)
     install(site)
@@ -269,9 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"files: {len(corpus.original)}, lines: {corpus.lines}, cores: {os.cpu_count()}")
         print(f"corpus x{options.copies}: {len(corpus.original) * options.copies} files\n")
         timings = run(work / "x1", work / "big", options.copies, options.skip_libcst)
+        paired = paired_ratios(work / "x1", options.pairs)
         print(table(timings))
         print()
-        print(ratios(timings, options.copies))
+        print(ratios(timings, options.copies, paired))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
