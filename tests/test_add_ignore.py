@@ -276,3 +276,17 @@ def test_a_finding_beyond_the_text_is_rejected() -> None:
     found = check_text(text, RULES)
     with pytest.raises(ValueError, match="line"):
         add_suppressions(text[: text.rindex("    return")], found)
+
+
+def test_each_finding_of_one_text_is_suppressed_on_its_own() -> None:
+    """The language server asks for one finding's suppression at a time, on the same text:
+    each answer holds that finding's comment only (nothing of an earlier answer)."""
+    text = HEAD.replace("@jax.jit\n", "@functools.lru_cache\n@jax.jit\n") + "    return x\n"
+    text += "\n\n@jax.jit\ndef g(x):\n    return pickle.dumps(x)\n"
+    found = check_text(text, RULES)
+    assert [d.code for d in found] == ["JF102", "JF107"]
+    answers = [add_suppressions(text, [d]) for d in [*found, *found]]
+    for (new, skipped), d in zip(answers, [*found, *found], strict=True):
+        assert skipped == []
+        assert changed_lines(text, new) == {d.line}
+        assert f"# jaxfix: ignore[{d.code}]" in source_lines(new)[d.line - 1]
