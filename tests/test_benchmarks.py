@@ -1,0 +1,70 @@
+"""`benchmarks/phases.py` times the engine's phases by the names of their functions: a phase
+renamed or no longer called must fail here, not print zeros on the corpus."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+from jaxfix import batch, engine, firstpass
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _phases() -> ModuleType:
+    name = "benchmarks_phases"
+    if name not in sys.modules:  # its dataclasses look their module up there
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "phases.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def _package(root: Path) -> Path:
+    """A jitted step in `pkg/train.py` that hands its tracer to a helper of `pkg/io.py`, which
+    pickles it: found in the second round, by LibCST's rules."""
+    package = root / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    helper = "import pickle\n\n\ndef save_blob(x):\n    return pickle.dumps(x)\n"
+    (package / "io.py").write_text(helper)
+    (package / "train.py").write_text(
+        textwrap.dedent(
+            """\
+            import jax
+
+            from pkg.io import save_blob
+
+
+            @jax.jit
+            def step(x):
+                save_blob(x)
+                return x * 2
+            """
+        )
+    )
+    return root
+
+
+def test_every_phase_is_timed_in_the_round_that_runs_it(tmp_path: Path) -> None:
+    phases = _phases()
+    report = phases.measure(_package(tmp_path))
+    first, later = report.groups[phases.FIRST], report.groups[phases.LATER]
+    assert (first.analyses, first.rounds, later.analyses, later.rounds) == (3, 1, 1, 1)
+    assert later.files == {str(tmp_path / "pkg" / "io.py")}
+    labels = [label for label, *_ in phases.PHASES]
+    assert {label for label in labels if first.calls.get(label)} == set(labels) - {
+        "LibCST and the rules"  # no finding in a file alone
+    }
+    assert {"CPython's parse", "analysis", "LibCST and the rules"} <= set(later.calls)
+    assert "facts for other modules" not in later.calls  # noted in the first round only
+    assert report.findings_line.startswith("Checked 3 files: 1 finding")
+    assert first.cpu >= sum(t for label, t in first.phases.items() if not label.startswith(" "))
+    # The engine's own functions are back.
+    assert engine._note_facts.__module__ == "jaxfix.engine"
+    assert not hasattr(firstpass.parse, "__wrapped__")
+    assert not hasattr(batch._trace_across_modules, "__wrapped__")
