@@ -10,8 +10,7 @@ from libcst.metadata import Assignment
 from jaxfix.call_sites import assigned, call_sites, count_returns, only_here
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name
-from jaxfix.project import SerializedImport
-from jaxfix.project import SerializedReturn as Returns
+from jaxfix.project import ChangedImport, ReturnChange
 from jaxfix.returns import DUMPS, Part, Returned, returned
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule, command_hooks
 from jaxfix.syntax import source_of
@@ -137,23 +136,22 @@ class SerializedReturn(Rule):
         name = context.node.name.value
         public = only_here(self.traced, context.node)
         why = "" if isinstance(fix_or_why, Fix) or fix_or_why == public else fix_or_why
-        facts.serialized_returns.append(Returns(name, qualified, where.part, extra, why))
+        details = ("serializer", qualified), ("part", where.part), ("extra", extra)
+        facts.return_changes.append(ReturnChange(name, self.code, details, why))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for imported in self.traced.project.serialized_imports:
-            if isinstance(imported.returned, Returns):
+        for imported in self.traced.project.changed_imports:
+            if imported.returned.rule == self.code:
                 self._rewrite_callers(imported)
 
-    def _rewrite_callers(self, imported: SerializedImport) -> None:
-        assert isinstance(imported.returned, Returns)
+    def _rewrite_callers(self, imported: ChangedImport) -> None:
         """The call sites of a function defined in another module of the run that JF107
         rewrites there: reported with their half of the fix when every call site of the run
         can be rewritten; what the run needs to decide is noted."""
         returns = imported.returned
-        module, _, function = returns.serializer.rpartition(".")
-        template = cst.parse_expression(
-            f"{module}.{function}(x{', ' if returns.extra else ''}{returns.extra})"
-        )
+        serializer, extra = returns.detail("serializer"), returns.detail("extra")
+        module, _, function = serializer.rpartition(".")
+        template = cst.parse_expression(f"{module}.{function}(x{', ' if extra else ''}{extra})")
         assert isinstance(template, cst.Call)
         replacements: dict[cst.CSTNode, Replacement] = {}
         imports = [ImportNeeded(module)]
@@ -169,7 +167,7 @@ class SerializedReturn(Rule):
                 why = f"the name `{module.split('.')[0]}` is taken where it is called"
             else:
                 rewritten = self._rewrite_site(
-                    site, template, template.args[1:], returns.part, imports
+                    site, template, template.args[1:], returns.detail("part"), imports
                 )
                 if isinstance(rewritten, str):
                     why = rewritten
@@ -183,7 +181,7 @@ class SerializedReturn(Rule):
             return
         fix = self.make_fix(replacements, imports)
         message = (
-            f"`{returns.function}` will return the array instead of `{returns.serializer}`"
+            f"`{returns.function}` will return the array instead of `{serializer}`"
             " bytes (JF107 rewrites it where it is defined): serialize its host copy here"
         )
         for site in sites:

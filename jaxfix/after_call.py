@@ -56,13 +56,48 @@ from jaxfix.call_sites import (
     scan_sites,
 )
 from jaxfix.hoist import binds_with_walrus, jax_module_name, moves_with
-from jaxfix.project import JAX, PAYLOAD, EffectAfterCall, SerializedImport
+from jaxfix.project import ChangedImport, ReturnChange
 from jaxfix.rule import ImportNeeded, Replacement, Rule
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
 from jaxfix.transforms import JIT
 
 # What to wrap in a moving statement (`y` -> `jax.device_get(y)`), given the name of `jax`.
 Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpression]]
+# In `EffectAfterCall.code`: the i-th payload, and the caller's name of `jax`.
+PAYLOAD = "__jaxfix_payload_{}__"
+JAX = "__jaxfix_jax__"
+
+
+@dataclass(frozen=True)
+class EffectAfterCall:
+    """A function of a module whose host statements move after each of its calls: it will
+    return `payloads` too, and each call site runs `code` on them. In `code`,
+    `PAYLOAD.format(i)` stands for the i-th payload and `JAX` for the caller's name of `jax`;
+    `names` are the module-level names it reads, each with the import that binds it in a
+    caller ((name, module, obj); module "" for the defining module itself). Other modules
+    hear of it as a `ReturnChange` of the finding's rule."""
+
+    function: str
+    rule: str
+    code: str
+    payloads: tuple[str, ...]
+    names: tuple[tuple[str, str, str | None], ...] = ()
+    why_not: str = ""
+
+    def change(self) -> ReturnChange:
+        details = (("code", self.code), ("payloads", self.payloads), ("names", self.names))
+        return ReturnChange(self.function, self.rule, details, self.why_not)
+
+    @classmethod
+    def of(cls, change: ReturnChange) -> EffectAfterCall:
+        return cls(
+            change.function,
+            change.rule,
+            change.detail("code"),
+            change.detail("payloads"),
+            change.detail("names"),
+            change.why_not,
+        )
 
 
 @dataclass(frozen=True)
@@ -123,7 +158,7 @@ def plan_after_call(
     if jitted and facts is not None:  # a run over a project: other modules may call it
         published = _published(analysis, function, group, payloads, wrapping, rule)
         if published is not None:
-            facts.effects_after_call.append(published)
+            facts.return_changes.append(published.change())
     if why:  # a run in which other modules call it tells them, then this module, again
         return why
     replacements: dict[cst.CSTNode, Replacement] = {
@@ -228,13 +263,12 @@ def _origin(name: str, assignments: Sequence[object]) -> tuple[str, str, str | N
 def rewrite_imported_sites(rule: Rule) -> None:
     """In a module that imports functions whose host statements (`rule`'s findings where they
     are defined) move after their calls: the statements after each call of them."""
-    for imported in rule.traced.project.serialized_imports:
-        effect = imported.returned
-        if isinstance(effect, EffectAfterCall) and effect.rule == rule.code:
-            _rewrite_imported(rule, imported, effect)
+    for imported in rule.traced.project.changed_imports:
+        if imported.returned.rule == rule.code:
+            _rewrite_imported(rule, imported, EffectAfterCall.of(imported.returned))
 
 
-def _rewrite_imported(rule: Rule, imported: SerializedImport, effect: EffectAfterCall) -> None:
+def _rewrite_imported(rule: Rule, imported: ChangedImport, effect: EffectAfterCall) -> None:
     """Reported with the fix when every call site of the run can be rewritten; what the run
     needs to decide is noted."""
     analysis = rule.traced

@@ -353,8 +353,8 @@ def _serialize_at_foreign_call_sites(
     outcomes: dict[int, Outcome],
     analyser: _Analyser,
 ) -> None:
-    """A function whose return changes with a fix (JF107's serialization, JF101/JF103's host
-    effects after the call) and that other files of the run import is rewritten with its call
+    """A function whose return a rule's fix changes (`project.ReturnChange`) and that other
+    files of the run import is rewritten with its call
     sites there, when every one of them can be rewritten. The callers are analysed once to
     tell, then each side once more with the verdict."""
     users = _importers_of_return_changes(index, tasks, outcomes)
@@ -377,7 +377,7 @@ def _serialize_at_foreign_call_sites(
         errors = [outcomes[i].error for i in group if outcomes[i].error]
         errors += [  # the function itself, for a reason only its own module tells
             r.why_not
-            for r in outcomes[definer].facts.return_changes()
+            for r in outcomes[definer].facts.return_changes
             if r.function == returned.function and r.why_not
         ]
         if errors and not verdicts[definer, returned.function]:
@@ -387,8 +387,7 @@ def _serialize_at_foreign_call_sites(
         _rerun(tasks, outcomes, analyser, _verdict_options(users, verdicts, definers))
 
 
-Changed = project.SerializedReturn | project.EffectAfterCall
-Users = dict[tuple[int, Changed], list[tuple[int, str]]]
+Users = dict[tuple[int, project.ReturnChange], list[tuple[int, str]]]
 
 
 def _verdict_options(
@@ -411,7 +410,7 @@ def _importers_of_return_changes(
     defined = {
         (tasks[i][0], returned.function): (i, returned)
         for i, outcome in outcomes.items()
-        for returned in outcome.facts.return_changes()
+        for returned in outcome.facts.return_changes
     }
     users: Users = {}
     if not defined:
@@ -442,14 +441,14 @@ def _caller_verdict(
 def _imports_options(
     users: Users, verdicts: dict[tuple[int, str], str], definers: dict[int, str]
 ) -> dict[int, dict[str, tuple[object, ...]]]:
-    """The `serialized_imports` of each caller; allowed where the verdict is known and clean."""
+    """The `changed_imports` of each caller; allowed where the verdict is known and clean."""
     changes: dict[int, dict[str, tuple[object, ...]]] = {}
     for (definer, returned), callers in users.items():
         allowed = verdicts.get((definer, returned.function)) == ""
         for caller, name in callers:
-            imports = changes.setdefault(caller, {}).get("serialized_imports", ())
-            new = project.SerializedImport(name, returned, allowed, definers[definer])
-            changes[caller]["serialized_imports"] = (*imports, new)
+            imports = changes.setdefault(caller, {}).get("changed_imports", ())
+            new = project.ChangedImport(name, returned, allowed, definers[definer])
+            changes[caller]["changed_imports"] = (*imports, new)
     return changes
 
 

@@ -51,7 +51,7 @@ def run_on(
 ) -> Checked:
     """The rules' run over `piece` of `text`, or over the whole file when the analysis needs a
     statement the slice left out (the same findings a whole-file run gives, in every case)."""
-    published = facts.published() if facts is not None else None
+    published = len(facts.return_changes) if facts is not None else None
     try:
         wrapper = wrapped(piece.text)
         found = run(wrapper, rules, options, facts, analysed, piece.file_line)
@@ -109,7 +109,7 @@ def run(
     `facts`. `analysed` is the analysis of the file the module is (a slice of, its lines
     mapped to the file's by `line_of`); without it, the module is analysed."""
     project = ProjectContext(
-        bool(options.packages), options.serialized_imports, options.foreign_calls, facts
+        bool(options.packages), options.changed_imports, options.foreign_calls, facts
     )
     analysis = TracedAnalysis(
         wrapper,

@@ -100,7 +100,7 @@ def applicable_rules(
     """The rules that could fire in `text`, judged by a cheap substring test: the text must
     mention jax, a JAX framework or a transform of the project (or be traced from another
     module), and one of the rule's anchors."""
-    aware = [rule for rule in rules if rule.project_aware] if options.serialized_imports else []
+    aware = [rule for rule in rules if rule.project_aware] if options.changed_imports else []
     if not _may_trace(text, options):
         return aware
     return [*aware, *(r for r in _anchored_rules(text, rules, options) if r not in aware)]
@@ -426,7 +426,7 @@ def _check(
         raise
     selection = _Selection(tree, analysed)
     # Call sites of other files' functions can be anywhere: the whole file is analysed.
-    sliced = slicing and all(rule.anchors for rule in rules) and not options.serialized_imports
+    sliced = slicing and all(rule.anchors for rule in rules) and not options.changed_imports
     # What the tree tells the other modules is noted in the first round across modules; in
     # the later ones (`options.entries`: functions other modules' traced code calls) only
     # the calls traced code makes change (`jaxfix.batch` keeps the rest).

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jaxfix.models.sinks import Sink
-from jaxfix.project import Entry, ForeignCalls, SerializedImport
+from jaxfix.project import ChangedImport, Entry, ForeignCalls
 from jaxfix.transforms import Wrapped
 
 
@@ -35,9 +35,9 @@ class Options:
     packages: tuple[str, ...] = ()
     follow: bool = False
     entries: tuple[Entry, ...] = ()
-    # JF107 across modules: names this file imports whose functions return serializations,
-    # and whether the other modules' calls of this file's such functions can be rewritten.
-    serialized_imports: tuple[SerializedImport, ...] = ()
+    # Names this file imports whose functions a rule's fix changes (`ReturnChange`), and
+    # whether the other modules' calls of this file's such functions can be rewritten.
+    changed_imports: tuple[ChangedImport, ...] = ()
     foreign_calls: tuple[ForeignCalls, ...] = ()
     # Where a hoist into a host callback makes host code wait (`jax.effects_barrier()`) is a
     # scan of the file's host code; an editor's check, which shows no fix, leaves it to the

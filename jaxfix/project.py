@@ -44,59 +44,49 @@ class TracedCall:
 
 
 @dataclass(frozen=True)
-class SerializedReturn:
-    """A function of a module that returns a serialization of a traced value (JF107), as its
-    callers in other modules must serialize the array it will return instead."""
+class ReturnChange:
+    """A function of a module whose return a rule's fix changes, so that its calls in the other
+    modules of the run must change with it (JF107 makes it return the array instead of its
+    serialization; JF101 and JF103 make it also return what its host statements need, which
+    then run after each call). `details` is the rule's own description of the change, as plain
+    values (they travel between processes and into the cache): only the rule `rule` reads
+    them; the run matches the function to its callers and says whether they can all change."""
 
     function: str
-    serializer: str  # `pickle.dumps`
-    part: int | str | None  # the whole result, a tuple element or a dict key
-    extra: str = ""  # the serializer's other arguments, as code (`protocol=4`)
+    rule: str  # the code of the rule whose fix it is
+    details: tuple[tuple[str, Any], ...]
     why_not: str = ""  # why the function itself cannot be rewritten ("" when it can)
 
-
-@dataclass(frozen=True)
-class EffectAfterCall:
-    """A function of a module whose host statements move after each of its calls (JF101,
-    JF103; see `jaxfix.after_call`): the function will return `payloads` too, and each call
-    site runs `code` on them. In `code`, `PAYLOAD.format(i)` stands for the i-th payload and
-    `JAX` for the caller's name of `jax`; `names` are the module-level names it reads, each
-    with the import that binds it in a caller ((name, module, obj); module "" for the
-    defining module itself)."""
-
-    function: str
-    rule: str
-    code: str
-    payloads: tuple[str, ...]
-    names: tuple[tuple[str, str, str | None], ...] = ()
-    why_not: str = ""
+    def detail(self, name: str) -> Any:
+        return dict(self.details)[name]
 
     @classmethod
-    def from_plain(cls, data: dict[str, Any]) -> EffectAfterCall:
-        names = tuple((n, m, o) for n, m, o in data["names"])
-        return cls(**{**data, "payloads": tuple(data["payloads"]), "names": names})
+    def from_plain(cls, data: dict[str, Any]) -> ReturnChange:
+        details = tuple((str(name), _frozen(value)) for name, value in data["details"])
+        return cls(data["function"], data["rule"], details, data["why_not"])
 
 
-PAYLOAD = "__jaxfix_payload_{}__"
-JAX = "__jaxfix_jax__"
+def _frozen(value: Any) -> Any:
+    """A JSON value with its lists as tuples, as the change was made (it must hash)."""
+    return tuple(_frozen(item) for item in value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)
-class SerializedImport:
+class ChangedImport:
     """For a caller: a name it imports (as it imports it: `.enc.encode`) whose function will
-    return something else (a serialization's array, a host effect's values); `allowed` when
-    every call site of the run may be rewritten. `definer`: the defining module's name."""
+    return something else (`returned`); `allowed` when every call site of the run may be
+    rewritten. `definer`: the defining module's name."""
 
     name: str
-    returned: SerializedReturn | EffectAfterCall
+    returned: ReturnChange
     allowed: bool = False
     definer: str = ""
 
 
 @dataclass(frozen=True)
 class ForeignCalls:
-    """For the module defining a `SerializedReturn` or an `EffectAfterCall`: whether other
-    modules' calls of the function can all be rewritten, or why not."""
+    """For the module defining a `ReturnChange`: whether other modules' calls of the function
+    can all be rewritten, or why not."""
 
     function: str
     why_not: str = ""
@@ -126,26 +116,15 @@ class ModuleFacts:
     calls_out: list[TracedCall] = field(default_factory=list)
     # (as imported, absolute) for each name or module imported from the run's packages.
     imported: set[tuple[str, str]] = field(default_factory=set)
-    # JF107: functions that return serializations, and for the names imported with
-    # `SerializedImport`s, whether every call site here can be rewritten ("" or why not).
-    serialized_returns: list[SerializedReturn] = field(default_factory=list)
+    # Functions whose return a rule's fix changes, and for the names imported with
+    # `ChangedImport`s, whether every call site here can be rewritten ("" or why not).
+    return_changes: list[ReturnChange] = field(default_factory=list)
     call_sites: dict[str, str] = field(default_factory=dict)
-    # JF101/JF103: functions whose host statements would move after their calls, if every
-    # call site of the run can be rewritten (checked as JF107's are).
-    effects_after_call: list[EffectAfterCall] = field(default_factory=list)
 
-    def return_changes(self) -> list[SerializedReturn | EffectAfterCall]:
-        """The functions whose callers in other modules must change with them."""
-        return [*self.serialized_returns, *self.effects_after_call]
-
-    def published(self) -> tuple[int, int]:
-        """How many return changes the rules have published so far (see `forget_since`)."""
-        return len(self.serialized_returns), len(self.effects_after_call)
-
-    def forget_since(self, published: tuple[int, int]) -> None:
-        """Forget the return changes published after `published` (a rules' run given up)."""
-        del self.serialized_returns[published[0] :]
-        del self.effects_after_call[published[1] :]
+    def forget_since(self, published: int) -> None:
+        """Forget the return changes published after the first `published` (a rules' run
+        given up)."""
+        del self.return_changes[published:]
 
     def plain(self) -> dict[str, Any]:
         """As JSON values, for the cache."""
@@ -167,9 +146,8 @@ class ModuleFacts:
                 TracedCall(c["target"], entry_from_plain(c["entry"])) for c in data["calls_out"]
             ],
             imported={(a, b) for a, b in data["imported"]},
-            serialized_returns=[SerializedReturn(**r) for r in data["serialized_returns"]],
+            return_changes=[ReturnChange.from_plain(r) for r in data["return_changes"]],
             call_sites=dict(data["call_sites"]),
-            effects_after_call=[EffectAfterCall.from_plain(e) for e in data["effects_after_call"]],
         )
 
 
@@ -228,7 +206,7 @@ class ProjectContext:
     run learns of it (`facts`, None when nobody listens)."""
 
     in_run: bool = False  # analysed as part of a run over a project (not alone)
-    serialized_imports: tuple[SerializedImport, ...] = ()
+    changed_imports: tuple[ChangedImport, ...] = ()
     foreign_calls: tuple[ForeignCalls, ...] = ()
     facts: ModuleFacts | None = None
 

@@ -95,7 +95,7 @@ class Rule(cst.BatchableCSTVisitor):
     # False for an opt-in rule: it runs only when selected by its code or name.
     default_enabled: ClassVar[bool] = True
     # The rule also reports in files that other files' findings concern (JF107's call sites of
-    # a function defined elsewhere, `Options.serialized_imports`), whatever their text.
+    # a function defined elsewhere, `Options.changed_imports`), whatever their text.
     project_aware: ClassVar[bool] = False
     # The engine itself produces this rule's findings (no LibCST visit), e.g. JF001.
     engine_implemented: ClassVar[bool] = False

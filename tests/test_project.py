@@ -749,6 +749,36 @@ def test_a_global_the_function_assigns_stays_in_its_module(tmp_path: Path) -> No
     assert (root / "lab" / "run.py").read_text() == RUN
 
 
+@pytest.mark.parametrize(
+    ("files", "findings"),
+    [
+        (
+            {"pkg/enc.py": ENCODER, "pkg/use.py": caller("blob = encode(jnp.ones(2))")},
+            ["pkg/enc.py:8 JF107", "pkg/use.py:6 JF107"],
+        ),
+        (
+            {"pkg/steps.py": STEPS, "pkg/run.py": RUN.replace("lab.", "pkg.")},
+            ["pkg/run.py:5 JF101", "pkg/steps.py:12 JF101"],
+        ),
+    ],
+    ids=["serialized-return", "host-effect-after-call"],
+)
+def test_return_changes_read_back_from_the_cache_give_the_same_findings(
+    tmp_path: Path, files: dict[str, str], findings: list[str]
+) -> None:
+    """A file whose facts change traces the run again from the other files' cached results:
+    the functions whose return a fix changes come back from the cache with their details as
+    they were made (tuples, hashed by the run), and their callers' findings with them."""
+    files = {"pkg/__init__.py": "", "pkg/other.py": "A = 1\n", **files}
+    root = tree(tmp_path / "src", files)
+    cache = str(tmp_path / "cache")
+    cold = invoke("check", "--cache-dir", cache, str(root))
+    assert found(cold, root) == findings
+    (root / "pkg" / "other.py").write_text("A = 1\n\n\ndef more():\n    return A\n")
+    warm = invoke("check", "--cache-dir", cache, str(root))
+    assert warm.stdout == invoke("check", "--no-cache", str(root)).stdout == cold.stdout
+
+
 FOLLOWED = """\
 import functools
 
