@@ -92,12 +92,13 @@ KEPT = {
             def save(self, x):
                 x.tobytes()
         """,
-    "a custom_vjp rule registered with defvjp": """\
+    "a custom_vjp rule registered with defvjp, its primal traced": """\
         import jax, pickle
         f = jax.custom_vjp(lambda x: x)
         def fwd(x):
             pickle.dumps(x)
         f.defvjp(fwd, None)
+        jax.jit(jax.grad(f))(1.0)
         """,
     "a cache decorator on a jitted function": """\
         import functools, jax
@@ -284,6 +285,17 @@ KEPT = {
 }
 
 DROPPED = {
+    "a custom_vjp function and its rule, the function only called on the host": """\
+        import jax, pickle
+        f = jax.custom_vjp(lambda x: x)
+        def fwd(x):
+            pickle.dumps(x)
+        f.defvjp(fwd, None)
+        @jax.custom_jvp
+        def g(x):
+            return pickle.dumps(x)
+        f(1.0), g(1.0)
+        """,
     "a call of a function jitted with static arguments, given tracers only where it traces": """\
         import jax
         from functools import partial

@@ -463,10 +463,6 @@ def xfail(reason: str) -> pytest.MarkDecorator:
             """,
             {},
             id="a custom_jvp function called on the host is not traced",
-            marks=xfail(
-                "_decorator_entry enters custom_jvp/custom_vjp functions as if the decorator "
-                "traced them; jax calls the primal with concrete values outside a transform"
-            ),
         ),
         pytest.param(
             """

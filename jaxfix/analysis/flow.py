@@ -171,6 +171,8 @@ class Entry:
     positional: tuple[str, ...] = ()  # the positions `static_argnums` counts
     # For a bound method (`jax.vmap(model)`): `self` is traced when one of these is.
     receiver: frozenset[Source] = frozenset()
+    # For a custom derivative rule (`f.defjvp(rule)`): the primal `f`, whose derivative it is.
+    primal: str | None = None
 
 
 @dataclass
@@ -1852,6 +1854,7 @@ class _Interpreter:
                 frozenset(params),
                 False,
                 Reason(Via.CUSTOM_RULE),
+                primal=primal.target,
             )
         )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from jaxfix.analysis.external import External
 from jaxfix.analysis.flow import (
     Call,
+    Entry,
     Module,
     Store,
     Summary,
@@ -26,6 +27,7 @@ from jaxfix.analysis.flow import (
 )
 from jaxfix.analysis.reasons import Reason, Via, abstract_only
 from jaxfix.analysis.values import Kind, Param, Source, Staged, Value
+from jaxfix.transforms import CUSTOM_DERIVATIVES
 
 
 @dataclass
@@ -223,10 +225,8 @@ def _fixed_point(
 ) -> Facts:
     facts = Facts(module)
     for entry in module.entries:
-        facts.note(entry.target, entry.reason)
-        facts.traced |= {Param(entry.target, p) for p in entry.traced}
-        if entry.staged:
-            facts.traced.add(Staged(entry.target))
+        if entry.transform not in CUSTOM_DERIVATIVES:  # see `_custom_derivatives`
+            _enter(facts, entry)
     static_of = _static_parameters(module)
     for outside in external:
         _enter_from_outside(facts, outside, static_of, polymorphic)
@@ -260,7 +260,32 @@ def _fixed_point(
             changed |= _applied(facts, summary, polymorphic)
             changed |= _nested(facts, summary)
         changed |= _staged_entries(facts)
+        changed |= _custom_derivatives(facts)
     return facts
+
+
+def _enter(facts: Facts, entry: Entry) -> bool:
+    """Trace `entry`'s target as its transform does; whether that is news."""
+    changed = facts.note(entry.target, entry.reason)
+    new: set[Source] = {Param(entry.target, p) for p in entry.traced}
+    if entry.staged:
+        new.add(Staged(entry.target))
+    if not new <= facts.traced:
+        facts.traced |= new
+        changed = True
+    return changed
+
+
+def _custom_derivatives(facts: Facts) -> bool:
+    """`jax.custom_jvp` / `jax.custom_vjp` trace nothing themselves: called on the host, the
+    function runs with the values it is given; it is traced when traced code calls it or a
+    transform traces it (its `nondiff_argnums` staying static). Its rules (`f.defjvp(rule)`)
+    run only when it is differentiated: they are taken as traced when it is."""
+    changed = False
+    for entry in facts.module.entries:
+        if entry.primal is not None and entry.primal in facts.reasons:
+            changed |= _enter(facts, entry)
+    return changed
 
 
 def _callees(facts: Facts, summary: Summary, call: Call) -> Iterator[tuple[Summary, Call]]:
