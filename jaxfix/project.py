@@ -358,7 +358,8 @@ def traced_calls(
     analysed: FileAnalysis, place: Place, packages: Collection[str]
 ) -> list[TracedCall]:
     """The calls the file's traced code makes into the run's `packages` (by absolute name),
-    with which of their parameters receive traced values and which Python values: the other
+    with which of their parameters receive traced values and which Python values, and the
+    transforms it applies to functions imported from them (`jax.grad(loss)`): the other
     modules' entries, once the run knows which of these functions reach a rule's anchor."""
     found: list[TracedCall] = []
     for name, call, label, staged in analysed.calls_out():
@@ -380,4 +381,11 @@ def traced_calls(
             tuple(static_keywords),
         )
         found.append(TracedCall(target, entry))
+    for name, entry, transform, label in analysed.transformed_imports():
+        target = place.absolute(name)
+        if target.split(".")[0] not in packages:
+            continue
+        where = ".".join(part for part in (place.module, label) if part)
+        reason = f"passed to `{transform}` in `{where}`"
+        found.append(TracedCall(target, replace(entry, reason=reason)))
     return found

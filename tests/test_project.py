@@ -647,21 +647,91 @@ def test_a_tuple_part_is_serialized_after_the_call_in_the_other_module(tmp_path:
     )
 
 
+LOSSES = """\
+import pickle
+
+import jax.numpy as jnp
+
+SNAPSHOTS = []
+
+
+def loss(params, x):
+    SNAPSHOTS.append(pickle.dumps(params))
+    return jnp.sum((params * x) ** 2)
+
+
+def second(params, x):
+    return pickle.dumps(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("applied", "findings"),
+    [
+        ("fn = jax.grad(loss)", ["pkg/losses.py:9 JF101"]),
+        ("fn = jax.jit(losses.loss)", ["pkg/losses.py:9 JF101"]),
+        ("fn = jax.jit(second)", ["pkg/losses.py:14 JF107"]),
+        ("fn = jax.grad(second)", []),  # argnums=0: `x` is given as it is
+        ("fn = jax.grad(second, argnums=1)", ["pkg/losses.py:14 JF107"]),
+        ("fn = jax.jit(second, static_argnums=1)", []),
+        ("fn = jax.jit(second, static_argnames='x')", []),
+        ("fn = jax.vmap(second, in_axes=(0, None))", []),
+        ("fn = jax.vmap(second)", ["pkg/losses.py:14 JF107"]),
+        ("fn = jax.jit(functools.partial(second, 1.0))", []),  # bound: not followed
+        ("fn = jax.jit(functools.partial)", []),  # not a function of the run
+    ],
+)
+def test_a_transform_applied_to_an_imported_function_traces_it_there(
+    tmp_path: Path, applied: str, findings: list[str]
+) -> None:
+    """`jax.grad(loss)` in one module traces `loss` in the module that defines it, with the
+    parameters the transform traces (its `argnums`, all but its static arguments, those
+    `in_axes` batches)."""
+    train = (
+        "import functools\n\nimport jax\n\n"
+        f"from pkg import losses\nfrom pkg.losses import loss, second\n\n{applied}\n"
+    )
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/losses.py": LOSSES, "pkg/train.py": train})
+    checked = invoke("check", "--no-cache", str(root))
+    assert found(checked, root) == findings
+    transform = applied.split("(")[0].split("= ")[1]
+    assert all(f"(passed to `{transform}` in `pkg.train`)" in checked.stdout for _ in findings)
+
+
+def fails_then_runs_fixed(root: Path, command: list[str], stdout: str) -> None:
+    """`command` (run in `root`) fails on a tracer; after `apply --unsafe-fixes` it prints
+    `stdout`."""
+
+    def ran() -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, *command]
+        return subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=300)
+
+    assert "ConcretizationTypeError" in ran().stderr
+    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(root)).exit_code == 0
+    after = ran()
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == stdout
+
+
+@pytest.mark.jax
+def test_a_loss_imported_and_differentiated_fails_before_and_runs_after(tmp_path: Path) -> None:
+    train = "import jax\n\nfrom pkg.losses import loss\n\ngrad_fn = jax.grad(loss)\n"
+    run = (
+        "import pickle\n\nimport jax.numpy as jnp\n\nfrom pkg import losses\n"
+        "from pkg.train import grad_fn\n\n"
+        "print(grad_fn(jnp.ones(3), jnp.arange(3.0)).tolist())\n"
+        "print([pickle.loads(s).tolist() for s in losses.SNAPSHOTS])\n"
+    )
+    files = {"pkg/__init__.py": "", "pkg/losses.py": LOSSES, "pkg/train.py": train, "run.py": run}
+    fails_then_runs_fixed(tree(tmp_path, files), ["run.py"], "[0.0, 2.0, 8.0]\n[[1.0, 1.0, 1.0]]\n")
+
+
 @pytest.mark.jax
 def test_the_multi_module_example_fails_before_and_runs_after(tmp_path: Path) -> None:
-    example = Path(__file__).parent.parent / "examples" / "multi_module"
     copy = tmp_path / "multi_module"
-    shutil.copytree(example, copy)
-
-    def report() -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "shop.report"]
-        return subprocess.run(command, cwd=copy, capture_output=True, text=True, timeout=300)
-
-    assert "ConcretizationTypeError" in report().stderr
-    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(copy)).exit_code == 0
-    after = report()
-    assert after.returncode == 0, after.stderr
-    assert after.stdout == "ndarray [1.2, 3.0, 12.0]\ntotal 16.20\n"
+    shutil.copytree(Path(__file__).parent.parent / "examples" / "multi_module", copy)
+    expected = "ndarray [1.2, 3.0, 12.0]\ntotal 16.20\n"
+    fails_then_runs_fixed(copy, ["-m", "shop.report"], expected)
 
 
 @pytest.mark.jax
@@ -670,16 +740,8 @@ def test_the_after_call_example_fails_before_and_runs_after(tmp_path: Path) -> N
     `lab/run.py`, which reads the snapshot right after the call."""
     copy = tmp_path / "after_call"
     shutil.copytree(Path(__file__).parent.parent / "examples" / "after_call", copy)
-
-    def run() -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "lab.run"]
-        return subprocess.run(command, cwd=copy, capture_output=True, text=True, timeout=300)
-
-    assert "ConcretizationTypeError" in run().stderr
-    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(copy)).exit_code == 0
-    after = run()
-    assert after.returncode == 0, after.stderr
-    assert after.stdout == "0.9242 [0.4621, 0.4621]\n1.5232 [0.7616, 0.7616]\n"
+    expected = "0.9242 [0.4621, 0.4621]\n1.5232 [0.7616, 0.7616]\n"
+    fails_then_runs_fixed(copy, ["-m", "lab.run"], expected)
 
 
 STEPS = """\

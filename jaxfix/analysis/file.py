@@ -330,6 +330,27 @@ class FileAnalysis:
                 if call.callee is not None and isinstance(call.node.func, ast.Name | ast.Attribute):
                     yield call.callee, call, label, staged
 
+    def transformed_imports(self) -> Iterator[tuple[str, External, str, str]]:
+        """Each transform the file applies to a function it imports (`jax.grad(loss)`): (the
+        name as imported, what the transform traces, as another module's entry into it, the
+        transform, the label of the function applying it, "" at module level)."""
+        module = self.facts.module
+        for imported in module.imported_entries:
+            caller = module.nodes.get(imported.caller)
+            label = getattr(caller, "name", "<lambda>") if caller is not None else ""
+            every = imported.positions is None
+            entry = External(
+                "",
+                imported.positions or (),
+                (KEYWORDS,) if every else (),
+                0 if every else None,
+                imported.staged,
+                "",
+                imported.static_positions,
+                imported.static_names,
+            )
+            yield imported.qualified, entry, imported.transform, label
+
     def traced_arguments(self, call: Call) -> tuple[list[int], list[str], int | None]:
         """Which arguments of `call` are certainly traced: positions, keywords (`KEYWORDS` for
         a traced `**kwargs`), and the first parameter position a traced `*args` / `**kwargs`

@@ -175,6 +175,22 @@ class Entry:
     primal: str | None = None
 
 
+@dataclass(frozen=True)
+class ImportedEntry:
+    """A transform applied to a function imported from another module (`jax.grad(loss)`
+    after `from .losses import loss`): the run enters it there (`jaxfix.project`).
+    `positions` are the positions it traces (`argnums`), None for every parameter but the
+    `static` ones (its static arguments and the positions `in_axes` leaves unbatched)."""
+
+    qualified: str  # the function's full name through the imports
+    transform: str
+    caller: str  # the id of the function whose code applies the transform
+    positions: tuple[int, ...] | None
+    staged: bool
+    static_positions: tuple[int, ...] = ()
+    static_names: tuple[str, ...] = ()
+
+
 @dataclass
 class Summary:
     """What a function does with its parameters, computed once for every caller."""
@@ -233,6 +249,7 @@ class Module:
     nodes: dict[str, FunctionNode] = field(default_factory=dict)  # id -> function node
     owners: dict[str, str] = field(default_factory=dict)  # a method's id -> its class's name
     transformed: set[str] = field(default_factory=set)  # ids of the entries' targets
+    imported_entries: list[ImportedEntry] = field(default_factory=list)
     final_env: dict[str, Value] = field(default_factory=dict)  # module names at its end
     # Module-level functions are interpreted once the module's names are known, on demand
     # (a caller needs its callee's summary first); a cycle leaves the inner one unknown.
@@ -426,6 +443,7 @@ def _declared(
         functions={},
         entries=[],
         transformed=set(),
+        imported_entries=[],
         final_env={},
         pending={},
         scopes=dict(walked.scopes),
@@ -1950,6 +1968,7 @@ class _Interpreter:
             target = Value(Kind.UNKNOWN, target.sources, function=method, qualified="<bound>")
         function = self.module.nodes.get(target.function or "")
         if function is None or target.function is None:
+            self._enter_imported(transform, spec, target, options)
             return
         params, all_positional = params_of(function)
         # Static positions count `self` for a decorated method, not for a bound one.
@@ -1979,6 +1998,42 @@ class _Interpreter:
                 frozenset(static),
                 tuple(positional),
                 target.sources if target.qualified == "<bound>" else frozenset(),
+            )
+        )
+
+    def _enter_imported(
+        self, transform: str, spec: TransformSpec, target: Value, options: ast.Call | None
+    ) -> None:
+        """`_enter` for a function imported by name (`loss`, `losses.loss`): noted for the run,
+        which alone knows whether the name is a function of another of its modules. Not when
+        arguments are bound to it first, nor for transforms whose tracing depends on the
+        function's parameters' annotations or defaults (Equinox's filters)."""
+        name = target.qualified
+        if (
+            name is None
+            or "." not in name
+            or target.function is not None
+            or target.bound_positions
+            or target.bound_keywords
+            or spec.leading_untraced
+            or spec.filtered
+        ):
+            return
+        positions: tuple[int, ...] | None = None
+        if spec.argnums_keyword is not None or spec.default_argnums:
+            argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
+            positions = tuple(i for i in argnums if i >= 0)
+        static_positions, static_names = _static_arguments(spec, options)
+        static_positions += _unbatched_positions(spec, options)
+        self.module.imported_entries.append(
+            ImportedEntry(
+                name,
+                transform,
+                self.summary.id,
+                positions,
+                spec.staged,
+                static_positions,
+                static_names,
             )
         )
 
