@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jaxfix.analysis.external import External
+from jaxfix.analysis.external import KEYWORDS, External
 from jaxfix.transforms import Wrapped
 
 if TYPE_CHECKING:
@@ -197,6 +197,7 @@ def entry_from_plain(data: dict[str, Any]) -> Entry:
         data["reason"],
         tuple(data.get("static_positions", ())),
         tuple(data.get("static_keywords", ())),
+        bool(data.get("required_only", False)),
     )
 
 
@@ -347,7 +348,15 @@ def _merge(old: Entry | None, new: Entry, name: str) -> Entry:
         min(old.reason, new.reason),  # the same one, whatever the order of the files
         tuple(sorted({*old.static_positions, *new.static_positions})),
         tuple(sorted({*old.static_keywords, *new.static_keywords})),
+        _required_only(old, new),
     )
+
+
+def _required_only(*entries: Entry) -> bool:
+    """Whether the merged entry fills only the parameters without a default: when one of
+    `entries` asks for that and none fills them all."""
+    filling = [e for e in entries if e.rest_from is not None or KEYWORDS in e.keywords]
+    return any(e.required_only for e in entries) and all(e.required_only for e in filling)
 
 
 def _earliest(a: int | None, b: int | None) -> int | None:

@@ -332,6 +332,32 @@ def test_entries_merge_every_call_to_a_function(tmp_path: Path) -> None:
     }
 
 
+def test_a_transforms_entry_fills_only_the_required_parameters_until_a_call_fills_all(
+    tmp_path: Path,
+) -> None:
+    """`jax.jit(save_blob)` elsewhere traces its parameters without a default; merged with a
+    traced call that gives a parameter by position, that one is traced too; with a traced
+    `*args`, every one."""
+    tree(tmp_path, {"pkg/__init__.py": "", "pkg/io.py": SAVER})
+    path = tmp_path / "pkg" / "io.py"
+    facts = {path: ModuleFacts()}
+    note_top_level(ast.parse(path.read_text()), facts[path])
+    index = ProjectIndex({path: place_of(path)}, facts)
+    jitted = Entry("", (), ("**",), 0, True, "passed to `jax.jit`", required_only=True)
+    by_position = Entry("", (2,), (), None, True, "called from traced `b`")
+    by_star = Entry("", (), (), 1, True, "called from traced `c`")
+
+    def merged(*entries: Entry) -> Entry:
+        calls = [TracedCall("pkg.io.save_blob", entry) for entry in entries]
+        (entry,) = index.entries(calls)[path]
+        return entry
+
+    assert merged(jitted, by_position).required_only
+    assert merged(jitted, by_position).positions == (2,)
+    assert not merged(jitted, by_star).required_only
+    assert not merged(by_position).required_only
+
+
 def test_calling_what_a_helper_returns_does_not_trace_the_helper(tmp_path: Path) -> None:
     root = tree(
         tmp_path,
@@ -662,6 +688,12 @@ def loss(params, x):
 
 def second(params, x):
     return pickle.dumps(x)
+
+
+def tagged(params, tag=None, *, note=None):
+    SNAPSHOTS.append(pickle.dumps(tag))
+    SNAPSHOTS.append(pickle.dumps(note))
+    return params
 """
 
 
@@ -677,7 +709,14 @@ def second(params, x):
         ("fn = jax.jit(second, static_argnames='x')", []),
         ("fn = jax.vmap(second, in_axes=(0, None))", []),
         ("fn = jax.vmap(second)", ["pkg/losses.py:14 JF107"]),
-        ("fn = jax.jit(functools.partial(second, 1.0))", []),  # bound: not followed
+        ("fn = jax.jit(functools.partial(second, 1.0))", ["pkg/losses.py:14 JF107"]),
+        ("fn = jax.jit(functools.partial(second, x=1.0))", []),  # bound: concrete
+        ("fn = jax.grad(functools.partial(second, 1.0))", ["pkg/losses.py:14 JF107"]),
+        ("fn = jax.jit(functools.partial(loss, 1.0), static_argnums=0)", []),
+        ("fn = jax.jit(functools.partial(second, *ARGS))", []),  # fills what is unknown
+        ("fn = jax.jit(tagged)", []),  # a call may leave `tag` and `note` to their defaults
+        ("fn = jax.vmap(functools.partial(tagged, note=1))", []),  # as `jnp.mean` in equinox
+        ("fn = jax.grad(tagged, argnums=1)", ["pkg/losses.py:18 JF101"]),
         ("fn = jax.jit(functools.partial)", []),  # not a function of the run
     ],
 )
@@ -689,7 +728,7 @@ def test_a_transform_applied_to_an_imported_function_traces_it_there(
     `in_axes` batches)."""
     train = (
         "import functools\n\nimport jax\n\n"
-        f"from pkg import losses\nfrom pkg.losses import loss, second\n\n{applied}\n"
+        f"from pkg import losses\nfrom pkg.losses import loss, second, tagged\n\n{applied}\n"
     )
     root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/losses.py": LOSSES, "pkg/train.py": train})
     checked = invoke("check", "--no-cache", str(root))

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# In `External.keywords`: a traced `**kwargs`.
+KEYWORDS = "**"
+
 
 @dataclass(frozen=True)
 class External:
@@ -22,3 +25,7 @@ class External:
     reason: str = ""
     static_positions: tuple[int, ...] = ()  # parameters also given Python values
     static_keywords: tuple[str, ...] = ()
+    # Of the parameters `rest_from` and a traced `**kwargs` fill, only those without a default:
+    # a transform applied to the function (`jax.jit(f)`) is called where this module cannot
+    # see, and a call may leave the others to their (Python) defaults.
+    required_only: bool = False

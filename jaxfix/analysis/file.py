@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 from jaxfix.analysis.bridge import Positions, first_line
 from jaxfix.analysis.effects import EffectIndex
-from jaxfix.analysis.external import External
+from jaxfix.analysis.external import KEYWORDS, External
 from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse, python_valued_params
 from jaxfix.analysis.keeping import Keeping, Outliving
 from jaxfix.analysis.keys import Keys
 from jaxfix.analysis.reasons import THROUGH_CALLERS, Via
-from jaxfix.analysis.tracing import KEYWORDS, Facts, trace
+from jaxfix.analysis.tracing import Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.transforms import STATIC_QUERIES, TRANSFORMS, TransformSpec
 
@@ -343,11 +343,12 @@ class FileAnalysis:
                 "",
                 imported.positions or (),
                 (KEYWORDS,) if every else (),
-                0 if every else None,
+                imported.bound if every else None,
                 imported.staged,
                 "",
                 imported.static_positions,
                 imported.static_names,
+                required_only=every,
             )
             yield imported.qualified, entry, imported.transform, label
 

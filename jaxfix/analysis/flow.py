@@ -179,14 +179,16 @@ class Entry:
 class ImportedEntry:
     """A transform applied to a function imported from another module (`jax.grad(loss)`
     after `from .losses import loss`): the run enters it there (`jaxfix.project`).
-    `positions` are the positions it traces (`argnums`), None for every parameter but the
-    `static` ones (its static arguments and the positions `in_axes` leaves unbatched)."""
+    `positions` are the positions it traces (`argnums`), None for every parameter from
+    `bound` on (those before are bound by `partial`) but the static ones: its static
+    arguments, those `in_axes` leaves unbatched and those `partial` binds."""
 
     qualified: str  # the function's full name through the imports
     transform: str
     caller: str  # the id of the function whose code applies the transform
     positions: tuple[int, ...] | None
     staged: bool
+    bound: int = 0
     static_positions: tuple[int, ...] = ()
     static_names: tuple[str, ...] = ()
 
@@ -1819,6 +1821,8 @@ class _Interpreter:
         for index, value in enumerate(call.args):
             if index in spec.fun_positions:
                 targets = value.elements if spec.fun_sequence and value.elements else (value,)
+                if not spec.fun_sequence:
+                    targets = (self._partial_of_import(call.node.args[index]) or value,)
                 for target in targets:
                     self._enter(call.node, call.callee, spec, target, call.node)
         for keyword, value in call.keywords.items():
@@ -2001,28 +2005,48 @@ class _Interpreter:
             )
         )
 
+    def _partial_of_import(self, node: ast.expr) -> Value | None:
+        """`functools.partial(loss, cfg, scale=2)` of a name imported from another module: that
+        name, with the arguments bound (None for anything else; a `partial` of the module's
+        own function keeps it in its value)."""
+        if not isinstance(node, ast.Call) or not node.args:
+            return None
+        inner = self.summary.values.get(node.args[0])
+        maker = self.summary.values.get(node.func)
+        if maker is None or maker.qualified != PARTIAL or inner is None or inner.function:
+            return None
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            return None  # `*args` / `**kwargs`: which parameters they fill is unknown
+        return replace(
+            inner,
+            bound_positions=len(node.args) - 1,
+            bound_keywords=frozenset(k.arg for k in node.keywords if k.arg is not None),
+        )
+
     def _enter_imported(
         self, transform: str, spec: TransformSpec, target: Value, options: ast.Call | None
     ) -> None:
-        """`_enter` for a function imported by name (`loss`, `losses.loss`): noted for the run,
-        which alone knows whether the name is a function of another of its modules. Not when
-        arguments are bound to it first, nor for transforms whose tracing depends on the
-        function's parameters' annotations or defaults (Equinox's filters)."""
+        """`_enter` for a function imported by name (`loss`, `losses.loss`, `partial(loss,
+        cfg)`): noted for the run, which alone knows whether the name is a function of another
+        of its modules. Arguments bound first are concrete: the transform's positions count
+        from after them. Not for transforms whose tracing depends on the function's parameters'
+        annotations or defaults (Equinox's filters)."""
         name = target.qualified
         if (
             name is None
             or "." not in name
             or target.function is not None
-            or target.bound_positions
-            or target.bound_keywords
             or spec.leading_untraced
             or spec.filtered
         ):
             return
+        bound = target.bound_positions
         positions: tuple[int, ...] | None = None
         if spec.argnums_keyword is not None or spec.default_argnums:
             argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
-            positions = tuple(i for i in argnums if i >= 0)
+            positions = tuple(bound + i for i in argnums if i >= 0)
         static_positions, static_names = _static_arguments(spec, options)
         static_positions += _unbatched_positions(spec, options)
         self.module.imported_entries.append(
@@ -2032,8 +2056,9 @@ class _Interpreter:
                 self.summary.id,
                 positions,
                 spec.staged,
-                static_positions,
-                static_names,
+                bound,
+                (*range(bound), *(i if i < 0 else bound + i for i in static_positions)),
+                (*static_names, *sorted(target.bound_keywords)),
             )
         )
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from jaxfix.analysis.external import External
+from jaxfix.analysis.external import KEYWORDS, External
 from jaxfix.analysis.flow import (
     Call,
     Entry,
@@ -154,10 +154,6 @@ class Facts:
                 return fid in self.reasons
             fid = module.declared_in.get(fid, "<module>")
         return False
-
-
-# In `External.keywords`: a traced `**kwargs`.
-KEYWORDS = "**"
 
 
 def trace(module: Module, external: Sequence[External] = ()) -> Facts:
@@ -413,17 +409,27 @@ def _enter_from_outside(
         traced = {positional[i] for i in call.positions if i < len(positional)}
         traced |= set(call.keywords) & set(params)
         args = node.args
+        defaulted = _defaulted(node) if call.required_only else set()
         if call.rest_from is not None:
-            traced |= set(positional[call.rest_from :])
+            traced |= set(positional[call.rest_from :]) - defaulted
             traced |= {args.vararg.arg} if args.vararg else set()
         if KEYWORDS in call.keywords:  # a traced `**kwargs`: also the keyword-only ones
-            traced |= {a.arg for a in args.kwonlyargs}
+            traced |= {a.arg for a in args.kwonlyargs} - defaulted
             traced |= {args.kwarg.arg} if args.kwarg else set()
         facts.note(fid, Reason(Via.OTHER_MODULE, call.reason))
         traced -= static_of.get(fid, frozenset())
         facts.traced |= {Param(fid, p) for p in traced} - polymorphic
         if call.staged:
             facts.traced.add(Staged(fid))
+
+
+def _defaulted(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The parameters of `node` that have a default value."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    names = {a.arg for a in positional[len(positional) - len(args.defaults) :]}
+    keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    return names | {a.arg for a, default in keywords if default is not None}
 
 
 def _label(summary: Summary) -> str:
