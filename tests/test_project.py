@@ -716,6 +716,8 @@ def tagged(params, tag=None, *, note=None):
         ("fn = jax.jit(functools.partial(second, *ARGS))", []),  # fills what is unknown
         ("fn = jax.jit(tagged)", []),  # a call may leave `tag` and `note` to their defaults
         ("fn = jax.vmap(functools.partial(tagged, note=1))", []),  # as `jnp.mean` in equinox
+        ("fn = jax.custom_jvp(second)", []),  # traces nothing by itself
+        ("fn = jax.eval_shape(second, 1.0, 2.0)", []),  # never runs it
         ("fn = jax.grad(tagged, argnums=1)", ["pkg/losses.py:18 JF101"]),
         ("fn = jax.jit(functools.partial)", []),  # not a function of the run
     ],

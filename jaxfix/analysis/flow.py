@@ -44,6 +44,7 @@ from jaxfix.analysis.values import (
 )
 from jaxfix.analysis.walk import PUSHERS, push_children
 from jaxfix.transforms import (
+    ABSTRACT_TRANSFORMS,
     CALL_WRAPPERS,
     CUSTOM_DERIVATIVES,
     CUSTOM_RULE_METHODS,
@@ -1820,8 +1821,9 @@ class _Interpreter:
         spec = self.transforms[call.callee]
         for index, value in enumerate(call.args):
             if index in spec.fun_positions:
-                targets = value.elements if spec.fun_sequence and value.elements else (value,)
-                if not spec.fun_sequence:
+                if spec.fun_sequence:
+                    targets = value.elements or (value,)
+                else:
                     targets = (self._partial_of_import(call.node.args[index]) or value,)
                 for target in targets:
                     self._enter(call.node, call.callee, spec, target, call.node)
@@ -2031,13 +2033,16 @@ class _Interpreter:
         """`_enter` for a function imported by name (`loss`, `losses.loss`, `partial(loss,
         cfg)`): noted for the run, which alone knows whether the name is a function of another
         of its modules. Arguments bound first are concrete: the transform's positions count
-        from after them. Not for transforms whose tracing depends on the function's parameters'
-        annotations or defaults (Equinox's filters)."""
+        from after them. Not for `custom_jvp` / `custom_vjp` (they trace nothing themselves),
+        transforms that only find shapes (the other module could not tell that the function
+        never runs), nor those whose tracing depends on the function's parameters' annotations
+        or defaults (Equinox's filters)."""
         name = target.qualified
         if (
             name is None
             or "." not in name
             or target.function is not None
+            or transform in CUSTOM_DERIVATIVES | ABSTRACT_TRANSFORMS
             or spec.leading_untraced
             or spec.filtered
         ):
