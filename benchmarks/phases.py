@@ -1,14 +1,16 @@
 """Where a cold `jaxfix check` spends its CPU time: each phase, in the first round and in the
 rounds across modules.
 
-    .venv/bin/python benchmarks/phases.py [PATH] [--cache DIR]
+    .venv/bin/python benchmarks/phases.py [PATH] [--cache DIR] [--jobs N]
 
 Runs `jaxfix check --no-cache --jobs 1 PATH` in this process (default PATH: a copy of the
 corpus of `benchmarks/bench.py`, built by `benchmarks/corpus.py`), with a CPU timer
 (`time.process_time`, every thread) around the functions each phase is (`PHASES`), and prints,
 for the first round and for the later rounds across modules: the analyses, the source they
-read, and the CPU time of each phase. A phase is timed where it is entered first: the rules'
-statements asked for inside the facts for other modules count as those facts.
+read, their wall time and the CPU time of each phase. A phase is timed where it is entered
+first: the rules' statements asked for inside the facts for other modules count as those
+facts. With `--jobs N` (N > 1) the files are analysed by worker processes, as a plain check
+does: then only the wall times are measured.
 
 The timers replace module attributes by name, for the run only. The test suite measures a
 small package with this script's `measure`, so a phase whose function is renamed or no longer
@@ -51,7 +53,8 @@ class Group:
     analyses: int = 0
     files: set[str] = field(default_factory=set)
     source_bytes: int = 0
-    cpu: float = 0.0  # all of the analyses
+    wall: float = 0.0  # the batches' wall time, workers or not
+    cpu: float = 0.0  # all of the analyses (in this process only)
     phases: dict[str, float] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
     rounds: int = 0
@@ -68,9 +71,10 @@ class Report:
     findings_line: str = ""
 
 
-def measure(path: Path) -> Report:
-    """Check `path` cold in this process, timing each phase; the patched functions are
-    restored afterwards."""
+def measure(path: Path, jobs: int = 1) -> Report:
+    """Check `path` cold with `jobs` worker processes (1: in this process, each phase timed),
+    the wall time of each batch of analyses measured; the patched functions are restored
+    afterwards."""
     from jaxfix import batch, runner
     from jaxfix.cli import main
 
@@ -98,16 +102,11 @@ def measure(path: Path) -> Report:
     def analysed(function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def wrapper(file: Path, job: Any) -> Any:
-            group = current[0]
-            group.analyses += 1
-            group.files.add(str(file))
-            with contextlib.suppress(OSError):
-                group.source_bytes += file.stat().st_size
             start = time.process_time()
             try:
                 return function(file, job)
             finally:
-                group.cpu += time.process_time() - start
+                current[0].cpu += time.process_time() - start
 
         return wrapper
 
@@ -127,11 +126,21 @@ def measure(path: Path) -> Report:
     def batch_of(function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def wrapper(self: Any, tasks: Any) -> Any:
-            if tasks:
-                first = report.groups[FIRST].rounds == 0
-                current[0] = report.groups[FIRST if first else LATER if across[0] else OTHER]
-                current[0].rounds += 1
-            return function(self, tasks)
+            if not tasks:
+                return function(self, tasks)
+            first = report.groups[FIRST].rounds == 0
+            group = current[0] = report.groups[FIRST if first else LATER if across[0] else OTHER]
+            group.rounds += 1
+            for file, _ in tasks.values():
+                group.analyses += 1
+                group.files.add(str(file))
+                with contextlib.suppress(OSError):
+                    group.source_bytes += file.stat().st_size
+            start = time.perf_counter()
+            try:
+                return function(self, tasks)
+            finally:
+                group.wall += time.perf_counter() - start
 
         return wrapper
 
@@ -148,7 +157,7 @@ def measure(path: Path) -> Report:
     output = io.StringIO()
     quiet = contextlib.redirect_stdout(output), contextlib.redirect_stderr(output)
     with _patched(patches), quiet[0], quiet[1], contextlib.suppress(SystemExit):
-        main(["check", "--no-cache", "--jobs", "1", str(path)])
+        main(["check", "--no-cache", "--jobs", str(jobs), str(path)])
     summaries = [line for line in output.getvalue().splitlines() if line.startswith("Checked")]
     report.findings_line = summaries[-1] if summaries else output.getvalue().strip()
     return report
@@ -173,10 +182,12 @@ def render(report: Report) -> str:
         ("analyses", [f"{g.analyses} ({len(g.files)} files)" for _, g in groups]),
         ("rounds", [f"{g.rounds}" for _, g in groups]),
         ("source read, MB", [f"{g.source_bytes / 1e6:.1f}" for _, g in groups]),
-        ("CPU s, all of the analyses", [f"{g.cpu:.2f}" for _, g in groups]),
+        ("wall s", [f"{g.wall:.2f}" for _, g in groups]),
     ]
-    for label, *_ in PHASES:
-        rows.append((f"  {label}", [f"{g.phases.get(label, 0.0):.2f}" for _, g in groups]))
+    if any(g.cpu for _, g in groups):  # analysed in this process ("-": by workers)
+        rows.append(("CPU s, all of the analyses", [_cpu(g, g.cpu) for _, g in groups]))
+        for label, *_ in PHASES:
+            rows.append((f"  {label}", [_cpu(g, g.phases.get(label, 0.0)) for _, g in groups]))
     width = max(len(label) for label, _ in rows) + 2
     lines = [f"{'':{width}}" + "".join(f"{name:>24}" for name, _ in groups)]
     lines.append("-" * (width + 24 * len(groups)))
@@ -185,13 +196,20 @@ def render(report: Report) -> str:
     return "\n".join([*lines, "", report.findings_line])
 
 
+def _cpu(group: Group, seconds: float) -> str:
+    return f"{seconds:.2f}" if group.cpu else "-"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path, help="what to check (default: the corpus)")
     parser.add_argument("--cache", type=Path, help="the corpus' install folder root")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="worker processes (phases are timed with 1 only)"
+    )
     options = parser.parse_args(argv)
     if options.path is not None:
-        print(render(measure(options.path)))
+        print(render(measure(options.path, options.jobs)))
         return 0
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from corpus import DEFAULT_CACHE, copy_sources, install, site_folder
@@ -200,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     install(site)
     with tempfile.TemporaryDirectory(prefix="jaxfix-phases-") as work:
         corpus = copy_sources(site, Path(work))
-        print(render(measure(corpus.root)))
+        print(render(measure(corpus.root, options.jobs)))
     return 0
 
 

@@ -28,7 +28,7 @@ def _package(root: Path) -> Path:
     """A jitted step in `pkg/train.py` that hands its tracer to a helper of `pkg/io.py`, which
     pickles it: found in the second round, by LibCST's rules."""
     package = root / "pkg"
-    package.mkdir()
+    package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     helper = "import pickle\n\n\ndef save_blob(x):\n    return pickle.dumps(x)\n"
     (package / "io.py").write_text(helper)
@@ -64,7 +64,27 @@ def test_every_phase_is_timed_in_the_round_that_runs_it(tmp_path: Path) -> None:
     assert "facts for other modules" not in later.calls  # noted in the first round only
     assert report.findings_line.startswith("Checked 3 files: 1 finding")
     assert first.cpu >= sum(t for label, t in first.phases.items() if not label.startswith(" "))
+    assert first.wall > 0 and later.wall > 0
     # The engine's own functions are back.
     assert engine._note_facts.__module__ == "jaxfix.engine"
     assert not hasattr(firstpass.parse, "__wrapped__")
     assert not hasattr(batch._trace_across_modules, "__wrapped__")
+
+
+def test_with_workers_the_rounds_are_counted_and_timed_but_not_their_phases(
+    tmp_path: Path,
+) -> None:
+    """Three files go to two workers; the later round's one file is analysed in this process
+    (a batch of one starts no worker), and only its phases are timed."""
+    phases = _phases()
+    alone = phases.measure(_package(tmp_path / "alone"))
+    pooled = phases.measure(_package(tmp_path / "pooled"), jobs=2)
+    for name in (phases.FIRST, phases.LATER):
+        a, b = alone.groups[name], pooled.groups[name]
+        assert (b.analyses, b.rounds, len(b.files)) == (a.analyses, a.rounds, len(a.files))
+        assert b.wall > 0
+    first, later = pooled.groups[phases.FIRST], pooled.groups[phases.LATER]
+    assert first.cpu == 0 and not first.phases
+    assert later.cpu > 0 and later.phases
+    parse = next(line for line in phases.render(pooled).splitlines() if "parse" in line)
+    assert parse.split()[2] == "-"  # the first round's column
