@@ -371,30 +371,32 @@ def traced_calls(
     transforms it applies to functions imported from them (`jax.grad(loss)`): the other
     modules' entries, once the run knows which of these functions reach a rule's anchor."""
     found: list[TracedCall] = []
-    for name, call, label, staged in analysed.calls_out():
+
+    def in_run(name: str) -> str | None:
         target = place.absolute(name)
-        if target.split(".")[0] not in packages:
+        return target if target.split(".")[0] in packages else None
+
+    def where(label: str) -> str:
+        return ".".join(part for part in (place.module, label) if part)
+
+    for name, call, label, staged in analysed.calls_out():
+        if (target := in_run(name)) is None:
             continue
         positions, keywords, rest_from = analysed.traced_arguments(call)
         static_positions, static_keywords = analysed.static_arguments(call)
-        caller = f"{place.module}.{label}" if place.module else label
-        reason = f"called from traced `{caller}`"
         entry = Entry(
             "",
             tuple(positions),
             tuple(keywords),
             rest_from,
             staged,
-            reason,
+            f"called from traced `{where(label)}`",
             tuple(static_positions),
             tuple(static_keywords),
         )
         found.append(TracedCall(target, entry))
     for name, entry, transform, label in analysed.transformed_imports():
-        target = place.absolute(name)
-        if target.split(".")[0] not in packages:
-            continue
-        where = ".".join(part for part in (place.module, label) if part)
-        reason = f"passed to `{transform}` in `{where}`"
-        found.append(TracedCall(target, replace(entry, reason=reason)))
+        if (target := in_run(name)) is not None:
+            reason = f"passed to `{transform}` in `{where(label)}`"
+            found.append(TracedCall(target, replace(entry, reason=reason)))
     return found

@@ -1985,8 +1985,8 @@ class _Interpreter:
             static.add(all_positional[0]) if all_positional else None
         if spec.filtered:
             static |= python_valued_params(function)
-        if spec.argnums_keyword is not None or spec.default_argnums:
-            argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
+        argnums = _argnums(spec, options)
+        if argnums is not None:
             traced = {positional[i] for i in argnums if -len(positional) <= i < len(positional)}
         else:
             traced = set(params) - set(all_positional[:bound])
@@ -2048,10 +2048,8 @@ class _Interpreter:
         ):
             return
         bound = target.bound_positions
-        positions: tuple[int, ...] | None = None
-        if spec.argnums_keyword is not None or spec.default_argnums:
-            argnums = _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
-            positions = tuple(bound + i for i in argnums if i >= 0)
+        argnums = _argnums(spec, options)
+        positions = None if argnums is None else tuple(bound + i for i in argnums if i >= 0)
         static_positions, static_names = _static_arguments(spec, options)
         static_positions += _unbatched_positions(spec, options)
         self.module.imported_entries.append(
@@ -2218,6 +2216,14 @@ def _str_tuple(node: ast.expr | None) -> tuple[str, ...]:
     return (
         tuple(e.value for e in _literal_elements(node) if isinstance(e.value, str)) if node else ()
     )
+
+
+def _argnums(spec: TransformSpec, options: ast.Call | None) -> tuple[int, ...] | None:
+    """The positions a grad-like transform traces (its `argnums`, or their default); None for
+    a transform that traces every parameter."""
+    if spec.argnums_keyword is None and not spec.default_argnums:
+        return None
+    return _int_tuple(_keyword(options, spec.argnums_keyword)) or spec.default_argnums
 
 
 def wrapped_by(transform: str, spec: TransformSpec, options: ast.Call) -> Wrapped:
