@@ -22,6 +22,7 @@ from jaxfix.diagnostic import Diagnostic
 from jaxfix.edits import EditsWanted
 from jaxfix.options import DEFAULT, Options
 from jaxfix.outcome import Outcome
+from jaxfix.parts import Part
 from jaxfix.project import ModuleFacts
 from jaxfix.stamps import digest
 from jaxfix.transforms import Wrapped
@@ -249,7 +250,17 @@ def _replayed_around_edits(
         return None
     outcomes: dict[int, Outcome] = {}
     for r in range(max(map(len, edited.values()))):
-        now = {i: (tasks[i][0], done[r][0]) for i, done in edited.items() if r < len(done)}
+        now = {}
+        for i, done in edited.items():
+            if r < len(done):
+                job = done[r][0]
+                if job.options.part is not None:  # the part its entries need in the file now
+                    part = _part(outcomes[i], job.options.entries)
+                    job = dataclasses.replace(
+                        job, options=dataclasses.replace(job.options, part=part)
+                    )
+                    done[r] = (job, done[r][1])
+                now[i] = (tasks[i][0], job)
         for i, outcome in analyser.outcomes(now).items():
             told = analyser.rounds[now[i][0]][-1][1]
             if not told or told != edited[i][r][1]:  # "": not stored (an error)
@@ -330,7 +341,8 @@ def _trace_across_modules(
             return
         entered.update(again)
         for i, entries in again.items():
-            tasks[i] = (tasks[i][0], _with_project(tasks[i][1], packages, entries))
+            part = _part(outcomes[i], entries)
+            tasks[i] = (tasks[i][0], _with_project(tasks[i][1], packages, entries, part))
         outcomes.update(analyser.outcomes({i: tasks[i] for i in again}))
         again = {i: e for i, e in wanted().items() if not _same_entries(entered.get(i), e)}
 
@@ -468,14 +480,27 @@ def _rerun(
 
 
 def _with_project(
-    job: Job, packages: tuple[str, ...], entries: tuple[project.Entry, ...] | None
+    job: Job,
+    packages: tuple[str, ...],
+    entries: tuple[project.Entry, ...] | None,
+    part: Part | None = None,
 ) -> Job:
     """The job for a file of this run: the run's packages, whose calls its traced code makes
-    are noted, and the entries other files' traced calls give it (None in the first round)."""
+    are noted, the entries other files' traced calls give it (None in the first round) and the
+    part of the file they need (None: the whole file)."""
     options = dataclasses.replace(
-        job.options, packages=packages, follow=True, entries=entries or ()
+        job.options, packages=packages, follow=True, entries=entries or (), part=part
     )
     return dataclasses.replace(job, options=options)
+
+
+def _part(latest: Outcome, entries: tuple[project.Entry, ...]) -> Part | None:
+    """The part of a file that `entries` need, when it alone can be analysed again: the file's
+    `latest` analysis found nothing (what it found is found again only by the whole file)."""
+    outline = latest.facts.outline
+    if outline is None or not entries or latest.diagnostics or latest.error:
+        return None
+    return outline.part(entry.function for entry in entries)
 
 
 @dataclass(frozen=True)
@@ -514,8 +539,7 @@ class _Analyser:
                 pending[index] = (path, job)
         if progress is not None and done:
             progress.done(len(done))
-        if not pending:
-            return done  # the engine (and LibCST) is never imported
+        # With every outcome cached, the engine (and LibCST) is never imported.
         analysed = _analyse(list(pending.values()), self.jobs, progress, self.workers)
         for (index, (path, job)), outcome in zip(pending.items(), analysed, strict=True):
             told = ""
@@ -573,6 +597,7 @@ def _round_options(job: Job) -> dict[str, Any]:
         "transforms": list(job.options.transforms),
         "wrapped": [[name, dataclasses.asdict(wrapper)] for name, wrapper in job.options.wrapped],
         "entries": [dataclasses.asdict(entry) for entry in job.options.entries],
+        "part": job.options.part.plain() if job.options.part is not None else None,
     }
 
 
@@ -584,10 +609,11 @@ def _job_of_round(job: Job, options: dict[str, Any] | None) -> Job | None:
         transforms = tuple(str(name) for name in options["transforms"])
         wrapped = tuple((str(n), Wrapped.from_plain(w)) for n, w in options["wrapped"])
         entries = tuple(project.entry_from_plain(entry) for entry in options["entries"])
+        part = Part.from_plain(options["part"]) if options["part"] is not None else None
     except (KeyError, TypeError, ValueError):
         return None
     changed = dataclasses.replace(
-        job.options, transforms=transforms, wrapped=wrapped, entries=entries
+        job.options, transforms=transforms, wrapped=wrapped, entries=entries, part=part
     )
     return dataclasses.replace(job, options=changed)
 
@@ -601,6 +627,8 @@ def _analyse(
     """The outcome of each file, in order, in this process or on the run's `workers`;
     `progress` hears of each file (each chunk of files, from worker processes) as it
     completes, whatever the order."""
+    if not pending:
+        return []
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
     if jobs is not None:

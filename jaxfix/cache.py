@@ -169,7 +169,7 @@ class Cache:
         job's options of the run (plain values); returns the digest of the facts."""
         key = os.path.abspath(path)
         plain_facts = facts.plain()
-        told = digest(json.dumps(plain_facts, sort_keys=True).encode())
+        told = digest(json.dumps(facts.told(plain_facts), sort_keys=True).encode())
         record = {
             "job": job,
             "digest": content_digest,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from jaxfix import candidates, firstpass, suppression
 from jaxfix.analysis.file import FileAnalysis, analyse_file
-from jaxfix.analysis.flow import Bindings
+from jaxfix.analysis.flow import Bindings, whole_module
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
 from jaxfix.options import DEFAULT, Options
@@ -40,6 +40,9 @@ MAX_FIX_PASSES = 10
 # transforms trace too): such files are only parsed by CPython, so that a syntax error is
 # reported in every file (as Ruff does), and never analysed.
 PREFILTER = ("jax", "equinox", "flax", "haiku", "optax")
+# The smallest file whose later rounds analyse only the part they need (`jaxfix.parts`): a
+# smaller one is analysed whole again in less time than its outline costs in the first round.
+MIN_OUTLINED = 16_000
 # Each byte that is no part of an ASCII word, as a space (see `_words_in`).
 _NOT_WORD = bytes(
     byte if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) == "_") else 32
@@ -184,7 +187,54 @@ def check_text(
     `firstpass.InvalidSource` when CPython rejects the text, `libcst.ParserSyntaxError` when
     LibCST does. `slicing=False` analyses the whole file (the same findings, slower: for tests
     of the first pass). With `place` (where the file sits in the run), what it tells the run of
-    the calls into the run's packages (`options.packages`) is added to `facts`."""
+    the calls into the run's packages (`options.packages`) is added to `facts`. With
+    `options.part`, that part of the file alone is analysed when it finds nothing (see
+    `jaxfix.parts`)."""
+    if options.part is not None:
+        if _nothing_in_part(text, rules, filename, options, edits, place, facts):
+            return []
+        options = dataclasses.replace(options, part=None)
+    return _check_text(text, rules, filename, options, edits, slicing, place, facts)
+
+
+def _nothing_in_part(
+    text: str,
+    rules: Sequence[RuleRef],
+    filename: str,
+    options: Options,
+    edits: EditsWanted,
+    place: Place | None,
+    facts: ModuleFacts | None,
+) -> bool:
+    """Whether `options.part` of `text` holds no finding and tells the run nothing that only
+    the whole file can (a function whose return a fix changes, its callers' verdicts); then
+    `facts` hold what the part tells (`partial`). False, leaving `facts` as they were, when the
+    whole file must be analysed: the part finds something, or fixes are asked for."""
+    assert options.part is not None
+    if edits or options.changed_imports or options.foreign_calls:
+        return False
+    told = ModuleFacts(partial=True)
+    part = options.part.text(text)
+    if _check_text(part, rules, filename, options, False, True, place, told):
+        return False
+    if told.return_changes or told.call_sites:
+        return False
+    if facts is not None:
+        for name in (f.name for f in dataclasses.fields(ModuleFacts)):
+            setattr(facts, name, getattr(told, name))
+    return True
+
+
+def _check_text(
+    text: str,
+    rules: Sequence[RuleRef],
+    filename: str,
+    options: Options,
+    edits: EditsWanted,
+    slicing: bool,
+    place: Place | None,
+    facts: ModuleFacts | None,
+) -> list[Diagnostic]:
     tree = _parse(text, filename, options, place, facts)
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
@@ -217,7 +267,8 @@ def fix_text(
     """Apply every allowed fix of an unsuppressed finding until none is left. Raises `FixError`
     (the input untouched) when a fix breaks the code or the fixes do not converge, and what
     `check_text` raises on a text it rejects. `place` and `facts` as for `check_text` (those of
-    the text before the fixes)."""
+    the text before the fixes); fixes need the whole file (no `options.part`)."""
+    options = dataclasses.replace(options, part=None)
     tree = _parse(text, filename, options, place, facts)
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
@@ -420,7 +471,10 @@ def _check(
     run's packages are added to `follow.calls_out` (from the analysis, without LibCST)."""
     try:
         traced_only = all(rule.traced_only for rule in rules)
-        analysed = analyse_file(tree, text, _transforms(options), options.entries, traced_only)
+        whole = options.part.whole if options.part is not None else None
+        analysed = analyse_file(
+            tree, text, _transforms(options), options.entries, traced_only, whole
+        )
     except RecursionError:
         firstpass.check_depth(tree.body)  # says where the code is too deep to analyse
         raise
@@ -435,7 +489,7 @@ def _check(
         found = candidates.collect(tree, analysed, _transforms(options))
     if noting:
         assert follow is not None
-        _note_facts(tree, found, options.packages, follow)
+        _note_facts(tree, found, options.packages, follow, analysed)
     if follow is not None and options.follow:
         calls = traced_calls(analysed, follow.place, options.packages)
         follow.facts.calls_out.extend(calls)
@@ -478,8 +532,11 @@ def _note_facts(
     found: candidates.Candidates,
     packages: Collection[str],
     follow: _FollowCalls,
+    analysed: FileAnalysis,
 ) -> None:
-    """What CPython's tree tells of the file's functions and their calls into the run."""
+    """What CPython's tree tells of the file's functions and their calls into the run; for a
+    file whose functions can be entered from other modules (they reach an anchor, themselves
+    or through their calls into the run), its outline (`jaxfix.parts`)."""
     facts, place = follow.facts, follow.place
     named = {
         index: statement.name
@@ -494,6 +551,9 @@ def _note_facts(
     facts.decorators.update(found.project_decorators(packages))
     for call, name in found.project_calls(packages, within=named):
         facts.calls.add((named[call.statement], place.absolute(name)))
+    if (facts.anchored or facts.calls) and len(analysed.text) >= MIN_OUTLINED:
+        whole = whole_module(analysed.facts.module)
+        facts.outline = firstpass.outline(tree, found.bindings, facts.functions, whole)
 
 
 def _transforms(options: Options) -> Mapping[str, TransformSpec]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from jaxfix.analysis.bridge import first_line
 from jaxfix.analysis.flow import Bindings
+from jaxfix.parts import Outline, WholeModule
 
 # LibCST's parser is quadratic in the depth of an expression (a 4,000-term sum takes seconds to
 # parse) and recurses once per level: deeper code is reported instead of analysed.
@@ -179,6 +180,54 @@ def relevant_slice(
         parts.append(block if block.endswith(("\n", "\r")) else block + "\n")
         line += chunk.last - first + 1
     return Slice("".join(parts), False, tuple(starts), tuple(offsets))
+
+
+def outline(
+    tree: ast.Module, bindings: Sequence[Bindings], names: Collection[str], whole: WholeModule
+) -> Outline:
+    """The `Outline` of the file: its chunks; the chunks to keep with each, those defining a
+    name it mentions (in function bodies too: a later round interprets them) and, for a `def`
+    or class, those that use it at the top level (`f.defjvp(f_jvp)`, `g = f`, `@f.defvjp`, the
+    decorator of another `def`: what the analysis of `f` reads besides `f`); and the chunks
+    defining each of `names` (the top-level functions other modules can enter) and the classes
+    `whole` says parameters are given instances of."""
+    chunks = _chunks(tree.body, bindings)
+    definers: dict[str, list[int]] = defaultdict(list)
+    for index, chunk in enumerate(chunks):
+        for name in chunk.defines:
+            definers[name].append(index)
+    entered = {*names, *(c for _, params in whole.instance_params for _, c in params)}
+    definitions = {i for i, chunk in enumerate(chunks) if chunk.is_definition}
+    functions = {name for i in definitions for name in chunks[i].defines}
+    users: dict[str, list[int]] = defaultdict(list)  # of the names `def`s and classes define
+    for index, chunk in enumerate(chunks):
+        used = _decorator_names(chunk.nodes) if index in definitions else chunk.mentions
+        for name in used & functions:
+            users[name].append(index)
+    kept_with = []
+    for index, chunk in enumerate(chunks):
+        kept = {other for name in chunk.mentions & definers.keys() for other in definers[name]}
+        if index in definitions:
+            kept.update(other for name in chunk.defines for other in users.get(name, ()))
+        kept_with.append(tuple(sorted(kept)))
+    return Outline(
+        tuple((chunk.first, chunk.last) for chunk in chunks),
+        tuple(kept_with),
+        tuple((name, tuple(definers[name])) for name in sorted(entered) if name in definers),
+        tuple(i for i, chunk in enumerate(chunks) if all(map(_is_import, chunk.nodes))),
+        whole,
+    )
+
+
+def _decorator_names(nodes: Iterable[ast.stmt]) -> set[str]:
+    """The names the decorators of these definitions read."""
+    return {
+        node.id
+        for statement in nodes
+        for decorator in getattr(statement, "decorator_list", ())
+        for node in ast.walk(decorator)
+        if isinstance(node, ast.Name)
+    }
 
 
 def lines_of(statement: ast.stmt) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxfix.analysis.external import KEYWORDS, External
+from jaxfix.parts import Outline
 from jaxfix.transforms import Wrapped
 
 if TYPE_CHECKING:
@@ -120,6 +121,10 @@ class ModuleFacts:
     # `ChangedImport`s, whether every call site here can be rewritten ("" or why not).
     return_changes: list[ReturnChange] = field(default_factory=list)
     call_sites: dict[str, str] = field(default_factory=dict)
+    # The file's outline, for a later round to analyse only a part of it (`jaxfix.parts`);
+    # `partial`: these are the facts of such a part (its `calls_out` add to the first round's).
+    outline: Outline | None = None
+    partial: bool = False
 
     def forget_since(self, published: int) -> None:
         """Forget the return changes published after the first `published` (a rules' run
@@ -131,7 +136,15 @@ class ModuleFacts:
         data = asdict(self)
         for name in _SETS:
             data[name] = sorted(data[name])
+        data["outline"] = self.outline.plain() if self.outline is not None else None
         return data
+
+    @staticmethod
+    def told(plain: dict[str, Any]) -> dict[str, Any]:
+        """Of these facts as plain values, what the file tells the other files of the run: not
+        its outline, which only its own later rounds read (an edit that moves lines tells the
+        run nothing new)."""
+        return {name: value for name, value in plain.items() if name != "outline"}
 
     @classmethod
     def from_plain(cls, data: dict[str, Any]) -> ModuleFacts:
@@ -148,6 +161,8 @@ class ModuleFacts:
             imported={(a, b) for a, b in data["imported"]},
             return_changes=[ReturnChange.from_plain(r) for r in data["return_changes"]],
             call_sites=dict(data["call_sites"]),
+            outline=Outline.from_plain(data["outline"]) if data["outline"] is not None else None,
+            partial=bool(data["partial"]),
         )
 
 
@@ -162,10 +177,19 @@ _SETS = (
 
 def with_tree_facts(facts: ModuleFacts, first: ModuleFacts) -> ModuleFacts:
     """`facts` of a later round across modules, with what `jaxfix.engine` notes of the file's
-    tree in its first round only (the same tree: the same facts; `note_top_level`'s, cheap,
-    are noted in every round)."""
+    tree in its first round only (the same tree: the same facts); the facts of a part of the
+    file (`partial`) add its traced calls to the first round's."""
+    calls_out = facts.calls_out
+    if facts.partial:
+        known = set(first.calls_out)
+        calls_out = [*first.calls_out, *(call for call in facts.calls_out if call not in known)]
     return replace(
         facts,
+        functions=set(first.functions),
+        reexports=dict(first.reexports),
+        calls_out=calls_out,
+        outline=first.outline,
+        partial=False,
         anchored=set(first.anchored),
         calls=set(first.calls),
         wrappers=dict(first.wrappers),

@@ -28,6 +28,7 @@ from jaxfix.analysis import file as file_analysis
 from jaxfix.analysis import flow
 from jaxfix.cache import Cache
 from jaxfix.cli import main
+from jaxfix.parts import Part
 from jaxfix.proofs import Case, load_cases
 from jaxfix.workers import Workers
 from tests.programs import CLEAN
@@ -748,3 +749,93 @@ def test_a_file_rewritten_within_its_mtime_granularity_is_read_again(tmp_path: P
     assert path.stat().st_size == stat.st_size
     code, stdout, _ = jaxfix(path, "check", *cache)
     assert code == 1 and "JF101" in stdout
+
+
+MIDDLE = """\
+import jax
+
+from pkg import util
+
+LOG = []
+
+
+@jax.jit
+def local(x):
+    return util.save(LOG, x)
+
+
+def scale(x):
+    return util.save(LOG, x * 2)
+"""
+UTIL = HELPER.replace("save_blob", "save")
+STEP = CALLER.replace("from pkg.io import {name}", "from pkg.middle import scale").format(
+    name="scale"
+)
+
+
+def test_an_edit_above_a_part_analyses_the_part_of_the_edited_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scale` is entered from the caller's traced call: its later round analyses a part of
+    `middle.py`. Lines added above it move the part; the edited file is analysed again in its
+    two rounds, the second on the part of its new text, and the run gives the findings of a run
+    without the cache (both calls of `util.save` traced: from `local`, and from `scale`)."""
+    monkeypatch.setattr(engine, "MIN_OUTLINED", 0)
+    root = tmp_path / "tree"
+    write(root / "pkg" / "__init__.py", "")
+    write(root / "pkg" / "util.py", UTIL)
+    write(root / "pkg" / "middle.py", MIDDLE)
+    write(root / "pkg" / "train.py", STEP)
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(OLD_NS, OLD_NS))
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    before = jaxfix(root, "check", *cache)
+    assert findings(before[1]) == [(str(root / "pkg" / "util.py") + ":5", "JF101")]
+    write(root / "pkg" / "middle.py", '"""Moved down."""\n\n' + MIDDLE)
+    cut: list[str] = []
+    text_of = Part.text
+    monkeypatch.setattr(Part, "text", lambda part, text: cut.append(text_of(part, text)) or cut[-1])
+    analysed = counted(monkeypatch, runner, "process")
+    looked_up = counted(monkeypatch, Cache, "lookup")
+    assert jaxfix(root, "check", *cache, "--jobs", "1") == before
+    assert analysed == [root / "pkg" / "middle.py"] * 2
+    assert len(looked_up) == 2  # its two rounds: the rest of the run is replayed
+    assert len(cut) == 1
+    lines = cut[0].splitlines()
+    assert lines[14:16] == ["def scale(x):", "    return util.save(LOG, x * 2)"]
+    assert lines[0] == "" and "def local(x):" not in lines
+    assert jaxfix(root, "check", "--no-cache") == before
+
+
+def test_a_later_rounds_outcome_read_from_the_cache_has_the_first_rounds_facts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part's outcome tells only its own traced calls; read back from the cache, as when
+    analysed, it adds the first round's (`local`'s call of `util.save`) and the file's
+    outline, whether or not other files of the batch were analysed."""
+    monkeypatch.setattr(engine, "MIN_OUTLINED", 0)
+    path = tmp_path / "pkg" / "middle.py"
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(path, MIDDLE)
+    os.utime(path, ns=(OLD_NS, OLD_NS))
+    first_job = batch._with_project(batch.Job(), ("pkg",), None)
+    entries = (batch.project.Entry("scale", (0,), reason="called from traced `pkg.train.step`"),)
+    cache = Cache(tmp_path / "cache")
+    with Workers() as workers:
+        analyser = batch._Analyser(1, cache, workers)
+        first = analyser.outcomes({0: (path, first_job)})[0]
+        part = batch._part(first, entries)
+        assert part is not None
+        later_job = batch._with_project(batch.Job(), ("pkg",), entries, part)
+        analysed = analyser.outcomes({0: (path, later_job)})[0]
+        looking_up = batch._Analyser(1, cache, workers)
+        looking_up.outcomes({0: (path, first_job)})
+        looked_up = looking_up.outcomes({0: (path, later_job)})[0]
+    callers = {call.entry.reason for call in analysed.facts.calls_out}
+    assert callers == {
+        "called from traced `pkg.middle.local`",
+        "called from traced `pkg.middle.scale`",
+    }
+    assert analysed.facts.outline == first.facts.outline is not None
+    assert looked_up.facts == analysed.facts
+    assert looking_up.rounds[path] == analyser.rounds[path]  # both read from the cache

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from jaxfix import runner
+from jaxfix import engine, runner
 from jaxfix.batch import Job
 from jaxfix.cli import main
 from jaxfix.outcome import Outcome
@@ -54,6 +54,14 @@ def step(x):
     {call}
     return y
 """
+
+
+@pytest.fixture(autouse=True)
+def later_rounds_analyse_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Later rounds analyse only the part of a file their entries need, however small the file
+    (the corpus's must be `MIN_OUTLINED` characters long): every finding below must be found
+    as in the whole file, and a part that finds one is analysed whole."""
+    monkeypatch.setattr(engine, "MIN_OUTLINED", 0)
 
 
 def invoke(*args: str) -> Result:

@@ -22,6 +22,7 @@ from jaxfix.analysis.keys import Keys
 from jaxfix.analysis.reasons import THROUGH_CALLERS, Via
 from jaxfix.analysis.tracing import Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
+from jaxfix.parts import WholeModule
 from jaxfix.transforms import STATIC_QUERIES, TRANSFORMS, TransformSpec
 
 
@@ -407,16 +408,20 @@ def analyse_file(
     transforms: Mapping[str, TransformSpec] = TRANSFORMS,
     external: Sequence[External] = (),
     traced_only: bool = False,
+    whole: WholeModule | None = None,
 ) -> FileAnalysis:
     """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it;
-    with `traced_only`, for questions about traced code only (see `flow.analyse`).
+    with `traced_only`, for questions about traced code only (see `flow.analyse`); `whole`
+    when `text` is a part of the module (see `jaxfix.parts`).
     The summaries of an earlier analysis of the same tree are reused; when this trace finds
     that they depend on the order they were asked for, it is done again afresh."""
     traced_only = traced_only and not external
-    module = analyse(tree, transforms=transforms, traced_only=traced_only)
+    module = analyse(tree, transforms=transforms, traced_only=traced_only, whole=whole)
     facts = trace(module, external)
     if module.reused and not module.reusable():
-        module = analyse(tree, transforms=transforms, reuse=False, traced_only=traced_only)
+        module = analyse(
+            tree, transforms=transforms, reuse=False, traced_only=traced_only, whole=whole
+        )
         facts = trace(module, external)
     return FileAnalysis(tree, text, facts)
 

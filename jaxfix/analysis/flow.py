@@ -43,6 +43,7 @@ from jaxfix.analysis.values import (
     Value,
 )
 from jaxfix.analysis.walk import PUSHERS, push_children
+from jaxfix.parts import WholeModule
 from jaxfix.transforms import (
     ABSTRACT_TRANSFORMS,
     CALL_WRAPPERS,
@@ -248,6 +249,7 @@ class Module:
     # Parameters the module's calls give instances of one of its classes only (`make_step(
     # model, x)` with `model = MLP(...)`): function id -> parameter -> class name.
     instance_params: dict[str, dict[str, str]] = field(default_factory=dict)
+    whole_read: bool = False  # the two above were drawn from the walk (not for every module)
     by_node: dict[ast.AST, str] = field(default_factory=dict)  # function node -> its id
     nodes: dict[str, FunctionNode] = field(default_factory=dict)  # id -> function node
     owners: dict[str, str] = field(default_factory=dict)  # a method's id -> its class's name
@@ -347,9 +349,12 @@ def analyse(
     transforms: Mapping[str, TransformSpec] = TRANSFORMS,
     reuse: bool = True,
     traced_only: bool = False,
+    whole: WholeModule | None = None,
 ) -> Module:
     """The module's analysis: the summaries of the module body (as `<module>`) and of the
     functions that may apply a transform; the others' on demand (`Module.summary_of`).
+    `whole`: `tree` is a part of the module (`jaxfix.parts`), and this is what the whole
+    module tells its analysis.
     With `traced_only` (only the module's own traced code will be asked about), a module
     that reads no name an import binds to a transform or to what holds one (`jax`, `lax`,
     `nn` for `nn.Module`) has no traced code, and nothing of it is interpreted.
@@ -358,12 +363,12 @@ def analyse(
     since, while it is `reusable`: a file that other modules trace is analysed again in each
     round of tracing across modules (`jaxfix.batch`), on the same tree (`jaxfix.engine` keeps
     the last one parsed), with other modules' calls into it (`reuse=False`: analyse afresh)."""
-    key = (module, is_package, frozenset(transforms.items()), traced_only)
+    key = (module, is_package, frozenset(transforms.items()), traced_only, whole)
     last: tuple[ast.Module, tuple[object, ...], Module] | None = getattr(_last, "analysed", None)
     if reuse and last is not None and last[0] is tree and last[1] == key and last[2].reusable():
         last[2].reused = True
         return last[2]
-    result, transforming = _declared(tree, module, is_package, transforms, traced_only)
+    result, transforming = _declared(tree, module, is_package, transforms, traced_only, whole)
     if traced_only and not transforming:
         _last.analysed = (tree, key, result)
         return result
@@ -418,6 +423,7 @@ def _declared(
     is_package: bool,
     transforms: Mapping[str, TransformSpec],
     traced_only: bool,
+    whole: WholeModule | None = None,
 ) -> tuple[Module, bool]:
     """A module holding what one walk over `tree` finds (its functions, scopes, imports, the
     calls that may apply a transform), and nothing interpreted yet; and whether it names a
@@ -426,7 +432,7 @@ def _declared(
     `analyse`); the functions that may apply a transform, only in a module that names one:
     another makes no entry, and its functions wait for a caller."""
     global _last_declared
-    key = (module, is_package, frozenset(transforms.items()))
+    key = (module, is_package, frozenset(transforms.items()), whole)
     last = _last_declared
     if last is None or last[0] is not tree or last[1] != key:
         walked = Module(module, tree, {})
@@ -437,8 +443,13 @@ def _declared(
     transforming = _names_a_transform(walked, frozenset(transforms))
     if (transforming or not traced_only) and declarations is not None:
         walked.applying = declarations.applying(transforms) if transforming else set()
-        walked.static_fields = _static_fields(walked)
-        walked.instance_params = _passed_instances(walked)
+        walked.whole_read = True
+        if whole is None:
+            walked.static_fields = _static_fields(walked)
+            walked.instance_params = _passed_instances(walked)
+        else:
+            walked.static_fields = set(whole.static_fields)
+            walked.instance_params = {fid: dict(ps) for fid, ps in whole.instance_params}
         _last_declared = (tree, key, walked, None)
     # The fields the interpreters fill start empty; the walk's are shared (only read).
     copy = replace(
@@ -793,6 +804,8 @@ def _static_fields(module: Module) -> set[str]:
                 found.add(statement.target.id)
             if isinstance(statement, ast.FunctionDef) and statement.name == "tree_flatten":
                 found |= _aux_attributes(statement)
+    if not _names(module, "register_dataclass"):
+        return found
     for node in (call for scope in module.scopes.values() for call in scope.calls):
         if _qualified(node.func, module).endswith("register_dataclass"):
             for keyword in node.keywords:
@@ -805,39 +818,49 @@ def _static_fields(module: Module) -> set[str]:
     return found
 
 
+def _names(module: Module, name: str) -> bool:
+    """Whether the module's code may name `name`: it reads it, imports it (under any name) or
+    reads an attribute of that name."""
+    return (
+        name in module.names_read
+        or any(target.rsplit(".", 1)[-1] == name for target in module.imports.values())
+        or any(name in scope.attributes for scope in module.scopes.values())
+    )
+
+
 def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     """Parameters that every call of their function in the module gives an instance of the
     same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on.
     A call through a transform (`eqx.filter_grad(loss)(model, x)`) counts as a call."""
     if not module.classes.keys() - module.imports.keys():
         return {}  # the module makes no instance of its own classes
+    names = {
+        node.name: fid for fid, node in module.nodes.items() if not isinstance(node, ast.Lambda)
+    }
+    calls: list[tuple[str, ast.Call, str, list[str]]] = []  # caller, call, callee, positional
+    for fid, scope in module.scopes.items():
+        for call in scope.calls:
+            func = (
+                call.func.args[0]
+                if isinstance(call.func, ast.Call) and call.func.args
+                else call.func
+            )
+            callee = names.get(func.id) if isinstance(func, ast.Name) and call.args else None
+            if callee is not None:
+                calls.append((fid, call, callee, params_of(module.nodes[callee])[1]))
+    if not calls:
+        return {}
     bound: dict[tuple[str, str], set[str | None]] = {}  # (function id, name) -> classes
-    calls: list[tuple[str, ast.Call]] = []
     for fid, scope in module.scopes.items():
         for assign in scope.assigns:
             made = _class_made(assign.value, module)
             for target in assign.targets:
                 for name in names_bound(target):
                     bound.setdefault((fid, name), set()).add(made)
-        calls.extend((fid, call) for call in scope.calls)
-    names = {
-        node.name: fid
-        for fid, node in module.nodes.items()
-        if not isinstance(node, ast.Lambda) and module.functions.get(fid) is None
-    }
     found: dict[str, dict[str, str]] = {}
     for _ in range(4):  # instances handed on through a chain of calls
         given: dict[tuple[str, str], set[str | None]] = {}
-        for caller, call in calls:
-            func = (
-                call.func.args[0]
-                if isinstance(call.func, ast.Call) and call.func.args
-                else call.func
-            )
-            callee = names.get(func.id) if isinstance(func, ast.Name) else None
-            if callee is None:
-                continue
-            _, positional = params_of(module.nodes[callee])
+        for caller, call, callee, positional in calls:
             for index, arg in enumerate(call.args[: len(positional)]):
                 key = (callee, positional[index])
                 if isinstance(arg, ast.Name):
@@ -856,6 +879,16 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
             break
         found = new
     return found
+
+
+def whole_module(module: Module) -> WholeModule:
+    """What the analysis of a part of `module` must be told of the whole (`jaxfix.parts`)."""
+    static_fields = module.static_fields if module.whole_read else _static_fields(module)
+    instance_params = module.instance_params if module.whole_read else _passed_instances(module)
+    return WholeModule(
+        tuple(sorted(static_fields)),
+        tuple((fid, tuple(sorted(ps.items()))) for fid, ps in sorted(instance_params.items())),
+    )
 
 
 def _class_made(value: ast.expr, module: Module) -> str | None:
