@@ -7,7 +7,8 @@ Runs `jaxfix check --no-cache --jobs 1 PATH` in this process (default PATH: a co
 corpus of `benchmarks/bench.py`, built by `benchmarks/corpus.py`), with a CPU timer
 (`time.process_time`, every thread) around the functions each phase is (`PHASES`), and prints,
 for the first round and for the later rounds across modules: the analyses, the source they
-read, their wall time and the CPU time of each phase. A phase is timed where it is entered
+read (and of it, what CPython parsed: a later round parses a part of a file), their wall time
+and the CPU time of each phase. A phase is timed where it is entered
 first: the rules' statements asked for inside the facts for other modules count as those
 facts. With `--jobs N` (N > 1) the files are analysed by worker processes, as a plain check
 does: then only the wall times are measured.
@@ -44,6 +45,7 @@ PHASES: tuple[tuple[str, str, str, str | None], ...] = (
     ("LibCST and the rules", "jaxfix.cst_run", "run_on", None),
 )
 FIRST, LATER, OTHER = "first round", "rounds across modules", "other rounds"
+PARSE = PHASES[0][0]
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Group:
     analyses: int = 0
     files: set[str] = field(default_factory=set)
     source_bytes: int = 0
+    parsed: int = 0  # characters CPython parsed (a part of a file: its other lines blank)
     wall: float = 0.0  # the batches' wall time, workers or not
     cpu: float = 0.0  # all of the analyses (in this process only)
     phases: dict[str, float] = field(default_factory=dict)
@@ -89,6 +92,8 @@ def measure(path: Path, jobs: int = 1) -> Report:
                 return function(*args, **kwargs)  # part of the phase already timed
             group = current[0]
             group.calls[label] = group.calls.get(label, 0) + 1
+            if label == PARSE:
+                group.parsed += len(args[0])
             open_phases.append(label)
             start = time.process_time()
             try:
@@ -178,13 +183,16 @@ def _patched(patches: Sequence[tuple[object, str, Callable[..., Any]]]) -> Itera
 def render(report: Report) -> str:
     """The report as a table: a column per group that analysed something."""
     groups = [(name, group) for name, group in report.groups.items() if group.analyses]
+    # Analysed in this process ("-": by workers).
+    here = any(g.cpu for _, g in groups)
     rows: list[tuple[str, list[str]]] = [
         ("analyses", [f"{g.analyses} ({len(g.files)} files)" for _, g in groups]),
         ("rounds", [f"{g.rounds}" for _, g in groups]),
         ("source read, MB", [f"{g.source_bytes / 1e6:.1f}" for _, g in groups]),
+        *([("  of which parsed, MB", [_cpu(g, g.parsed / 1e6) for _, g in groups])] * here),
         ("wall s", [f"{g.wall:.2f}" for _, g in groups]),
     ]
-    if any(g.cpu for _, g in groups):  # analysed in this process ("-": by workers)
+    if here:
         rows.append(("CPU s, all of the analyses", [_cpu(g, g.cpu) for _, g in groups]))
         for label, *_ in PHASES:
             rows.append((f"  {label}", [_cpu(g, g.phases.get(label, 0.0)) for _, g in groups]))

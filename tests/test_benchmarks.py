@@ -65,6 +65,7 @@ def test_every_phase_is_timed_in_the_round_that_runs_it(tmp_path: Path) -> None:
     assert report.findings_line.startswith("Checked 3 files: 1 finding")
     assert first.cpu >= sum(t for label, t in first.phases.items() if not label.startswith(" "))
     assert first.wall > 0 and later.wall > 0
+    assert first.parsed == first.source_bytes  # every file whole (ASCII: a byte per character)
     # The engine's own functions are back.
     assert engine._note_facts.__module__ == "jaxfix.engine"
     assert not hasattr(firstpass.parse, "__wrapped__")
@@ -86,5 +87,8 @@ def test_with_workers_the_rounds_are_counted_and_timed_but_not_their_phases(
     first, later = pooled.groups[phases.FIRST], pooled.groups[phases.LATER]
     assert first.cpu == 0 and not first.phases
     assert later.cpu > 0 and later.phases
-    parse = next(line for line in phases.render(pooled).splitlines() if "parse" in line)
+    rendered = phases.render(pooled).splitlines()
+    parse = next(line for line in rendered if "CPython's parse" in line)
     assert parse.split()[2] == "-"  # the first round's column
+    parsed = next(line for line in rendered if "of which parsed" in line).split()[4:]
+    assert parsed[0] == "-" and parsed[1] != "-"  # by the workers; by this process
