@@ -60,6 +60,12 @@ class Part:
 
     def text(self, text: str) -> str:
         """`text` with every line outside the part blank (an empty line)."""
+        if "\r" not in text:  # lines end at `\n` alone: split by C code
+            lines = text.split("\n")
+            kept = [""] * len(lines)
+            for first, last in self.lines:
+                kept[first - 1 : last] = lines[first - 1 : last]
+            return "\n".join(kept)
         lines = _LINE.findall(text)
         kept = [""] * len(lines)
         for first, last in self.lines:
