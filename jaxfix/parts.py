@@ -1,10 +1,12 @@
 """The part of a file that a later round across modules analyses (plain values, no syntax tree).
 
 A file whose functions other modules' traced code calls is analysed again with those calls
-(`jaxfix.batch`, `project.Entry`). What that analysis adds to the first round's depends only on
-the entered functions and on what they can reach by name: the top-level statements that define
+(`jaxfix.batch`, `project.Entry`). What that analysis adds to the first round's depends on the
+entered functions and on what they can reach by name: the top-level statements that define
 them, the statements defining every name those mention (transitively, through function bodies
-too) and the imports. In the benchmark's corpus that is a third of the bytes analysed again.
+too), the statements using a kept `def` or class at the top level (`f.defjvp(rule)`: its rule
+is traced with it) and the imports. In the benchmark's corpus that is two fifths of the bytes
+analysed again.
 
 The first round notes each file's `Outline` (its top-level statements' lines and which depend
 on which, with what the whole module tells an analysis of a part of it); a later round's job

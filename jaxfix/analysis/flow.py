@@ -804,7 +804,7 @@ def _static_fields(module: Module) -> set[str]:
                 found.add(statement.target.id)
             if isinstance(statement, ast.FunctionDef) and statement.name == "tree_flatten":
                 found |= _aux_attributes(statement)
-    if not _names(module, "register_dataclass"):
+    if not _may_name(module, "register_dataclass"):
         return found
     for node in (call for scope in module.scopes.values() for call in scope.calls):
         if _qualified(node.func, module).endswith("register_dataclass"):
@@ -818,7 +818,7 @@ def _static_fields(module: Module) -> set[str]:
     return found
 
 
-def _names(module: Module, name: str) -> bool:
+def _may_name(module: Module, name: str) -> bool:
     """Whether the module's code may name `name`: it reads it, imports it (under any name) or
     reads an attribute of that name."""
     return (
