@@ -24,6 +24,7 @@ from jaxfix.analysis.flow import Bindings, whole_module
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
 from jaxfix.options import DEFAULT, Options
+from jaxfix.parts import Part
 from jaxfix.project import ModuleFacts, Place, note_top_level, traced_calls
 from jaxfix.registry import matches
 from jaxfix.rule_index import RuleRef, rule_index
@@ -215,7 +216,8 @@ def _nothing_in_part(
         return False
     told = ModuleFacts(partial=True)
     part = options.part.text(text)
-    if _check_text(part, rules, filename, options, False, True, place, told):
+    tree = _part_tree(text, filename, options.part)
+    if _check_text(part, rules, filename, options, False, True, place, told, tree):
         return False
     if told.return_changes or told.call_sites:
         return False
@@ -234,8 +236,9 @@ def _check_text(
     slicing: bool,
     place: Place | None,
     facts: ModuleFacts | None,
+    tree: ast.Module | None = None,
 ) -> list[Diagnostic]:
-    tree = _parse(text, filename, options, place, facts)
+    tree = _parse(text, filename, options, place, facts, tree)
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
     lines = edits if isinstance(edits, frozenset) and edits else None  # empty: no edits
@@ -430,12 +433,32 @@ def _follows_calls(
     return _FollowCalls(place, facts, anchors)
 
 
-@functools.lru_cache(maxsize=1)
+# The last text CPython parsed in this process, with its file's name and its tree.
+_last_parsed: tuple[str, str, ast.Module] | None = None
+
+
 def _parsed(text: str, filename: str) -> ast.Module:
     """CPython's tree of `text`, kept for the next analysis of the same text: a file that
     other modules' traced code calls is analysed again in each round of tracing across modules
     (see `jaxfix.batch`), and nothing changes the tree."""
-    return firstpass.parse(text, filename)
+    global _last_parsed
+    last = _last_parsed
+    if last is not None and last[1] == filename and last[0] == text:
+        return last[2]
+    tree = firstpass.parse(text, filename)
+    _last_parsed = (text, filename, tree)
+    return tree
+
+
+def _part_tree(text: str, filename: str, part: Part) -> ast.Module | None:
+    """The tree of `part` of `text` made of the statements of the file's tree that it keeps,
+    when that tree is the last one parsed (a file's rounds analysed one after the other: a
+    replay around an edit, a run in one process); None otherwise."""
+    last = _last_parsed
+    if last is None or last[1] != filename or last[0] != text:
+        return None
+    kept = [node for node in last[2].body if part.keeps(firstpass.lines_of(node)[0])]
+    return ast.Module(body=kept, type_ignores=[])
 
 
 def _parse(
@@ -444,10 +467,13 @@ def _parse(
     options: Options,
     place: Place | None,
     facts: ModuleFacts | None,
+    tree: ast.Module | None = None,
 ) -> ast.Module:
-    """CPython's tree of `text` (a syntax error is reported in every file, whatever the rules);
-    in a run over packages, its top level noted in `facts` for the other modules' calls."""
-    tree = _parsed(text, filename)
+    """CPython's tree of `text` (a syntax error is reported in every file, whatever the rules),
+    unless it is given; in a run over packages, its top level noted in `facts` for the other
+    modules' calls."""
+    if tree is None:
+        tree = _parsed(text, filename)
     if place is not None and facts is not None and options.packages:
         note_top_level(tree, facts)
     return tree

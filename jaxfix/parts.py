@@ -18,12 +18,15 @@ modules come from a part, added to the first round's (`project.with_tree_facts`)
 
 from __future__ import annotations
 
+import bisect
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_END = sys.maxsize  # sorts after every last line of a span
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,11 @@ class Part:
         for first, last in self.lines:
             kept[first - 1 : last] = lines[first - 1 : last]
         return "".join(line or "\n" for line in kept)
+
+    def keeps(self, line: int) -> bool:
+        """Whether the part keeps the file's line `line`."""
+        index = bisect.bisect_right(self.lines, (line, _END)) - 1
+        return index >= 0 and self.lines[index][1] >= line
 
     def plain(self) -> dict[str, Any]:
         return {"lines": [list(span) for span in self.lines], "whole": self.whole.plain()}

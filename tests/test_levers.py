@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfix import batch, candidates, collector, engine, registry, runner, stamps
+from jaxfix import batch, candidates, collector, engine, firstpass, registry, runner, stamps
 from jaxfix.analysis import file as file_analysis
 from jaxfix.analysis import flow
 from jaxfix.cache import Cache
@@ -797,9 +797,11 @@ def test_an_edit_above_a_part_analyses_the_part_of_the_edited_text(
     monkeypatch.setattr(Part, "text", lambda part, text: cut.append(text_of(part, text)) or cut[-1])
     analysed = counted(monkeypatch, runner, "process")
     looked_up = counted(monkeypatch, Cache, "lookup")
+    parsed = counted(monkeypatch, firstpass, "parse")
     assert jaxfix(root, "check", *cache, "--jobs", "1") == before
     assert analysed == [root / "pkg" / "middle.py"] * 2
     assert len(looked_up) == 2  # its two rounds: the rest of the run is replayed
+    assert len(parsed) == 1  # the second round's part is cut from the first round's tree
     assert len(cut) == 1
     lines = cut[0].splitlines()
     assert lines[14:16] == ["def scale(x):", "    return util.save(LOG, x * 2)"]

@@ -129,6 +129,12 @@ def test_a_part_keeps_the_files_line_endings_and_columns() -> None:
     assert part.text(text) == "import jax\r\n\n\n\n\ndef f(x):\r\n    return x\r\n"
 
 
+def test_a_part_keeps_the_lines_of_its_spans() -> None:
+    part = Part(((2, 3), (7, 7)))
+    assert [line for line in range(1, 10) if part.keeps(line)] == [2, 3, 7]
+    assert not Part(()).keeps(1)
+
+
 def test_outlines_and_parts_read_back_from_plain_values() -> None:
     outline = outline_of(MODULE)
     assert Outline.from_plain(json.loads(json.dumps(outline.plain()))) == outline
