@@ -548,11 +548,16 @@ OLD_NS = time.time_ns() - 3600 * 10**9  # an hour ago
 
 
 def project(root: Path) -> Path:
-    """A package whose finding is in the helper module, made by the caller's traced call; its
-    files older than the cache's racy window, so that their size and mtime are trusted."""
+    """A package whose finding is in the helper module, made by the caller's traced call."""
+    return package(root, {"io.py": HELPER, "train.py": CALLER.format(name="save_blob")})
+
+
+def package(root: Path, modules: dict[str, str]) -> Path:
+    """`root/pkg` with these modules and an empty `__init__.py`, its files older than the
+    cache's racy window, so that their size and mtime are trusted."""
     write(root / "pkg" / "__init__.py", "")
-    write(root / "pkg" / "io.py", HELPER)
-    write(root / "pkg" / "train.py", CALLER.format(name="save_blob"))
+    for name, text in modules.items():
+        write(root / "pkg" / name, text)
     for path in root.rglob("*.py"):
         os.utime(path, ns=(OLD_NS, OLD_NS))
     return root
@@ -669,18 +674,13 @@ def test_an_edit_of_a_file_another_modules_jit_wrapper_decorates_replays_its_rou
     """The decorated file is analysed again in both of its rounds, the second with the
     wrapper as a transform and the static argument it declares: the same finding (`x`, not
     the static `n`) as a run without the cache, and the wrapper's file is not analysed."""
-    root = tmp_path / "tree"
-    write(root / "pkg" / "__init__.py", "")
     wrapper = "import jax\n\n\ndef compiled(fn):\n    return jax.jit(fn, static_argnums=1)\n"
-    write(root / "pkg" / "compile.py", wrapper)
     train = (
         "import pickle\n\nfrom pkg.compile import compiled\n\nLOG = []\n\n\n@compiled\n"
         "def step(x, n):\n    LOG.append(pickle.dumps(x))\n    LOG.append(pickle.dumps(n))\n"
         "    return x\n"
     )
-    write(root / "pkg" / "train.py", train)
-    for path in root.rglob("*.py"):
-        os.utime(path, ns=(OLD_NS, OLD_NS))
+    root = package(tmp_path / "tree", {"compile.py": wrapper, "train.py": train})
     cache = ["--cache-dir", str(tmp_path / "cache")]
     before = jaxfix(root, "check", *cache)
     assert findings(before[1]) == [(str(root / "pkg" / "train.py") + ":10", "JF101")]
@@ -698,15 +698,10 @@ def test_an_edit_that_changes_what_a_later_round_tells_the_run_traces_the_run_ag
 ) -> None:
     """The helper alone tells the run the same before and after the edit; entered from the
     caller's traced call it now hands `keep` a tracer: the run is traced again from there."""
-    root = tmp_path / "tree"
-    write(root / "pkg" / "__init__.py", "")
     keep = "import pickle\n\n\ndef keep(log, v):\n    log.append(pickle.dumps(v))\n"
-    write(root / "pkg" / "util.py", keep)
     helper = "from pkg.util import keep\n\n\ndef save_blob(log, value):\n    keep(log, 1)\n"
-    write(root / "pkg" / "io.py", helper)
-    write(root / "pkg" / "train.py", CALLER.format(name="save_blob"))
-    for path in root.rglob("*.py"):
-        os.utime(path, ns=(OLD_NS, OLD_NS))
+    modules = {"util.py": keep, "io.py": helper, "train.py": CALLER.format(name="save_blob")}
+    root = package(tmp_path / "tree", modules)
     cache = ["--cache-dir", str(tmp_path / "cache")]
     assert findings(jaxfix(root, "check", *cache)[1]) == []
     write(root / "pkg" / "io.py", helper.replace("keep(log, 1)", "keep(log, value)"))
@@ -781,13 +776,7 @@ def test_an_edit_above_a_part_analyses_the_part_of_the_edited_text(
     two rounds, the second on the part of its new text, and the run gives the findings of a run
     without the cache (both calls of `util.save` traced: from `local`, and from `scale`)."""
     monkeypatch.setattr(engine, "MIN_OUTLINED", 0)
-    root = tmp_path / "tree"
-    write(root / "pkg" / "__init__.py", "")
-    write(root / "pkg" / "util.py", UTIL)
-    write(root / "pkg" / "middle.py", MIDDLE)
-    write(root / "pkg" / "train.py", STEP)
-    for path in root.rglob("*.py"):
-        os.utime(path, ns=(OLD_NS, OLD_NS))
+    root = package(tmp_path / "tree", {"util.py": UTIL, "middle.py": MIDDLE, "train.py": STEP})
     cache = ["--cache-dir", str(tmp_path / "cache")]
     before = jaxfix(root, "check", *cache)
     assert findings(before[1]) == [(str(root / "pkg" / "util.py") + ":5", "JF101")]
@@ -816,10 +805,7 @@ def test_a_later_rounds_outcome_read_from_the_cache_has_the_first_rounds_facts(
     analysed, it adds the first round's (`local`'s call of `util.save`) and the file's
     outline, whether or not other files of the batch were analysed."""
     monkeypatch.setattr(engine, "MIN_OUTLINED", 0)
-    path = tmp_path / "pkg" / "middle.py"
-    write(tmp_path / "pkg" / "__init__.py", "")
-    write(path, MIDDLE)
-    os.utime(path, ns=(OLD_NS, OLD_NS))
+    path = package(tmp_path, {"middle.py": MIDDLE}) / "pkg" / "middle.py"
     first_job = batch._with_project(batch.Job(), ("pkg",), None)
     entries = (batch.project.Entry("scale", (0,), reason="called from traced `pkg.train.step`"),)
     cache = Cache(tmp_path / "cache")
