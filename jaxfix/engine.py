@@ -442,22 +442,27 @@ def _parsed(text: str, filename: str) -> ast.Module:
     other modules' traced code calls is analysed again in each round of tracing across modules
     (see `jaxfix.batch`), and nothing changes the tree."""
     global _last_parsed
-    last = _last_parsed
-    if last is not None and last[1] == filename and last[0] == text:
-        return last[2]
-    tree = firstpass.parse(text, filename)
-    _last_parsed = (text, filename, tree)
+    tree = _last_tree(text, filename)
+    if tree is None:
+        tree = firstpass.parse(text, filename)
+        _last_parsed = (text, filename, tree)
     return tree
+
+
+def _last_tree(text: str, filename: str) -> ast.Module | None:
+    """The tree of `text` when it is the last one parsed."""
+    last = _last_parsed
+    return last[2] if last is not None and last[1] == filename and last[0] == text else None
 
 
 def _part_tree(text: str, filename: str, part: Part) -> ast.Module | None:
     """The tree of `part` of `text` made of the statements of the file's tree that it keeps,
     when that tree is the last one parsed (a file's rounds analysed one after the other: a
     replay around an edit, a run in one process); None otherwise."""
-    last = _last_parsed
-    if last is None or last[1] != filename or last[0] != text:
+    whole = _last_tree(text, filename)
+    if whole is None:
         return None
-    kept = [node for node in last[2].body if part.keeps(firstpass.lines_of(node)[0])]
+    kept = [node for node in whole.body if part.keeps(firstpass.lines_of(node)[0])]
     return ast.Module(body=kept, type_ignores=[])
 
 

@@ -66,16 +66,13 @@ class Part:
     def text(self, text: str) -> str:
         """`text` with every line outside the part blank (an empty line)."""
         if "\r" not in text:  # lines end at `\n` alone: split by C code
-            lines = text.split("\n")
-            kept = [""] * len(lines)
-            for first, last in self.lines:
-                kept[first - 1 : last] = lines[first - 1 : last]
-            return "\n".join(kept)
-        lines = _LINE.findall(text)
-        kept = [""] * len(lines)
+            lines, blank, joiner = text.split("\n"), "", "\n"
+        else:
+            lines, blank, joiner = _LINE.findall(text), "\n", ""
+        kept = [blank] * len(lines)
         for first, last in self.lines:
             kept[first - 1 : last] = lines[first - 1 : last]
-        return "".join(line or "\n" for line in kept)
+        return joiner.join(kept)
 
     def keeps(self, line: int) -> bool:
         """Whether the part keeps the file's line `line`."""
