@@ -47,8 +47,17 @@ OUTER = "<outer>."
 UNRAISED = "<unraised>."
 # A full-name anchor written `MADE + "shelve.open"` stands for a call that makes an object the
 # rule follows (a shelf written by `db[key] = value`): it counts wherever traced code calls it,
-# whatever the call is given.
+# whatever the call is given, unless it opens a file to be read only (`OPENING_MODES`).
 MADE = "<made>."
+# What opens a file, with the argument that says how (position, keyword) and its default: a
+# mode (or a shelf's flag) written out with none of the letters that write, create or
+# append opens it to be read, and nothing can be written to it.
+OPENING_MODES = {
+    **dict.fromkeys(["builtins.open", "io.open"], (1, "mode", "r")),
+    **dict.fromkeys(["gzip.open", "bz2.open", "lzma.open"], (1, "mode", "rb")),
+    "shelve.open": (1, "flag", "c"),
+}
+_WRITING_MODES = frozenset("waxcn+")
 # A full-name anchor written `BOUND + "concurrent.futures.ThreadPoolExecutor"` stands for a
 # method call in traced code on a name that the module binds, once and at its top level, to a
 # call of that constructor (`POOL = ThreadPoolExecutor(2)`, then `POOL.map(f, x)`), or that an
@@ -246,7 +255,8 @@ class Candidates:
 
         def reported_at(call: _Call) -> bool:
             if (made or bound) and (call.owner in traced or not traced_only):
-                if made and not self._callee_names(call.call.func).isdisjoint(made):
+                opener = self._callee_names(call.call.func) & made if made else None
+                if opener and not _opens_to_read(call.call, opener):
                     return True
                 if bound and on_bound(call):
                     return True
@@ -944,3 +954,19 @@ def _record_imports(node: ast.Import | ast.ImportFrom, imported: dict[str, set[s
     module = "." * node.level + (f"{node.module}." if node.module else "")
     for alias in node.names:
         imported[alias.asname or alias.name].add(module + alias.name)
+
+
+def _opens_to_read(call: ast.Call, openers: Collection[str]) -> bool:
+    """Whether `call` of one of `openers` (full names) opens a file to be read only, as its
+    literal mode (or its default) says (`OPENING_MODES`)."""
+    modes = {OPENING_MODES[name] for name in openers if name in OPENING_MODES}
+    if len(modes) != 1 or not set(openers).issubset(OPENING_MODES):
+        return False
+    ((position, keyword, default),) = modes
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return False  # `open(*args)`, `open(p, **options)`: the mode is not written out
+    given = [k.value for k in call.keywords if k.arg == keyword] + call.args[position:][:1]
+    mode = default if not given else given[0].value if isinstance(given[0], ast.Constant) else None
+    return len(given) < 2 and isinstance(mode, str) and _WRITING_MODES.isdisjoint(mode)

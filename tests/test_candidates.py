@@ -270,6 +270,21 @@ KEPT = {
             with open("log.txt", "a") as log:
                 log.write(f"{x}")
         """,
+    "a file that traced code opens to write, by a mode or a flag that may write (MADE)": """\
+        import jax, shelve
+        @jax.jit
+        def f(x, mode):
+            with open("log.txt", mode=mode) as log:
+                log.write(f"{x}")
+        @jax.jit
+        def g(x):
+            with open("log.txt", "r+") as log:
+                log.write(f"{x}")
+        @jax.jit
+        def h(x):
+            with shelve.open("db") as db:
+                db["x"] = x
+        """,
     "a file or a pool that a top-level statement makes, used in traced code (BOUND)": """\
         import jax
         from concurrent.futures import ThreadPoolExecutor
@@ -285,6 +300,20 @@ KEPT = {
 }
 
 DROPPED = {
+    "files that traced code opens to be read only, by their mode, a shelf's flag or default": """\
+        import gzip, jax, json, shelve
+        @jax.jit
+        def f(x):
+            with open("config.json") as config:
+                json.load(config)
+            with open("log.txt", mode="rb") as log:
+                log.read()
+            with gzip.open("data.gz") as data:
+                data.read()
+            with shelve.open("db", "r") as db:
+                db["x"]
+            return x
+        """,
     "a custom_vjp function and its rule, the function only called on the host": """\
         import jax, pickle
         f = jax.custom_vjp(lambda x: x)
