@@ -1956,7 +1956,7 @@ class _Interpreter:
         wrapper_name = getattr(self.module.nodes.get(wrapper.function or ""), "name", "")
         label = f"{wrapper_name}`, which applies `{name}"
         self._enter(node, name, spec, target, options, Reason(via, label))
-        return replace(target, entry=len(self.module.entries) - 1)
+        return target._replace(entry=len(self.module.entries) - 1)
 
     def decorate(self, decorator: ast.expr, value: Value, node: FunctionNode, env: Env) -> Value:
         """`@T`, `@T(...)`, `@partial(T, ...)` on a function: an entry."""
@@ -1989,7 +1989,7 @@ class _Interpreter:
             name = transform
             reason = Reason(Via.DECORATED, name)
             self._enter(node, name, self.transforms[name], value, options, reason)
-            return replace(value, entry=len(self.module.entries) - 1)
+            return value._replace(entry=len(self.module.entries) - 1)
         return value
 
     def _enter(
@@ -2054,8 +2054,7 @@ class _Interpreter:
             k.arg is None for k in node.keywords
         ):
             return None  # `*args` / `**kwargs`: which parameters they fill is unknown
-        return replace(
-            inner,
+        return inner._replace(
             bound_positions=len(node.args) - 1,
             bound_keywords=frozenset(k.arg for k in node.keywords if k.arg is not None),
         )
@@ -2193,7 +2192,7 @@ def substitute(value: Value, function: str, given: Mapping[str, Value], caller: 
         )
     if value.fields is not None:
         fields = tuple((k, substitute(f, function, given, caller)) for k, f in value.fields)
-        return replace(value, fields=fields)
+        return value._replace(fields=fields)
     if value.kind is not Kind.TRACED:
         return value
     sources: set[v.Source] = set()
