@@ -21,7 +21,7 @@ import functools
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import NamedTuple, cast
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings, wrapped_by
@@ -123,8 +123,7 @@ class _Function:
         return self.declared is not None or any(map(self.is_outer, self.store_roots))
 
 
-@dataclass
-class _Call:
+class _Call(NamedTuple):  # one per call of the file: a named tuple is made fastest
     call: ast.Call
     owner: _Function | None
     statement: int

@@ -25,7 +25,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from jaxfix.analysis import values as v
 from jaxfix.analysis.names import dotted, import_bindings
@@ -120,9 +120,8 @@ _NOT_APPLYING = HOST_CALLBACKS | {PARTIAL} | CALL_WRAPPERS
 _FUNCTION_MAKERS = frozenset({PARTIAL} | CALL_WRAPPERS)
 
 
-@dataclass(frozen=True)
-class Call:
-    """A call in a function body and what it receives."""
+class Call(NamedTuple):
+    """A call in a function body and what it receives (a named tuple, like `Value`)."""
 
     node: ast.Call
     caller: str  # the FunctionId of the function whose body holds it

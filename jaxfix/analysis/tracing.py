@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from jaxfix.analysis.external import KEYWORDS, External
 from jaxfix.analysis.flow import (
@@ -304,7 +304,7 @@ def _callees(facts: Facts, summary: Summary, call: Call) -> Iterator[tuple[Summa
         callee = module.summary_of(function.function) if function.function else None
         if callee is not None:
             bound = function.bound_positions + (function.qualified == "<bound>")
-            yield callee, replace(call, target=callee.id, bound=bound, receiver=None)
+            yield callee, call._replace(target=callee.id, bound=bound, receiver=None)
 
 
 def _hand(facts: Facts, param: Param, function: Value) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from typing import NamedTuple
 
 
@@ -23,16 +22,15 @@ class Kind(enum.Enum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, order=True)
-class Param:
-    """The parameter `name` of the function `function` (a `FunctionId`)."""
+class Param(NamedTuple):
+    """The parameter `name` of the function `function` (a `FunctionId`). Sources are named
+    tuples, like `Value`: the analysis makes and hashes them by the hundred thousand."""
 
     function: str
     name: str
 
 
-@dataclass(frozen=True, order=True)
-class Staged:
+class Staged(NamedTuple):
     """The staging of `function`: arrays it creates are tracers when it is staged."""
 
     function: str
