@@ -28,7 +28,7 @@ from jaxfix.parts import Part
 from jaxfix.project import ModuleFacts, Place, note_top_level, traced_calls
 from jaxfix.registry import matches
 from jaxfix.rule_index import RuleRef, rule_index
-from jaxfix.transforms import TransformSpec, with_user_transforms
+from jaxfix.transforms import TransformSpec, Wrapped, with_user_transforms
 
 if TYPE_CHECKING:  # the rules' run and the fixes import LibCST: `jaxfix.cst_run`, when needed
     from jaxfix.cst_run import Checked
@@ -588,7 +588,15 @@ def _note_facts(
 
 
 def _transforms(options: Options) -> Mapping[str, TransformSpec]:
-    return with_user_transforms(options.transforms, options.wrapped)
+    return _user_transforms(options.transforms, options.wrapped)
+
+
+@functools.lru_cache(maxsize=8)
+def _user_transforms(
+    names: tuple[str, ...], wrapped: tuple[tuple[str, Wrapped], ...]
+) -> Mapping[str, TransformSpec]:
+    """The transform table with the project's: one table for the files of a job."""
+    return with_user_transforms(names, wrapped)
 
 
 def _allowed(fix: Fix, unsafe_fixes: bool) -> bool:

@@ -362,7 +362,7 @@ def analyse(
     since, while it is `reusable`: a file that other modules trace is analysed again in each
     round of tracing across modules (`jaxfix.batch`), on the same tree (`jaxfix.engine` keeps
     the last one parsed), with other modules' calls into it (`reuse=False`: analyse afresh)."""
-    key = (module, is_package, frozenset(transforms.items()), traced_only, whole)
+    key = (module, is_package, _items(transforms), traced_only, whole)
     last: tuple[ast.Module, tuple[object, ...], Module] | None = getattr(_last, "analysed", None)
     if reuse and last is not None and last[0] is tree and last[1] == key and last[2].reusable():
         last[2].reused = True
@@ -382,6 +382,20 @@ def analyse(
     result.entries_found = len(result.entries)
     _last.analysed = (tree, key, result)
     return result
+
+
+# The last transform table's items, as a set: most analyses of a run get the same table.
+_last_items: tuple[Mapping[str, TransformSpec], frozenset[tuple[str, TransformSpec]]] | None = None
+
+
+def _items(transforms: Mapping[str, TransformSpec]) -> frozenset[tuple[str, TransformSpec]]:
+    """The items of `transforms`, which key the last analysis and walk: hashed once for the
+    same table (each spec's hash is a dataclass' own, in Python)."""
+    global _last_items
+    last = _last_items
+    if last is None or last[0] is not transforms:
+        last = _last_items = (transforms, frozenset(transforms.items()))
+    return last[1]
 
 
 def _names_a_transform(module: Module, transforms: frozenset[str]) -> bool:
@@ -431,7 +445,7 @@ def _declared(
     `analyse`); the functions that may apply a transform, only in a module that names one:
     another makes no entry, and its functions wait for a caller."""
     global _last_declared
-    key = (module, is_package, frozenset(transforms.items()), whole)
+    key = (module, is_package, _items(transforms), whole)
     last = _last_declared
     if last is None or last[0] is not tree or last[1] != key:
         walked = Module(module, tree, {})
