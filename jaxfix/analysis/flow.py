@@ -25,6 +25,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from types import FunctionType
 from typing import Any, NamedTuple, cast
 
 from jaxfix.analysis import values as v
@@ -580,18 +581,31 @@ class _Declarations:
 
     def walk(self, tree: ast.Module) -> None:
         indexed = self.module.indexed
+        names_read = self.module.names_read
+        scopes = self.scopes
         for index, statement in enumerate(tree.body):
             self.statement = index
             self.names = Bindings()
+            mentions = self.names.mentions
             self.module.statement_names.append(self.names)
             work: Work = [statement]
             push = work.append
             while work:
-                item = work.pop()
-                if not isinstance(item, ast.AST):
-                    item()  # leave a scope
-                    continue
+                item: Any = work.pop()  # told apart by its exact type, the fastest test
                 kind = type(item)
+                if kind is ast.Name:  # a third of the nodes walked: handled here, inline
+                    name = item.id
+                    scopes[-1].names.add(name)
+                    if type(item.ctx) is ast.Load:
+                        names_read.add(name)
+                        mentions.add(name)
+                    else:
+                        scopes[-1].assigned.add(name)
+                        self._define(name)
+                    continue
+                if kind is FunctionType:
+                    item()  # enter or leave a scope
+                    continue
                 if kind in INDEXED:
                     indexed.append((item, self.fids[-1], index))
                 handler = _HANDLERS.get(kind)
@@ -673,15 +687,6 @@ class _Declarations:
         work.extend(reversed(node.body))
         work.append(enter)
         work.extend(reversed([*node.decorator_list, *node.bases, *node.keywords]))
-
-    def visit_Name(self, node: ast.Name, work: Work) -> None:
-        self.scopes[-1].names.add(node.id)
-        if isinstance(node.ctx, ast.Load):
-            self.module.names_read.add(node.id)
-            self.names.mentions.add(node.id)
-        else:
-            self.scopes[-1].assigned.add(node.id)
-            self._define(node.id)
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler, work: Work) -> None:
         self._define(node.name)
