@@ -25,7 +25,7 @@ from typing import NamedTuple, cast
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings, wrapped_by
-from jaxfix.analysis.statements import inner_statements, names_bound
+from jaxfix.analysis.statements import names_bound
 from jaxfix.transforms import JIT, TRANSFORMS, Wrapped
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -165,6 +165,8 @@ class Candidates:
     dropped: set[ast.Call] = field(default_factory=set)  # calls whose value is not used
     keyed_bindings: list[tuple[str, ast.expr]] = field(default_factory=list)
     static_jitted: set[str] = field(default_factory=set)
+    # The `with` statements of each top-level statement, by its index (see `_entered_in`).
+    withs: dict[int, list[ast.With | ast.AsyncWith]] = field(default_factory=dict)
     _traced: set[_Function] | None = None
     _tree_memo: _TreeMemo = field(default_factory=_TreeMemo)  # shared by the copies
 
@@ -328,12 +330,7 @@ class Candidates:
         memo = self._tree_memo.entered
         if index not in memo:
             found: dict[str, set[str]] = defaultdict(set)
-            todo = [self._analysis().tree.body[index]]
-            while todo:  # over statements only: a `with` is one
-                statement = todo.pop()
-                todo.extend(inner_statements(statement))
-                if not isinstance(statement, ast.With | ast.AsyncWith):
-                    continue
+            for statement in self.withs.get(index, ()):
                 for item in statement.items:
                     target, opener = item.optional_vars, item.context_expr
                     if isinstance(target, ast.Name) and isinstance(opener, ast.Call):
@@ -789,6 +786,8 @@ def _read(analysed: FileAnalysis, transforms: Collection[str]) -> Candidates:
             owner.loops.append(node)
         elif isinstance(node, _DECLARATIONS) and owner is not None:
             owner.declared = (owner.declared or set()) | set(node.names)
+        elif isinstance(node, _WITHS):
+            found.withs.setdefault(statement, []).append(node)
     return found
 
 
@@ -810,6 +809,7 @@ _DOTTED = (ast.Name, ast.Attribute)
 _IMPORTS = (ast.Import, ast.ImportFrom)
 _LOOPS = (ast.For, ast.AsyncFor)
 _DECLARATIONS = (ast.Global, ast.Nonlocal)
+_WITHS = (ast.With, ast.AsyncWith)
 
 
 def _bound_names(node: ast.stmt) -> Iterator[str]:
