@@ -256,8 +256,8 @@ class Candidates:
 
         def reported_at(call: _Call) -> bool:
             if (made or bound) and (call.owner in traced or not traced_only):
-                opener = self._callee_names(call.call.func) & made if made else None
-                if opener and not _opens_to_read(call.call, opener):
+                callee = self._callee_names(call.call.func) if made else frozenset()
+                if not callee.isdisjoint(made) and not _opens_to_read(call.call, callee & made):
                     return True
                 if bound and on_bound(call):
                     return True
