@@ -113,6 +113,7 @@ DTYPE_QUERIES = frozenset(
     {"dtype", "result_type", "canonicalize_dtype", "promote_types", "finfo", "iinfo"}
     | {"issubdtype", "isdtype", "can_cast"}
 )
+_STATIC_BY_NAME = _CONCRETE_OR_RAISE | DTYPE_QUERIES  # whatever module they come from
 _ITERATORS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.range"})
 _DICT_VIEWS = frozenset({"items", "values"})
 # Callables that run the functions they are given on the host, or bind them (no data flows).
@@ -1564,6 +1565,13 @@ class _Interpreter:
     def e_Constant(self, node: ast.Constant, env: Env) -> Value:
         return STATIC
 
+    # The common operations, as `expr` combines the operands of any other expression.
+    def e_BinOp(self, node: ast.BinOp, env: Env) -> Value:
+        return v.combine([self.expr(node.left, env), self.expr(node.right, env)])
+
+    def e_UnaryOp(self, node: ast.UnaryOp, env: Env) -> Value:
+        return v.combine([self.expr(node.operand, env)])
+
     def e_JoinedStr(self, node: ast.JoinedStr, env: Env) -> Value:
         for part in node.values:
             if isinstance(part, ast.FormattedValue):
@@ -1773,7 +1781,7 @@ class _Interpreter:
         if callee is not None:
             if callee in STATIC_QUERIES or callee in _PYTHON_VALUED:
                 return STATIC
-            if callee.rsplit(".", 1)[-1] in _CONCRETE_OR_RAISE | DTYPE_QUERIES:
+            if callee.rsplit(".", 1)[-1] in _STATIC_BY_NAME:
                 return STATIC
             if callee in self.transforms:
                 return self._transform(call)

@@ -117,13 +117,15 @@ def combine(values: Iterable[Value]) -> Value:
     """The value of an operation on `values` (`x + y`, `jnp.dot(x, y)`): traced when one of
     them is, static when all are, a host array when one is and the rest are static."""
     values = list(values)
-    if any(v.kind is Kind.TRACED or v.elements or v.fields for v in values):
-        return traced(sources_of(values))
-    if all(v.kind is Kind.STATIC for v in values):
-        return STATIC
-    if all(v.kind in (Kind.STATIC, Kind.HOST) for v in values):
-        return HOST
-    return UNKNOWN
+    result = STATIC
+    for value in values:  # one pass: the analysis combines the operands of most expressions
+        if value.kind is Kind.TRACED or value.elements or value.fields:
+            return traced(sources_of(values))
+        if value.kind is Kind.HOST:
+            result = HOST if result is STATIC else result
+        elif value.kind is not Kind.STATIC:
+            result = UNKNOWN
+    return result
 
 
 def join(a: Value, b: Value) -> Value:
