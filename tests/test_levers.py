@@ -19,6 +19,7 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -200,6 +201,29 @@ def test_a_later_batch_uses_the_workers_an_earlier_one_started(
     assert asked == [2]
     assert [outcome.display for outcome in outcomes] == [str(small), str(large)]
     assert outcomes[0].diagnostics == [] and outcomes[1].diagnostics
+
+
+def test_the_largest_chunks_go_to_the_workers_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No worker is left with a large file while the others have nothing to do: the chunks
+    go out largest first, and each outcome still comes back in its file's place."""
+    pending = []
+    for name, copies in [("a.py", 1), ("b.py", 30), ("c.py", 10)]:
+        path = tmp_path / name
+        path.write_text(FINDING * copies)
+        pending.append((path, batch.Job()))
+    sent: list[Path] = []
+
+    def map_chunks(work: Callable[[Any], Any], chunks: list[Any], *_: Any) -> list[Any]:
+        sent.extend(path for chunk in chunks for path, _ in chunk)
+        return [work(chunk) for chunk in chunks]
+
+    with Workers() as workers:
+        monkeypatch.setattr(workers, "map_chunks", map_chunks)
+        outcomes = batch._analyse(pending, 2, None, workers)
+    assert [path.name for path in sent] == ["b.py", "c.py", "a.py"]
+    assert [outcome.display for outcome in outcomes] == [str(path) for path, _ in pending]
 
 
 def test_an_edited_file_is_analysed_again(tmp_path: Path) -> None:
