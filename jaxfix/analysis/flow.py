@@ -573,6 +573,7 @@ class _Declarations:
         self.classes: list[int] = []  # the depths of `stack` that are classes
         self.scopes: list[Scope] = [module.scope("<module>")]
         self.fids: list[str] = ["<module>"]  # the functions whose bodies hold the node
+        self.inside: tuple[str, ...] = ()  # the same, but the module: made once per function
         # Calls that may apply a transform, with the functions that must run for them to.
         self.calls: list[tuple[ast.Call, tuple[str, ...]]] = []
         self.marked: set[str] = set()  # functions defining decorated functions or classes
@@ -634,7 +635,7 @@ class _Declarations:
             self.scopes[-1].assigned.add(node.name)
             self.function_names.add(node.name)
             if node.decorator_list:
-                self.marked.update(self.fids[1:])
+                self.marked.update(self.inside)
             outer += node.decorator_list
             outer += [node.returns] if node.returns is not None else []
         outer.append(node.args)  # defaults and annotations
@@ -644,8 +645,10 @@ class _Declarations:
             self.stack.append(name)
             self.scopes.append(self.module.scope(fid))
             self.fids.append(fid)
+            self.inside = (*self.inside, fid)
 
         def leave() -> None:
+            self.inside = self.inside[:-1]
             self.fids.pop()
             self.scopes.pop()
             self.stack.pop()
@@ -666,7 +669,7 @@ class _Declarations:
 
     def visit_ClassDef(self, node: ast.ClassDef, work: Work) -> None:
         self.module.classes.setdefault(node.name, node)
-        self.marked.update(self.fids[1:])
+        self.marked.update(self.inside)
         self._define(node.name)
         self.scopes[-1].assigned.add(node.name)
 
@@ -741,9 +744,9 @@ class _Declarations:
 
     def visit_Call(self, node: ast.Call, work: Work) -> None:
         self.scopes[-1].calls.append(node)
-        if len(self.fids) > 1:
-            self.calls.append((node, tuple(self.fids[1:])))
-        push_children(node, work.append)
+        if self.inside:
+            self.calls.append((node, self.inside))
+        PUSHERS[ast.Call](node, work.append)
 
     def applying(self, transforms: Mapping[str, TransformSpec]) -> set[str]:
         """The functions that must be interpreted for the module's transforms to be seen: those
