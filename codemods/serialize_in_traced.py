@@ -127,7 +127,8 @@ class SerializeInTraced(Rule):
     `msgpack_serialize`, Orbax checkpointers' `save` and `ocp.v1.save_pytree`, a `sqlite3`
     connection's `execute` / `executemany` parameters, a `csv` writer's `writerow` /
     `writerows`, a file's `write` / `writelines` of text made from one (`f"{loss}"`,
-    `str(loss)`), an item stored in a `shelve` shelf) of a traced value inside a function that
+    `str(loss)`; not of a file whose literal mode only reads, `open(p)`, `open(p, "rb")`), an
+    item stored in a `shelve` shelf) of a traced value inside a function that
     jax traces (`jit`, `grad`, `vmap`, `pmap`, `lax.scan` and loop bodies, `custom_vjp` rules,
     and the functions they call).
 
