@@ -572,8 +572,8 @@ class _Declarations:
         self.stack: list[str] = []
         self.classes: list[int] = []  # the depths of `stack` that are classes
         self.scopes: list[Scope] = [module.scope("<module>")]
-        self.fids: list[str] = ["<module>"]  # the functions whose bodies hold the node
-        self.inside: tuple[str, ...] = ()  # the same, but the module: made once per function
+        self.inside: tuple[str, ...] = ()  # the functions whose bodies hold the node
+        self.fid = "<module>"  # the innermost of them, or the module
         # Calls that may apply a transform, with the functions that must run for them to.
         self.calls: list[tuple[ast.Call, tuple[str, ...]]] = []
         self.marked: set[str] = set()  # functions defining decorated functions or classes
@@ -609,7 +609,7 @@ class _Declarations:
                     item()  # enter or leave a scope
                     continue
                 if kind in INDEXED:
-                    indexed.append((item, self.fids[-1], index))
+                    indexed.append((item, self.fid, index))
                 handler = _HANDLERS.get(kind)
                 if handler is None:
                     PUSHERS[kind](item, push)
@@ -626,7 +626,7 @@ class _Declarations:
         fid = function_id(node, qualname)
         self.module.by_node[node] = fid
         self.module.nodes[fid] = node
-        self.module.declared_in[fid] = self.fids[-1]
+        self.module.declared_in[fid] = self.fid
         if self.classes and self.classes[-1] == len(self.stack) - 1:
             self.module.owners[fid] = self.stack[-1]
         outer: list[ast.AST] = []  # evaluated in the enclosing scope
@@ -644,12 +644,11 @@ class _Declarations:
         def enter() -> None:
             self.stack.append(name)
             self.scopes.append(self.module.scope(fid))
-            self.fids.append(fid)
-            self.inside = (*self.inside, fid)
+            self.inside, self.fid = (*self.inside, fid), fid
 
         def leave() -> None:
             self.inside = self.inside[:-1]
-            self.fids.pop()
+            self.fid = self.inside[-1] if self.inside else "<module>"
             self.scopes.pop()
             self.stack.pop()
 
@@ -725,7 +724,7 @@ class _Declarations:
     def visit_Attribute(self, node: ast.Attribute, work: Work) -> None:
         self.scopes[-1].attributes.add(node.attr)
         if type(node.ctx) is ast.Store:
-            self.module.indexed.append((node, self.fids[-1], self.statement))
+            self.module.indexed.append((node, self.fid, self.statement))
         work.append(node.value)
 
     def visit_AnnAssign(self, node: ast.AST, work: Work) -> None:
