@@ -1018,6 +1018,15 @@ def params_of(node: FunctionNode) -> tuple[list[str], list[str]]:
     return names, positional
 
 
+def defaults_of(args: ast.arguments) -> dict[str, ast.expr]:
+    """The parameters that have a default value, each with it."""
+    positional = [*args.posonlyargs, *args.args]
+    defaulted = positional[len(positional) - len(args.defaults) :]
+    found = {p.arg: d for p, d in zip(defaulted, args.defaults, strict=True)}
+    keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    return found | {p.arg: d for p, d in keywords if d is not None}
+
+
 Env = dict[str, Value]
 
 
@@ -2243,10 +2252,7 @@ def outliving_params(summary: Summary) -> set[str]:
     node = summary.node
     if isinstance(node, ast.Module):
         return set()
-    args = node.args
-    positional = [*args.posonlyargs, *args.args]
-    found = {a.arg for a in positional[len(positional) - len(args.defaults) :]}
-    found |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
+    found = set(defaults_of(node.args))
     if summary.positional and summary.class_name and not _static_method(node, "classmethod"):
         found.add(summary.positional[0])
     return found
@@ -2341,11 +2347,7 @@ def python_valued_params(node: FunctionNode | ast.Module) -> set[str]:
         return set()
     args = node.args
     positional = [*args.posonlyargs, *args.args]
-    defaulted = positional[len(positional) - len(args.defaults) :]
-    defaults = dict(zip((p.arg for p in defaulted), args.defaults, strict=True))
-    defaults |= {
-        p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
-    }
+    defaults = defaults_of(args)
     return {
         param.arg
         for param in [*positional, *args.kwonlyargs]

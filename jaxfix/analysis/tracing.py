@@ -22,6 +22,7 @@ from jaxfix.analysis.flow import (
     Store,
     Summary,
     bind_arguments,
+    defaults_of,
     outliving_params,
     params_of,
 )
@@ -409,7 +410,7 @@ def _enter_from_outside(
         traced = {positional[i] for i in call.positions if i < len(positional)}
         traced |= set(call.keywords) & set(params)
         args = node.args
-        defaulted = _defaulted(node) if call.required_only else set()
+        defaulted = set(defaults_of(node.args)) if call.required_only else set()
         if call.rest_from is not None:
             traced |= set(positional[call.rest_from :]) - defaulted
             traced |= {args.vararg.arg} if args.vararg else set()
@@ -421,15 +422,6 @@ def _enter_from_outside(
         facts.traced |= {Param(fid, p) for p in traced} - polymorphic
         if call.staged:
             facts.traced.add(Staged(fid))
-
-
-def _defaulted(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The parameters of `node` that have a default value."""
-    args = node.args
-    positional = [*args.posonlyargs, *args.args]
-    names = {a.arg for a in positional[len(positional) - len(args.defaults) :]}
-    keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
-    return names | {a.arg for a, default in keywords if default is not None}
 
 
 def _label(summary: Summary) -> str:
