@@ -631,10 +631,11 @@ def _analyse(
         return []
     from jaxfix.runner import process  # imports the engine: only when a file needs analysis
 
-    sizes = [_size(path) for path, _ in pending] if len(pending) > 1 else [0]
+    sizes: list[int] | None = None  # read only when they decide something
     if jobs is not None:
         count = min(jobs, len(pending))
     elif len(pending) > 1:  # workers already started cost no more to use
+        sizes = [_size(path) for path, _ in pending]
         count = max(_workers_for(sizes), min(workers.size, len(pending)))
     else:
         count = 1
@@ -650,6 +651,7 @@ def _analyse(
     # benchmark's corpus). The largest chunks go first, so that no worker is left with one
     # while the others have nothing to do (in a round across modules, a chunk is a file).
     size = max(1, len(pending) // (count * 16))
+    sizes = sizes or [_size(path) for path, _ in pending]
     starts = sorted(range(0, len(pending), size), key=lambda n: -sum(sizes[n : n + size]))
     chunks = [pending[start : start + size] for start in starts]
     done = progress.done if progress is not None else None
