@@ -35,6 +35,7 @@ Otherwise the caller's rule falls back to a host callback (`jaxfix.host_effects`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -51,15 +52,17 @@ from jaxfix.call_sites import (
     assigned,
     aux_sites,
     call_sites,
+    callers_outside,
     count_returns,
-    only_here,
     scan_sites,
 )
+from jaxfix.diagnostic import Diagnostic
 from jaxfix.hoist import binds_with_walrus, jax_module_name, moves_with
 from jaxfix.project import ChangedImport, ReturnChange
-from jaxfix.rule import ImportNeeded, Replacement, Rule
+from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
+from jaxfix.syntax import calls_in
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
-from jaxfix.transforms import JIT
+from jaxfix.transforms import HOST_CALLBACKS, JIT
 
 # What to wrap in a moving statement (`y` -> `jax.device_get(y)`), given the name of `jax`.
 Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpression]]
@@ -109,12 +112,18 @@ class AfterCall:
 
 
 def plan_after_call(
-    analysis: TracedAnalysis, group: Sequence[Statement], wrapping: Wrapping, rule: str
+    analysis: TracedAnalysis,
+    group: Sequence[Statement],
+    wrapping: Wrapping,
+    rule: str,
+    publish: bool = False,
 ) -> AfterCall | str:
-    """The move of `group` (statements of one jitted function, in order, a finding of `rule`)
-    to after each call of the function, or why it cannot be made. When only other modules'
-    calls are in the way, the run hears of it (`EffectAfterCall`): it rewrites those too
-    when it can, and says so (`Options.foreign_calls`)."""
+    """The move of `group` (statements of one jitted function, in order, findings of `rule`)
+    to after each call of the function, or why it cannot be made. With `publish`, `group` is
+    every statement of the function that moves (`FunctionMoves`), and a run over a project
+    hears of the move (`EffectAfterCall`): other modules that import the function rewrite
+    their calls too, or tell why they cannot (`Options.foreign_calls`); without, it only
+    says whether `group` could move."""
     function = analysis.owner_function(group[0])
     context = analysis.functions.get(function) if function is not None else None
     if not isinstance(function, cst.FunctionDef) or context is None:
@@ -132,6 +141,10 @@ def plan_after_call(
         return "it runs in a branch or a loop of the function"
     if any(binds_with_walrus(member) for member in group):
         return "it binds a name with `:=` (the binding would leave the function)"
+    if _runs_callbacks(analysis, [s for s in body if not any(s is m for m in group)]):
+        return (
+            "the function runs host callbacks: moved after them, the statements would change order"
+        )
     last = body[-1] if body else None
     returned = _returned(last)
     if returned is None or count_returns(function.body) != 1:
@@ -153,13 +166,8 @@ def plan_after_call(
             return "the scanned function does not return `carry, y`"
     if isinstance(sites, str):
         return sites
-    why = only_here(analysis, function)
-    facts = analysis.project.facts
-    if jitted and facts is not None:  # a run over a project: other modules may call it
-        published = _published(analysis, function, group, payloads, wrapping, rule)
-        if published is not None:
-            facts.return_changes.append(published.change())
-    if why:  # a run in which other modules call it tells them, then this module, again
+    why = callers_outside(function)
+    if why:
         return why
     replacements: dict[cst.CSTNode, Replacement] = {
         member: cst.RemovalSentinel.REMOVE for member in group
@@ -187,7 +195,128 @@ def plan_after_call(
         if isinstance(rewritten, str):
             return rewritten
         replacements.update(rewritten)
+    facts = analysis.project.facts
+    if publish and jitted and facts is not None:  # a run over a project: others may import it
+        published = _published(analysis, function, group, payloads, wrapping, rule)
+        if published is None:  # its importers, if any, tell the run that they cannot change
+            why = "a name its host statements read cannot be imported where it is called"
+            published = EffectAfterCall(function.name.value, rule, "", (), why_not=why)
+        facts.return_changes.append(published.change())
+    if publish and not sites and not _called_elsewhere(analysis, function):
+        # Moved out, the statements would run nowhere: the run hears of the move first, and
+        # tells this module again when other modules call the function (and can change).
+        return f"`{function.name.value}` is called nowhere in view"
     return AfterCall(replacements, tuple(dict.fromkeys(imports)))
+
+
+@dataclass(frozen=True)
+class _Joined:
+    """Statements that move together (`group`), the rule that found them, the fix it
+    reported them with until the move is planned, and the fix it makes without the move."""
+
+    group: Sequence[Statement]
+    wrapping: Wrapping
+    rule: Rule
+    placeholder: Fix
+    fallback: Callable[[], Fix | str]
+
+
+def _called_elsewhere(analysis: TracedAnalysis, function: cst.FunctionDef) -> bool:
+    """Whether the run told that other modules call `function` and all can change."""
+    name = function.name.value
+    return any(c.function == name and not c.why_not for c in analysis.project.foreign_calls)
+
+
+class FunctionMoves:
+    """Every host statement of one function that a fix takes out of the trace, whichever
+    rule found it. They move after the function's calls together, planned once the rules
+    have seen the whole file (`finish`): the function gains one set of extra outputs, and
+    each call site runs every moved statement once, in its order. When one of them cannot
+    move after the calls (it is `blocked`: a host callback, or no fix), none does: each takes
+    the fix its rule makes without the move, so that the effects keep their order."""
+
+    def __init__(self, analysis: TracedAnalysis) -> None:
+        self.analysis = analysis
+        self.joined: list[_Joined] = []
+        self.blocked = False
+
+    @classmethod
+    def of(cls, analysis: TracedAnalysis, statement: Statement) -> FunctionMoves:
+        """The moves of the function whose body holds `statement`."""
+        key = (cls, analysis.owner_function(statement))
+        moves = analysis.fix_plans.get(key)
+        if moves is None:
+            moves = analysis.fix_plans[key] = cls(analysis)
+            analysis.finishing.append(moves.finish)
+        assert isinstance(moves, FunctionMoves)
+        return moves
+
+    def join(
+        self,
+        group: Sequence[Statement],
+        wrapping: Wrapping,
+        rule: Rule,
+        fallback: Callable[[], Fix | str],
+    ) -> Fix:
+        """The fix to report `group` with (its edits are known at `finish`)."""
+        placeholder = rule.make_fix({}, title=rule.after_call_title)
+        self.joined.append(_Joined(group, wrapping, rule, placeholder, fallback))
+        return placeholder
+
+    def finish(self) -> None:
+        """Plan the move of every statement joined, in their order in the function, and give
+        each finding its fix."""
+        fixes: dict[int, Fix | None] = {}
+        moved = self._planned() if self.joined and not self.blocked else None
+        for joined in self.joined:
+            if moved is None:
+                fallback = joined.fallback()
+                fixes[id(joined.placeholder)] = fallback if isinstance(fallback, Fix) else None
+            else:
+                fixes[id(joined.placeholder)] = moved
+        for rule in {id(joined.rule): joined.rule for joined in self.joined}.values():
+            rule.diagnostics[:] = [_with_fix(d, fixes) for d in rule.diagnostics]
+
+    def _planned(self) -> Fix | None:
+        analysis = self.analysis
+        wrappings = {m: joined.wrapping for joined in self.joined for m in joined.group}
+        members = sorted(wrappings, key=analysis.position)
+        rule = self.joined[0].rule
+        after = plan_after_call(
+            analysis, members, lambda m, jax: wrappings[m](m, jax), rule.code, publish=True
+        )
+        if isinstance(after, str):
+            return None
+        return rule.make_fix(
+            after.replacements, after.imports, removed_nodes=members, title=rule.after_call_title
+        )
+
+
+def _with_fix(diagnostic: Diagnostic, fixes: Mapping[int, Fix | None]) -> Diagnostic:
+    """`diagnostic` with the fix that replaces its placeholder (see `FunctionMoves`)."""
+    if diagnostic.fix is None or id(diagnostic.fix) not in fixes:
+        return diagnostic
+    fix = fixes[id(diagnostic.fix)]
+    return dataclasses.replace(
+        diagnostic,
+        fix=fix,
+        fix_title=fix.title if fix else None,
+        fix_safety=fix.safety if fix else None,
+    )
+
+
+# What runs on the host while the function runs: a statement moved after its calls would
+# run after these, not in its place among them.
+_HOST_EFFECTS = HOST_CALLBACKS | {"jax.debug.print"}
+
+
+def _runs_callbacks(analysis: TracedAnalysis, statements: Sequence[cst.CSTNode]) -> bool:
+    """Whether one of `statements` calls a host callback or `jax.debug.print`."""
+    return any(
+        analysis.imported_names(call.func) & _HOST_EFFECTS
+        for statement in statements
+        for call in calls_in(statement)
+    )
 
 
 def _packed(names: Sequence[cst.Name]) -> cst.BaseExpression:
@@ -381,11 +510,12 @@ def _parenthesized(value: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _payloads(analysis: TracedAnalysis, group: Sequence[Statement]) -> list[str] | str:
-    """The names of the traced values the statements read, each bound before them and not
-    rebound after."""
+    """The names of the traced values the statements read, each bound before the first
+    statement that reads it and not rebound after: the function's last value of it, returned,
+    is the one they read."""
     names: list[str] = []
-    first = analysis.line_of(group[0])
     for member in group:
+        line = analysis.line_of(member)
         for node in names_read(member):
             if node.value in names or not analysis.is_traced(node):
                 continue
@@ -393,7 +523,7 @@ def _payloads(analysis: TracedAnalysis, group: Sequence[Statement]) -> list[str]
             if scope is not None and moves_with(analysis, scope, group):
                 continue  # a parameter of a lambda that moves too (`lambda leaf: ...`)
             bound = list(scope[node.value]) if scope is not None else []
-            if any(isinstance(a, Assignment) and analysis.line_of(a.node) > first for a in bound):
+            if any(isinstance(a, Assignment) and analysis.line_of(a.node) > line for a in bound):
                 return f"`{node.value}` is bound again after it"
             names.append(node.value)
     return names

@@ -202,6 +202,18 @@ def only_here(analysis: TracedAnalysis, function: cst.FunctionDef) -> str:
     )
 
 
+def callers_outside(function: cst.FunctionDef) -> str:
+    """Why code outside the run may call `function` ("" when it cannot): a fix that changes
+    what it returns would hand such callers something else. Only a private name (`_step`)
+    is known to have no callers but those the run sees: any code may import a public one,
+    also from a module that runs as a script (`if __name__ == "__main__":` is there for
+    being imported too)."""
+    name = function.name.value
+    if name.startswith("_"):
+        return ""
+    return f"`{name}` is public: code outside the run may call it"
+
+
 def assigned(
     analysis: TracedAnalysis, site: cst.Call
 ) -> tuple[cst.SimpleStatementLine | None, cst.BaseAssignTargetExpression | None]:

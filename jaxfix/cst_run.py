@@ -125,6 +125,10 @@ def run(
         for rule in rules
     ]
     visit_batched(wrapper, instances)
+    for finish in analysis.finishing:
+        finish()
+    analysis.finishing.clear()  # they hold the analysis: no cycle left to the collector
+    analysis.fix_plans.clear()
     diagnostics = [d for rule in instances for d in rule.diagnostics]
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
     return diagnostics

@@ -24,7 +24,7 @@ from typing import Any, TypeVar, cast
 
 import libcst as cst
 
-from jaxfix.after_call import AfterCall, Wrapping, plan_after_call
+from jaxfix.after_call import AfterCall, FunctionMoves, Wrapping, plan_after_call
 from jaxfix.analysis.effects import Keys
 from jaxfix.hoist import bound_names, fresh_name, hoist_statements, jax_module_name
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
@@ -78,21 +78,31 @@ class Hoists:
         self._reserved: list[str] = []
 
     def fix(self, statement: Statement, base: str) -> Fix | str:
-        """The fix that moves `statement` into a host function named after `base`, or why
-        there is none ("" when the statement itself cannot move)."""
+        """The fix that moves `statement` out of the trace: after each call of its function
+        with the function's other host statements (`FunctionMoves`), else into a host
+        function named after `base`; or why there is none ("" when the statement itself
+        cannot move)."""
         if statement in self._fixes:
             return self._fixes[statement]
         traced = self.rule.traced
         moved = _moving_with(traced, statement, self.movable)
-        title = self.rule.after_call_title
-        if not isinstance(moved, str) and title is not None:
+        moves = FunctionMoves.of(traced, statement)
+        if not isinstance(moved, str) and self.rule.after_call_title is not None:
             after = plan_after_call(traced, moved[0], self.wrapping, self.rule.code)
             if isinstance(after, AfterCall):
-                fix = self.rule.make_fix(
-                    after.replacements, after.imports, removed_nodes=moved[0], title=title
+                fix = moves.join(
+                    moved[0], self.wrapping, self.rule, lambda: self._hoist(statement, base, moved)
                 )
                 self._fixes.update(dict.fromkeys(moved[0], fix))
                 return fix
+        moves.blocked = True
+        return self._hoist(statement, base, moved)
+
+    def _hoist(
+        self, statement: Statement, base: str, moved: tuple[list[Statement], Keys] | str
+    ) -> Fix | str:
+        """The fix that moves `statement` (and `moved`) into a host callback."""
+        traced = self.rule.traced
         host_name = fresh_name(traced, base, self._reserved)
         planned = plan_hoist(traced, statement, moved, self.wrapping, host_name)
         if isinstance(planned, str):

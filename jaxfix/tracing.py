@@ -13,6 +13,7 @@ import ast
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import (
@@ -209,6 +210,11 @@ class TracedAnalysis:
         self._planned: set[ast.stmt] = set()  # statements fixes put a barrier before
         self._host_writes: set[ast.Subscript] | None = None  # see `writes_host_array`
         self.plan_waits = True  # `Options.plan_waits`: without, no host code waits
+        # Fix plans that need every rule's findings in the file first (one function's host
+        # statements moved after its calls, `jaxfix.after_call`): the engine runs them, in
+        # order, once the rules' traversal is over.
+        self.finishing: list[Callable[[], None]] = []
+        self.fix_plans: dict[object, Any] = {}  # those plans, by what each is about
 
     def _traced_functions(self) -> dict[FunctionNode, TracedFunction]:
         """The facts' traced functions, by their LibCST nodes."""
@@ -535,6 +541,11 @@ class TracedAnalysis:
         return isinstance(line, cst.SimpleStatementLine) and isinstance(
             self.parent(line), cst.Module
         )
+
+    def position(self, node: cst.CSTNode) -> tuple[int, int]:
+        """The line of the file and the column where `node` starts: its order in the file."""
+        start = self._positions[node].start
+        return self._line_of(start.line), start.column
 
     def line_of(self, node: cst.CSTNode) -> int:
         """The line of the file where `node` starts."""

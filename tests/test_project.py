@@ -803,7 +803,7 @@ SNAPSHOTS = []
 
 
 @jax.jit
-def forward(x):
+def _forward(x):
     h = jnp.tanh(x)
     SNAPSHOTS.append(pickle.dumps(h))
     return h.sum()
@@ -811,9 +811,9 @@ def forward(x):
 RUN = """\
 import jax.numpy as jnp
 
-from lab.steps import forward
+from lab.steps import _forward
 
-total = forward(jnp.ones(2))
+total = _forward(jnp.ones(2))
 """
 
 
@@ -832,16 +832,47 @@ def test_a_host_effect_moves_after_the_calls_in_other_modules(tmp_path: Path) ->
     assert "import pickle" not in steps and "    return h.sum(), h\n" in steps
     assert (root / "lab" / "run.py").read_text() == (
         "import pickle\n\nimport jax\nimport jax.numpy as jnp\n\n"
-        "from lab.steps import SNAPSHOTS, forward\n\n"
-        "total, h = forward(jnp.ones(2))\n"
+        "from lab.steps import SNAPSHOTS, _forward\n\n"
+        "total, h = _forward(jnp.ones(2))\n"
         "SNAPSHOTS.append(pickle.dumps(jax.device_get(h)))\n"
     )
     again = invoke("check", "--no-cache", str(root))
     assert again.exit_code == 0, again.output  # nothing left, nothing rewritten twice
 
 
+def test_every_host_statement_of_the_function_moves_once_in_order(tmp_path: Path) -> None:
+    """Two statements of the function, found apart: one extra output each, both after the
+    call, in their order (not a tuple of the old outputs nested in a new one)."""
+    root = after_call_project(tmp_path, RUN)
+    steps = STEPS.replace(
+        "    SNAPSHOTS.append(pickle.dumps(h))\n",
+        "    SNAPSHOTS.append(pickle.dumps(h))\n    LAST.append(pickle.dumps(h + 1))\n",
+    ).replace("SNAPSHOTS = []\n", "SNAPSHOTS = []\nLAST = []\n")
+    (root / "lab" / "steps.py").write_text(steps)
+    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(root)).exit_code == 0
+    fixed_steps = (root / "lab" / "steps.py").read_text()
+    assert "pickle" not in fixed_steps and "    return h.sum(), h\n" in fixed_steps
+    run = (root / "lab" / "run.py").read_text()
+    assert run.endswith(
+        "total, h = _forward(jnp.ones(2))\n"
+        "SNAPSHOTS.append(pickle.dumps(jax.device_get(h)))\n"
+        "LAST.append(pickle.dumps(jax.device_get(h + 1)))\n"
+    )
+
+
+def test_a_public_function_keeps_its_return_for_callers_outside_the_run(tmp_path: Path) -> None:
+    """Code outside the run may import `forward`: its statement moves into a host callback,
+    and no caller changes."""
+    root = after_call_project(tmp_path, RUN.replace("_forward", "forward"))
+    (root / "lab" / "steps.py").write_text(STEPS.replace("_forward", "forward"))
+    assert invoke("apply", "--unsafe-fixes", "--no-cache", str(root)).exit_code == 0
+    steps = (root / "lab" / "steps.py").read_text()
+    assert "jax.debug.callback(" in steps and "    return h.sum()\n" in steps
+    assert (root / "lab" / "run.py").read_text() == RUN.replace("_forward", "forward")
+
+
 def test_a_call_site_that_cannot_move_leaves_the_effect_in_a_callback(tmp_path: Path) -> None:
-    root = after_call_project(tmp_path, RUN.replace("total = forward", "print(forward"))
+    root = after_call_project(tmp_path, RUN.replace("total = _forward", "print(_forward"))
     (root / "lab" / "run.py").write_text((root / "lab" / "run.py").read_text() + ")\n")
     assert invoke("apply", "--unsafe-fixes", "--no-cache", str(root)).exit_code == 0
     assert "jax.debug.callback(" in (root / "lab" / "steps.py").read_text()

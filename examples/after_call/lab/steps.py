@@ -1,4 +1,4 @@
-"""A jitted training step that keeps a pickled copy of each activation."""
+"""A jitted training step, private to the package, that keeps a pickled copy of each activation."""
 import pickle
 
 import jax
@@ -8,7 +8,7 @@ SNAPSHOTS = []
 
 
 @jax.jit
-def forward(w, x):
+def _forward(w, x):
     h = jnp.tanh(x @ w)
     SNAPSHOTS.append(pickle.dumps(h))
     return h.sum()
