@@ -795,11 +795,12 @@ class HostConversionInTraced(Rule):
         if not jax_name:
             return None
         # `ordered=True`: prints run in program order, as the prints they replace did (an
-        # accelerator runs unordered ones in any order).
+        # accelerator runs unordered ones in any order); JAX refuses it over several devices.
         ordered = cst.Arg(cst.Name("True"), keyword=cst.Name("ordered"), equal=_TIGHT)
+        keywords = [] if self.traced.may_run_sharded() else [ordered]
         new = cst.Call(
             func=cst.parse_expression(f"{jax_name}.debug.print"),
-            args=[cst.Arg(cst.SimpleString(_literal(template))), *args, ordered],
+            args=[cst.Arg(cst.SimpleString(_literal(template))), *args, *keywords],
         )
         return self.make_fix({call: new}, imports)
 

@@ -189,8 +189,10 @@ def hoist_statements(
         body=cst.IndentedBlock([*declarations, *body]),
         leading_lines=_blank_line_before(analysis, first),
     )
+    # Ordered, the effects keep program order; JAX refuses that over several devices.
+    ordered = "" if analysis.may_run_sharded() else ", ordered=True"
     callback = cst.parse_statement(
-        f"{jax_name}.debug.callback({', '.join([host_name, *traced])}, ordered=True)\n"
+        f"{jax_name}.debug.callback({', '.join([host_name, *traced])}{ordered})\n"
     ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     return [host_def, callback]
 

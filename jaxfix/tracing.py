@@ -542,6 +542,11 @@ class TracedAnalysis:
             self.parent(line), cst.Module
         )
 
+    def may_run_sharded(self) -> bool:
+        """Whether the file's traced functions may run over several devices (see
+        `FileAnalysis.may_run_sharded`): host callbacks there cannot be ordered."""
+        return self._analysed.may_run_sharded()
+
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         """The line of the file and the column where `node` starts: its order in the file."""
         start = self._positions[node].start

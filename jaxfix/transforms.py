@@ -205,6 +205,25 @@ HOST_CALLBACKS = frozenset(
     }
 )
 
+# What runs a computation over several devices, where JAX refuses ordered effects ("The
+# following ordered effects are not supported for more than 1 device"): a module that names
+# one of these (or any `jax.sharding` name, or gives `jax.jit` shardings) may run its traced
+# functions sharded.
+SHARDING = frozenset(
+    {
+        "jax.pmap",
+        "jax.experimental.pjit.pjit",
+        "jax.experimental.shard_map.shard_map",
+        "jax.shard_map",
+        "jax.make_mesh",
+        "jax.set_mesh",
+        "jax.lax.with_sharding_constraint",
+        "jax.experimental.mesh_utils.create_device_mesh",
+    }
+)
+SHARDING_MODULES = ("jax.sharding.",)
+SHARDING_KEYWORDS = frozenset({"in_shardings", "out_shardings"})
+
 # Apply a function to every leaf: its parameters are traced when a tree argument is.
 TREE_MAPS = frozenset(
     {"jax.tree_util.tree_map", "jax.tree.map", "jax.tree_map", "jax.tree_util.tree_map_with_path"}

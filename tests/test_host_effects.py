@@ -4,7 +4,11 @@ neither can be done there is no fix (`jaxfix.host_effects`, `jaxfix.analysis.eff
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -221,3 +225,57 @@ def test_a_lambda_that_calls_the_traced_function_runs_it() -> None:
 def test_a_lambda_whose_parameter_is_named_like_the_traced_function_does_not_run_it() -> None:
     host = "list(map(lambda step: print(step), [1]))\nprint(LAST)\n"
     assert "effects_barrier" not in fixed(host)
+
+
+SHARDED_STEP = textwrap.dedent("""\
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    LOSSES = []
+
+
+    @jax.jit
+    def _step(x):
+        loss = jnp.mean(x**2)
+        LOSSES.append(float(loss))
+        return x * 0.5
+
+
+    mesh = jax.make_mesh((4,), ("d",))
+    x = jax.device_put(jnp.arange(8.0), NamedSharding(mesh, PartitionSpec("d")))
+    for _ in range(2):
+        x = jax.block_until_ready(_step(x))
+    print(len(LOSSES), [round(v, 4) for v in LOSSES])
+    """)
+
+
+def test_a_module_that_shards_gets_unordered_callbacks() -> None:
+    """JAX refuses ordered effects over several devices: where the file shows a mesh, the
+    callback is unordered (the barrier still orders the read)."""
+    fixed = fix_text(SHARDED_STEP, RULES, unsafe_fixes=True).text
+    assert "jax.debug.callback(_host_append, loss)\n" in fixed
+    assert "jax.effects_barrier()\nprint(len(LOSSES)" in fixed
+    single = fix_text(SHARDED_STEP.split("\n\nmesh")[0] + "\n", RULES, unsafe_fixes=True).text
+    assert "ordered=True" in single  # nothing there runs over several devices
+
+
+@pytest.mark.jax
+def test_the_unordered_callback_runs_over_four_devices(tmp_path: Path) -> None:
+    """The fixed program runs over four (host) devices as its concrete run does; ordered, it
+    would raise `ValueError: The following ordered effects are not supported for more than 1
+    device`."""
+    fixed = fix_text(SHARDED_STEP, RULES, unsafe_fixes=True).text
+    ordered = fixed.replace("_host_append, loss)", "_host_append, loss, ordered=True)")
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    runs = []
+    for name, text in (("fixed.py", fixed), ("ordered.py", ordered)):
+        (tmp_path / name).write_text(text)
+        runs.append(
+            subprocess.run(
+                [sys.executable, name], cwd=tmp_path, env=env, capture_output=True, text=True
+            )
+        )
+    assert runs[0].returncode == 0, runs[0].stderr
+    assert runs[0].stdout == "2 [17.5, 4.375]\n"
+    assert "ordered effects are not supported for more than 1 device" in runs[1].stderr

@@ -23,7 +23,14 @@ from jaxfix.analysis.reasons import THROUGH_CALLERS, Via
 from jaxfix.analysis.tracing import Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.parts import WholeModule
-from jaxfix.transforms import STATIC_QUERIES, TRANSFORMS, TransformSpec
+from jaxfix.transforms import (
+    SHARDING,
+    SHARDING_KEYWORDS,
+    SHARDING_MODULES,
+    STATIC_QUERIES,
+    TRANSFORMS,
+    TransformSpec,
+)
 
 
 @dataclass
@@ -44,6 +51,7 @@ class FileAnalysis:
     _effects: EffectIndex | None = field(default=None, repr=False)
     _keeping: Keeping | None = field(default=None, repr=False)
     _keys: Keys | None = field(default=None, repr=False)
+    _sharded: bool | None = field(default=None, repr=False)
 
     @property
     def positions(self) -> Positions:
@@ -65,6 +73,23 @@ class FileAnalysis:
         if self._keys is None:
             self._keys = Keys(self.facts, self.keeping)
         return self._keys
+
+    def may_run_sharded(self) -> bool:
+        """Whether the file shows a computation over several devices (`shard_map`, `pjit`,
+        `pmap`, a mesh, a `jax.sharding` name, `jax.jit(..., in_shardings=...)`): where it
+        does, its traced functions may run sharded, and JAX refuses ordered host callbacks
+        there."""
+        if self._sharded is None:
+            self._sharded = any(map(self._names_sharding, ast.walk(self.tree)))
+        return self._sharded
+
+    def _names_sharding(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.keyword):
+            return node.arg in SHARDING_KEYWORDS
+        if not isinstance(node, ast.Name | ast.Attribute):
+            return False
+        name = self.facts.module.import_name(node)
+        return name is not None and (name in SHARDING or name.startswith(SHARDING_MODULES))
 
     def guessed_parameter(self, node: ast.expr, fid: str) -> bool:
         """Whether `node` is a parameter (also reassigned: `axis = int(axis)`) that is a tracer
