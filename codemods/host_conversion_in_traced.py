@@ -13,7 +13,7 @@ from jaxfix.call_sites import runs_outside_traces, uses_of
 from jaxfix.candidates import HOST_INDEXES, UNRAISED
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target, jax_module_name, jax_numpy_name
-from jaxfix.host_effects import Hoists
+from jaxfix.host_effects import Hoists, wait_in_importers
 from jaxfix.models import numpy_scipy
 from jaxfix.models.sinks import FIRST, Sink, SinkKind, names_of
 from jaxfix.returns import DUMPS
@@ -258,6 +258,7 @@ class HostConversionInTraced(Rule):
     sinks = SINKS
     reads_users = True  # a function's eager callers rule out the `jax.numpy` rewrite
     reads_after_calls = True  # the hoisting fix waits for the callback where host code reads
+    project_aware = True  # other modules' reads after calls of a function it hoists from
     anchors = (
         LIBRARY_SINKS
         | names_of(SINKS, SinkKind.CONVERT)
@@ -526,6 +527,9 @@ class HostConversionInTraced(Rule):
         ):
             return _Finding("str.format", _FORMATS, _FORMAT_ADVICE, text=True)
         return None
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        wait_in_importers(self)  # the reads after other modules' functions' callbacks
 
     def prepare(self) -> None:
         """The conversion sinks by full name (the built-ins and the project's), and the

@@ -9,7 +9,7 @@ from jaxfix.analysis.keeping import MUTATORS, Holder, Outliving
 from jaxfix.candidates import OUTER, STORES
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target
-from jaxfix.host_effects import Hoists
+from jaxfix.host_effects import Hoists, wait_in_importers
 from jaxfix.models.sinks import EVERY, SinkKind, names_of, rows
 from jaxfix.rule import Fix, Rule, command_hooks
 from jaxfix.sinks import LEVELS, LOGGER_METHODS, METRICS_METHODS
@@ -168,6 +168,7 @@ class LeakInTraced(Rule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         rewrite_imported_sites(self)  # the call sites of other modules' functions
+        wait_in_importers(self)  # the reads after them of what their callbacks write
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.traced.context_of(node) is None:

@@ -11,7 +11,7 @@ from jaxfix.after_call import rewrite_imported_sites
 from jaxfix.candidates import BOUND, MADE
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import is_host_only_target
-from jaxfix.host_effects import Hoists
+from jaxfix.host_effects import Hoists, wait_in_importers
 from jaxfix.models.sinks import FIRST, Payload, Sink, SinkKind, names_of, rows
 from jaxfix.returns import DUMPS, returned
 from jaxfix.rule import Fix, Rule, command_hooks
@@ -241,6 +241,7 @@ class SerializeInTraced(Rule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         rewrite_imported_sites(self)  # the call sites of other modules' functions
+        wait_in_importers(self)  # the reads after them of what their callbacks write
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.traced.context_of(node)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import libcst as cst
@@ -111,6 +112,8 @@ class SerializedReturn(Rule):
         self._note(context, node, qualified, payload, where, fix_or_why)
         if isinstance(fix_or_why, str):
             self.report(node, f"{message}; not rewritten: {fix_or_why}")
+        elif isinstance(function, cst.FunctionDef):  # its calls elsewhere change with it
+            self.report(node, message, dataclasses.replace(fix_or_why, moves=function.name.value))
         else:
             self.report(node, message, fix_or_why)
 
@@ -180,6 +183,7 @@ class SerializedReturn(Rule):
         if why or not imported.allowed:
             return
         fix = self.make_fix(replacements, imports)
+        fix = dataclasses.replace(fix, part_of=f"{imported.definer}:{returns.function}")
         message = (
             f"`{returns.function}` will return the array instead of `{serializer}`"
             " bytes (JF107 rewrites it where it is defined): serialize its host copy here"

@@ -224,7 +224,10 @@ class _Joined:
 def _called_elsewhere(analysis: TracedAnalysis, function: cst.FunctionDef) -> bool:
     """Whether the run told that other modules call `function` and all can change."""
     name = function.name.value
-    return any(c.function == name and not c.why_not for c in analysis.project.foreign_calls)
+    return any(
+        c.function == name and not c.why_not and not c.keeps_return
+        for c in analysis.project.foreign_calls
+    )
 
 
 class FunctionMoves:
@@ -287,22 +290,19 @@ class FunctionMoves:
         )
         if isinstance(after, str):
             return None
-        return rule.make_fix(
+        fix = rule.make_fix(
             after.replacements, after.imports, removed_nodes=members, title=rule.after_call_title
         )
+        function = analysis.owner_function(members[0])
+        assert isinstance(function, cst.FunctionDef)
+        return dataclasses.replace(fix, moves=function.name.value)
 
 
 def _with_fix(diagnostic: Diagnostic, fixes: Mapping[int, Fix | None]) -> Diagnostic:
     """`diagnostic` with the fix that replaces its placeholder (see `FunctionMoves`)."""
     if diagnostic.fix is None or id(diagnostic.fix) not in fixes:
         return diagnostic
-    fix = fixes[id(diagnostic.fix)]
-    return dataclasses.replace(
-        diagnostic,
-        fix=fix,
-        fix_title=fix.title if fix else None,
-        fix_safety=fix.safety if fix else None,
-    )
+    return diagnostic.with_fix(fixes[id(diagnostic.fix)])
 
 
 # What runs on the host while the function runs: a statement moved after its calls would
@@ -393,7 +393,7 @@ def rewrite_imported_sites(rule: Rule) -> None:
     """In a module that imports functions whose host statements (`rule`'s findings where they
     are defined) move after their calls: the statements after each call of them."""
     for imported in rule.traced.project.changed_imports:
-        if imported.returned.rule == rule.code:
+        if imported.returned.rule == rule.code and "code" in dict(imported.returned.details):
             _rewrite_imported(rule, imported, EffectAfterCall.of(imported.returned))
 
 
@@ -424,6 +424,7 @@ def _rewrite_imported(rule: Rule, imported: ChangedImport, effect: EffectAfterCa
     if why or not imported.allowed or not replacements:
         return
     fix = rule.make_fix(replacements, imports, title=rule.after_call_title)
+    fix = dataclasses.replace(fix, part_of=f"{imported.definer}:{effect.function}")
     message = (
         f"`{effect.function}` will return the traced values its host statements need"
         f" ({effect.rule} moves them here from `{imported.definer}`): run them after the call"

@@ -175,7 +175,30 @@ def _run(
                     _trace_across_modules(run, tasks, outcomes, packages, analyser)
                     _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
         analyser.record(key, tasks, outcomes)
+    for index, (path, _) in tasks.items():
+        outcomes[index] = outcomes[index].with_parts_apart(places[path].module)
+    _name_the_parts(outcomes)
     return outcomes, tasks
+
+
+def _name_the_parts(outcomes: dict[int, Outcome]) -> None:
+    """Each fix over several files says which other files it changes, in its title."""
+    files: dict[str, list[str]] = {}
+    for outcome in outcomes.values():
+        for part in outcome.parts:
+            if outcome.display not in files.setdefault(part.part_of, []):
+                files[part.part_of].append(outcome.display)
+    if not files:
+        return
+    for outcome in outcomes.values():
+        outcome.diagnostics = [
+            dataclasses.replace(
+                d, fix_title=f"{d.fix_title}; it also changes {', '.join(files[d.moves])}"
+            )
+            if d.moves in files and d.fix_title
+            else d
+            for d in outcome.diagnostics
+        ]
 
 
 def _first_round(
@@ -377,7 +400,11 @@ def _serialize_at_foreign_call_sites(
     verdicts: dict[tuple[int, str], str] = {}
     for (definer, returned), callers in users.items():
         why = returned.why_not or next(
-            (why for i, name in callers if (why := _caller_verdict(tasks, outcomes, i, name))),
+            (
+                why
+                for i, name in callers
+                if (why := _caller_verdict(tasks, outcomes, i, name, returned.keeps_return))
+            ),
             "",
         )
         verdicts[definer, returned.function] = why
@@ -407,8 +434,12 @@ def _verdict_options(
 ) -> dict[int, dict[str, tuple[object, ...]]]:
     """The options of every file of a group: its callers' imports, its definer's verdicts."""
     changes = _imports_options(users, verdicts, definers)
+    keeping = {(definer, returned.function): returned.keeps_return for definer, returned in users}
     for (definer, function), why in verdicts.items():
-        calls = project.ForeignCalls(function, why)
+        keeps_return = keeping.get((definer, function), False)
+        if keeps_return and not why:
+            continue  # its fix is the same, with or without callers that wait
+        calls = project.ForeignCalls(function, why, keeps_return)
         known = changes.setdefault(definer, {}).get("foreign_calls", ())
         changes[definer]["foreign_calls"] = (*known, calls)
     return changes
@@ -441,11 +472,15 @@ def _importers_of_return_changes(
 
 
 def _caller_verdict(
-    tasks: dict[int, tuple[Path, Job]], outcomes: dict[int, Outcome], caller: int, name: str
+    tasks: dict[int, tuple[Path, Job]],
+    outcomes: dict[int, Outcome],
+    caller: int,
+    name: str,
+    keeps_return: bool = False,
 ) -> str:
     """Why the call sites of `name` in file `caller` cannot be rewritten ("" when they can)."""
     path = tasks[caller][0]
-    if path.name == "__init__.py":
+    if path.name == "__init__.py" and not keeps_return:
         return f"it is re-exported by `{path}`: code outside the run may import it"
     return outcomes[caller].facts.call_sites.get(name, "it is called where jaxfix cannot tell")
 
@@ -598,6 +633,8 @@ def _round_options(job: Job) -> dict[str, Any]:
         "wrapped": [[name, dataclasses.asdict(wrapper)] for name, wrapper in job.options.wrapped],
         "entries": [dataclasses.asdict(entry) for entry in job.options.entries],
         "part": job.options.part.plain() if job.options.part is not None else None,
+        "changed_imports": [dataclasses.asdict(c) for c in job.options.changed_imports],
+        "foreign_calls": [dataclasses.asdict(c) for c in job.options.foreign_calls],
     }
 
 
@@ -610,10 +647,26 @@ def _job_of_round(job: Job, options: dict[str, Any] | None) -> Job | None:
         wrapped = tuple((str(n), Wrapped.from_plain(w)) for n, w in options["wrapped"])
         entries = tuple(project.entry_from_plain(entry) for entry in options["entries"])
         part = Part.from_plain(options["part"]) if options["part"] is not None else None
+        changed_imports = tuple(
+            project.ChangedImport(
+                str(c["name"]),
+                project.ReturnChange.from_plain(c["returned"]),
+                bool(c["allowed"]),
+                str(c["definer"]),
+            )
+            for c in options["changed_imports"]
+        )
+        foreign_calls = tuple(project.ForeignCalls(**c) for c in options["foreign_calls"])
     except (KeyError, TypeError, ValueError):
         return None
     changed = dataclasses.replace(
-        job.options, transforms=transforms, wrapped=wrapped, entries=entries, part=part
+        job.options,
+        transforms=transforms,
+        wrapped=wrapped,
+        entries=entries,
+        part=part,
+        changed_imports=changed_imports,
+        foreign_calls=foreign_calls,
     )
     return dataclasses.replace(job, options=changed)
 

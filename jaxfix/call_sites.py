@@ -147,7 +147,7 @@ def _only_binding(analysis: TracedAnalysis, function: cst.FunctionDef) -> Assign
         return f"`{name}` is bound more than once"
     if name in exported(analysis.module):
         return f"`{name}` is in `__all__`: other code may call it"
-    foreign = {calls.function: calls.why_not for calls in analysis.project.foreign_calls}
+    foreign = {c.function: c.why_not for c in analysis.project.foreign_calls if not c.keeps_return}
     return foreign.get(name) or binding
 
 
@@ -193,7 +193,7 @@ def runs_outside_traces(analysis: TracedAnalysis, function: TracedFunction) -> s
 def only_here(analysis: TracedAnalysis, function: cst.FunctionDef) -> str:
     """Why other modules may call `function` ("" when they cannot: see the module's docs)."""
     name = function.name.value
-    foreign = {calls.function for calls in analysis.project.foreign_calls}
+    foreign = {c.function for c in analysis.project.foreign_calls if not c.keeps_return}
     if name in foreign or name.startswith("_") or is_script(analysis.module):
         return ""
     return (

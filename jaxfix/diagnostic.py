@@ -59,6 +59,12 @@ class Diagnostic:
     # The fix as text edits of the whole file, in order, not overlapping (computed only when a
     # run asks for them: machine-readable outputs, `--show-fixes`, the interactive review).
     edits: tuple[TextEdit, ...] = ()
+    # A fix over several files is one transaction: the finding's fix changes the calls of the
+    # function `moves` in the other modules of the run (`module:function` once the run knows
+    # the module), and a finding `part_of` one is no finding of its own but those changes in
+    # this file, applied, shown and withheld with the finding whose fix it is part of.
+    moves: str = ""
+    part_of: str = ""
     fix: Fix | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -66,6 +72,17 @@ class Diagnostic:
         """What identifies the finding in one text, whatever its fix and edits: the same
         finding from another run over the text (a slice's, with or without edits)."""
         return (self.code, self.line, self.column, self.end_line, self.end_column, self.message)
+
+    def with_fix(self, fix: Fix | None) -> Diagnostic:
+        """This finding with `fix` (or none) in place of its own."""
+        return dataclasses.replace(
+            self,
+            fix=fix,
+            fix_title=fix.title if fix else None,
+            fix_safety=fix.safety if fix else None,
+            moves=fix.moves if fix else "",
+            part_of=fix.part_of if fix else "",
+        )
 
     def portable(self) -> Diagnostic:
         """This finding without its LibCST fix: picklable, and cheap to keep."""

@@ -247,7 +247,9 @@ def _check_text(
         return _on(lines, _unsuppressed(text, [], rules))
     # Cut out as fixes need it, the rules' run can give the edits too (see `_with_edits`).
     found, selection = _check(text, tree, active, options, slicing, follow, bool(edits), lines)
-    diagnostics = _on(lines, _fixable(_unsuppressed(text, found, rules), options))
+    kept = _unsuppressed(text, found, rules)
+    _withhold_suppressed(found, kept, facts)
+    diagnostics = _on(lines, _fixable(kept, options))
     if edits and any(d.fix_safety is not None for d in diagnostics):
         diagnostics = _with_edits(text, selection, diagnostics, active, filename, options)
     return diagnostics
@@ -279,7 +281,9 @@ def fix_text(
     if not active and follow is None:
         return Result(_unsuppressed(text, [], rules), text)
     found, selection = _check(text, tree, active, options, follow=follow)
-    diagnostics = _fixable(_unsuppressed(text, found, rules), options)
+    kept = _unsuppressed(text, found, rules)
+    _withhold_suppressed(found, kept, facts)
+    diagnostics = _fixable(kept, options)
     if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
         return Result(diagnostics, text)
     firstpass.check_depth(selection.tree.body)  # the whole file is parsed now, not only the slice
@@ -400,6 +404,22 @@ def _unsuppressed(
     active = {rule.code for rule in _analysers(rules)}
     report = any(rule.code == suppression.UNUSED_CODE for rule in rules)
     return suppression.apply(diagnostics, found, known, active, report)
+
+
+def _withhold_suppressed(
+    found: Sequence[Diagnostic], kept: Sequence[Diagnostic], facts: ModuleFacts | None
+) -> None:
+    """A fix over several files whose finding here a comment suppresses is withheld whole:
+    the run hears that the function's calls elsewhere must not change."""
+    if facts is None:
+        return
+    withheld = {d.moves for d in found if d.moves and d not in kept}
+    facts.return_changes[:] = [
+        dataclasses.replace(change, why_not="a suppression comment withholds its fix")
+        if change.function in withheld and not change.why_not
+        else change
+        for change in facts.return_changes
+    ]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ executes; on an accelerator that is after the call has returned. So the plan:
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import weakref
 from collections.abc import Callable, Mapping
@@ -23,12 +24,19 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import libcst as cst
+from libcst.metadata import GlobalScope
 
 from jaxfix.after_call import AfterCall, FunctionMoves, Wrapping, plan_after_call
 from jaxfix.analysis.effects import Keys
 from jaxfix.hoist import bound_names, fresh_name, hoist_statements, jax_module_name
+from jaxfix.project import ReturnChange
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
-from jaxfix.tracing import Statement, TracedAnalysis, names_read
+from jaxfix.tracing import HostReads, Statement, TracedAnalysis, names_read
+
+# The detail of a `ReturnChange` that asks the modules calling a function to wait for its host
+# callbacks before they read what those write: the keys, as plain values.
+WAITS = "waits"
+WAIT_TITLE = "Wait for its host callbacks (`jax.effects_barrier()`) before the read"
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,7 @@ class Hoist:
     replacements: Mapping[cst.CSTNode, Replacement]
     imports: tuple[ImportNeeded, ...]
     reads_at: tuple[int, ...]
+    keys: Keys  # what the moved statements write
 
     def title(self, title: str) -> str:
         """A fix title that says where the host waits."""
@@ -105,14 +114,102 @@ class Hoists:
         traced = self.rule.traced
         host_name = fresh_name(traced, base, self._reserved)
         planned = plan_hoist(traced, statement, moved, self.wrapping, host_name)
+        why, moves = ("", "") if isinstance(planned, str) else _waits(traced, planned, self.rule)
+        if why:
+            planned = why
         if isinstance(planned, str):
             self._fixes[statement] = planned
             return planned
         self._reserved.append(host_name)
         title = planned.title(self.rule.fix_title)
         fix = self.rule.make_fix(planned.replacements, planned.imports, title=title)
+        fix = dataclasses.replace(fix, moves=moves)
         self._fixes.update(dict.fromkeys(planned.moved, fix))
         return fix
+
+
+def _waits(analysis: TracedAnalysis, hoist: Hoist, rule: Rule) -> tuple[str, str]:
+    """Why the modules of the run that import the hoist's function cannot wait for what its
+    callback writes ("" when they can), and the function whose calls there wait ("" when no
+    other module can call it). The run hears of what the callback writes (`WAITS`), and each
+    importer puts its barriers with the fix (`wait_in_importers`)."""
+    function = analysis.owner_function(hoist.moved[0])
+    facts = analysis.project.facts
+    if not isinstance(function, cst.FunctionDef) or facts is None:
+        return "", ""
+    if not isinstance(analysis.scope_of(function), GlobalScope):
+        return "", ""  # no other module can call it by name
+    name = function.name.value
+    foreign = analysis.project.foreign_calls
+    told = next((c.why_not for c in foreign if c.function == name and c.keeps_return), "")
+    if told:
+        return f"another module reads what it writes and cannot wait: {told}", ""
+    known = [r for r in facts.return_changes if r.function == name]
+    if any(dict(r.details).keys() != {WAITS} for r in known):
+        return "", ""  # its return changes: the calls elsewhere change with it
+    keys = hoist.keys
+    for change in known:
+        facts.return_changes.remove(change)
+        keys = keys | _keys_of(change)
+    plain = (tuple(sorted(keys.names)), tuple(sorted(keys.attributes)), tuple(sorted(keys.paths)))
+    owner = known[0].rule if known else rule.code
+    facts.return_changes.append(ReturnChange(name, owner, ((WAITS, plain),), keeps_return=True))
+    return "", name
+
+
+def _keys_of(change: ReturnChange) -> Keys:
+    names, attributes, paths = change.detail(WAITS)
+    return Keys(frozenset(names), frozenset(attributes), frozenset(paths))
+
+
+def wait_in_importers(rule: Rule) -> None:
+    """In a module that imports functions whose statements a fix moves into host callbacks
+    (`WAITS`): a `jax.effects_barrier()` before the first read of what they write after each
+    call, reported with the fix when the run allows it; why not, noted for the run."""
+    analysis = rule.traced
+    facts = analysis.project.facts
+    for imported in analysis.project.changed_imports:
+        if imported.returned.rule != rule.code or WAITS not in dict(imported.returned.details):
+            continue
+        keys = _keys_of(imported.returned)
+        # The module sees the function's globals as `module.NAME` or `NAME` imported.
+        seen = Keys(keys.names, keys.attributes | keys.names, keys.paths)
+        reads = analysis.imported_host_reads(imported.name.rsplit(".", 1)[-1], seen)
+        why = _why_no_wait(reads)
+        if facts is not None:
+            facts.call_sites[imported.name] = why
+        if why or not imported.allowed or reads is None or not reads.before:
+            continue
+        replacements: dict[cst.CSTNode, Replacement] = {}
+        imports: list[ImportNeeded] = []
+        for place in reads.before:
+            jax_name, more = jax_module_name(analysis, place)
+            if not jax_name:
+                if facts is not None:
+                    line = analysis.line_of(place)
+                    facts.call_sites[imported.name] = f"the name `jax` is taken at line {line}"
+                break
+            replacements[place] = cst.FlattenSentinel([_barrier(jax_name, place), _bare(place)])
+            imports += more
+        else:
+            analysis.plan_barriers(reads)
+            fix = rule.make_fix(replacements, imports, title=WAIT_TITLE)
+            fix = dataclasses.replace(
+                fix, part_of=f"{imported.definer}:{imported.returned.function}"
+            )
+            message = (
+                f"`{imported.returned.function}` writes in host callbacks ({rule.code} moves"
+                f" its statements there in `{imported.definer}`): wait for them before the read"
+            )
+            rule.report(reads.before[0], message, fix)
+
+
+def _why_no_wait(reads: HostReads | None) -> str:
+    if reads is None:
+        return "a read of what it writes is not a statement of a block"
+    if reads.blocked is not None:
+        return f"a read at line {reads.blocked} is in the statement that runs it"
+    return ""
 
 
 def plan_hoist(
@@ -149,7 +246,7 @@ def plan_hoist(
         replacements[place] = cst.FlattenSentinel([_barrier(name, place), _bare(place)])
         imports += more
     analysis.plan_barriers(reads)
-    return Hoist(tuple(group), replacements, tuple(dict.fromkeys(imports)), reads.lines)
+    return Hoist(tuple(group), replacements, tuple(dict.fromkeys(imports)), reads.lines, keys)
 
 
 def _moving_with(

@@ -57,6 +57,9 @@ class ReturnChange:
     rule: str  # the code of the rule whose fix it is
     details: tuple[tuple[str, Any], ...]
     why_not: str = ""  # why the function itself cannot be rewritten ("" when it can)
+    # The function returns what it did: its callers only add code after the calls (the
+    # barriers before reads of what its host callbacks write), so a re-export is no obstacle.
+    keeps_return: bool = False
 
     def detail(self, name: str) -> Any:
         return dict(self.details)[name]
@@ -64,7 +67,7 @@ class ReturnChange:
     @classmethod
     def from_plain(cls, data: dict[str, Any]) -> ReturnChange:
         details = tuple((str(name), _frozen(value)) for name, value in data["details"])
-        return cls(data["function"], data["rule"], details, data["why_not"])
+        return cls(data["function"], data["rule"], details, data["why_not"], data["keeps_return"])
 
 
 def _frozen(value: Any) -> Any:
@@ -91,6 +94,7 @@ class ForeignCalls:
 
     function: str
     why_not: str = ""
+    keeps_return: bool = False  # of the `ReturnChange` it answers
 
 
 @dataclass

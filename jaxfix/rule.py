@@ -44,6 +44,9 @@ class Fix:
     imports_needed: Sequence[ImportNeeded] = ()
     # Nodes the fix deletes: imports only they used are removed when no longer referenced.
     removed_nodes: Sequence[cst.CSTNode] = ()
+    # See `Diagnostic.moves` and `Diagnostic.part_of`: a fix over several files.
+    moves: str = ""
+    part_of: str = ""
 
 
 class Rule(cst.BatchableCSTVisitor):
@@ -172,6 +175,8 @@ class Rule(cst.BatchableCSTVisitor):
                 end_column=span.end.column,
                 fix_title=fix.title if fix else None,
                 fix_safety=fix.safety if fix else None,
+                moves=fix.moves if fix else "",
+                part_of=fix.part_of if fix else "",
                 fix=fix,
             )
         )

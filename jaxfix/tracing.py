@@ -735,6 +735,9 @@ class TracedAnalysis:
         if found is None or found[1] is None:
             return None
         barriers = waits.barriers(self._analysed.effects(), found[1], keys, self._planned)
+        return self._host_reads(barriers)
+
+    def _host_reads(self, barriers: waits.Barriers) -> HostReads | None:
         if barriers.blocked is not None:
             return HostReads(blocked=barriers.blocked.lineno)
         before = [self._statement_at(node) for node in barriers.before]
@@ -745,6 +748,13 @@ class TracedAnalysis:
         if len(places) != len(before):
             return None
         return HostReads(tuple(places), tuple(n.lineno for n in barriers.reads))
+
+    def imported_host_reads(self, name: str, keys: Keys) -> HostReads | None:
+        """Where host code of this module must wait for the host callbacks of a function it
+        imports as `name` (they write `keys`); None when a place to wait is not a statement
+        of a block."""
+        barriers = waits.barriers(self._analysed.effects(), name, keys, self._planned)
+        return self._host_reads(barriers)
 
     def plan_barriers(self, reads: HostReads) -> None:
         """Note that a fix puts barriers where `reads` says: another fix's barrier for a

@@ -49,11 +49,16 @@ class Barriers:
 
 
 def barriers(
-    index: EffectIndex, function: FunctionNode, keys: Keys, planned: Collection[ast.stmt] = ()
+    index: EffectIndex,
+    function: FunctionNode | str,
+    keys: Keys,
+    planned: Collection[ast.stmt] = (),
 ) -> Barriers:
     """Where `jax.effects_barrier()` must run for host code that reads `keys` after code that
-    may run `function`. `planned`: statements other fixes put a barrier before; one of them is
-    used when it stands between the call and the read."""
+    may run `function` (a function of the module, or the name the module imports one by:
+    `step` for `from pkg.steps import step`, also `steps.step`). `planned`: statements other
+    fixes put a barrier before; one of them is used when it stands between the call and the
+    read."""
     runners = _runners(index, function, keys)
     entries: dict[str, bool] | None = None  # optimistic at first: a fixed point down
     for _ in range(_MAX_PASSES):
@@ -73,12 +78,14 @@ def barriers(
     )
 
 
-def _runners(index: EffectIndex, function: FunctionNode, keys: Keys) -> _Runners:
+def _runners(index: EffectIndex, function: FunctionNode | str, keys: Keys) -> _Runners:
     """The names through which host code may run `function`: its own (its class's, for a
     `__call__`), those of the functions whose code runs one, and the variables that may hold
     one (`step = jax.jit(f)`, `model = MLP()`, `opt = optax.chain(make_opt())`)."""
     runners = _Runners(index.class_of)
-    if isinstance(function, FUNCTIONS):
+    if isinstance(function, str):
+        runners.functions.add(function)
+    elif isinstance(function, FUNCTIONS):
         runners.add_function(function)
     grown = True
     while grown:
