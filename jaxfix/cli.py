@@ -22,7 +22,8 @@ from jaxfix import __version__
 from jaxfix.batch import Job
 from jaxfix.cache import DEFAULT_FOLDER, clean
 from jaxfix.config import Overrides, job_for
-from jaxfix.diagnostic import Diagnostic
+from jaxfix.diagnostic import Diagnostic, TextEdit
+from jaxfix.edits import apply_edits
 from jaxfix.formats import FORMATS, STREAMING_FORMATS, FileResult, render
 from jaxfix.formats import statistics as render_statistics
 from jaxfix.models.sinks import Sink, SinkKind
@@ -343,15 +344,26 @@ def _review_all(
 
     finder = finder_for(overrides, options)
     stopped = False
-    for outcome in list(outcomes(paths, finder, options, fix=False, edits=True)):
+    found = list(outcomes(paths, finder, options, fix=False, edits=True))
+    parts = _Parts(found, color)
+    # A file whose fixes change other files comes before them: their review starts from the
+    # text with the changes accepted so far.
+    for outcome in sorted(found, key=lambda o: not any(d.moves for d in o.diagnostics)):
         _count(outcome, tally)
-        if stopped or outcome.error or not any(d.edits for d in outcome.diagnostics):
+        if stopped or outcome.error:
+            continue
+        pending = parts.pending.pop(outcome.display, None)
+        if pending is None and not any(d.edits for d in outcome.diagnostics):
             continue
         try:
             source = read_source(Path(outcome.display))
         except SourceError as error:
             _error(tally, str(error))
             continue
+        first: list[Diagnostic] | None = outcome.diagnostics
+        if pending is not None:  # the parts of other files' fixes, applied
+            source = dataclasses.replace(source, text=apply_edits(source.text, pending))
+            first = None
         job = job_for(finder.for_path(source.path), source.path, fix=False, edits=True)
 
         def check(text: str, source: SourceFile = source, job: Job = job) -> list[Diagnostic]:
@@ -369,17 +381,69 @@ def _review_all(
                 say=click.echo,
                 unsafe_fixes=job.unsafe_fixes,
                 color=color,
-                first=outcome.diagnostics,
+                first=first,
+                elsewhere=parts.diff,
             )
         except _ReviewFailed as error:
             _error(tally, f"{error}; the file is left unchanged")
             continue
         tally.remaining += len(review.remaining) - len(outcome.diagnostics)
-        if review.applied:
-            reviewed = dataclasses.replace(outcome, source=source, new_text=review.text)
+        parts.accept(review.applied)
+        if review.applied or pending is not None:
+            original = read_source(Path(outcome.display))
+            reviewed = dataclasses.replace(outcome, source=original, new_text=review.text)
             reviewed.fixed = review.applied
             _emit_fixed(reviewed, tally, diff=False, color=color)
         stopped = review.quit
+    for outcome in found:  # files that only take parts of fixes accepted elsewhere
+        pending = parts.pending.pop(outcome.display, None)
+        if pending is not None:
+            source = read_source(Path(outcome.display))
+            changed = dataclasses.replace(
+                outcome, source=source, new_text=apply_edits(source.text, pending), fixed=[]
+            )
+            _emit_fixed(changed, tally, diff=False, color=color)
+
+
+class _Parts:
+    """The changes that fixes over several files make in the other files (their parts, by
+    the finding they belong to: `Diagnostic.moves`), and those of the fixes accepted so far,
+    by file: applied whole, with the finding, or not at all."""
+
+    def __init__(self, found: Sequence[Outcome], color: bool) -> None:
+        self.color = color
+        self.by_fix: dict[str, list[tuple[str, Diagnostic]]] = {}
+        for outcome in found:
+            for part in outcome.parts:
+                self.by_fix.setdefault(part.part_of, []).append((outcome.display, part))
+        self.pending: dict[str, list[TextEdit]] = {}
+        self._accepted: set[str] = set()
+
+    def diff(self, diagnostic: Diagnostic) -> str:
+        """The diff of what `diagnostic`'s fix changes in the other files ("" for none)."""
+        edits = self._edits(diagnostic)
+        diffs = []
+        for display, changes in edits.items():
+            before = read_source(Path(display)).text
+            after = apply_edits(before, changes)
+            diffs.append(unified_diff(display, before, after, self.color).rstrip("\n"))
+        return "".join(f"\n{d}" for d in diffs)
+
+    def accept(self, applied: Sequence[Diagnostic]) -> None:
+        """Apply, later, the parts of the fixes of `applied` (once per fix)."""
+        for diagnostic in applied:
+            for display, changes in self._edits(diagnostic).items():
+                known = self.pending.setdefault(display, [])
+                known.extend(edit for edit in changes if edit not in known)
+            self._accepted.add(diagnostic.moves)
+
+    def _edits(self, diagnostic: Diagnostic) -> dict[str, list[TextEdit]]:
+        if not diagnostic.moves or diagnostic.moves in self._accepted:
+            return {}
+        edits: dict[str, list[TextEdit]] = {}
+        for display, part in self.by_fix.get(diagnostic.moves, []):
+            edits.setdefault(display, []).extend(part.edits)
+        return edits
 
 
 class _ReviewFailed(Exception):

@@ -134,8 +134,7 @@ def _waits(analysis: TracedAnalysis, hoist: Hoist, rule: Rule) -> tuple[str, str
     other module can call it). The run hears of what the callback writes (`WAITS`), and each
     importer puts its barriers with the fix (`wait_in_importers`)."""
     function = analysis.owner_function(hoist.moved[0])
-    facts = analysis.project.facts
-    if not isinstance(function, cst.FunctionDef) or facts is None:
+    if not isinstance(function, cst.FunctionDef):
         return "", ""
     if not isinstance(analysis.scope_of(function), GlobalScope):
         return "", ""  # no other module can call it by name
@@ -144,6 +143,9 @@ def _waits(analysis: TracedAnalysis, hoist: Hoist, rule: Rule) -> tuple[str, str
     told = next((c.why_not for c in foreign if c.function == name and c.keeps_return), "")
     if told:
         return f"another module reads what it writes and cannot wait: {told}", ""
+    facts = analysis.project.facts
+    if facts is None:  # nobody listens (an editor's buffer): the run has told the importers
+        return "", name
     known = [r for r in facts.return_changes if r.function == name]
     if any(dict(r.details).keys() != {WAITS} for r in known):
         return "", ""  # its return changes: the calls elsewhere change with it

@@ -59,10 +59,13 @@ def review_file(
     unsafe_fixes: bool,
     color: bool,
     first: Sequence[Diagnostic] | None = None,
+    elsewhere: Callable[[Diagnostic], str] = lambda diagnostic: "",
 ) -> Review:
     """Offer each allowed fix of `text`'s findings in turn; `check` re-checks the text after
     each accepted fix and must fill `edits`; `first` are the findings of `text` when the caller
-    has them already. `say` gets blocks without a final newline."""
+    has them already; `elsewhere` gives the diff of what a finding's fix changes in other
+    files (`Diagnostic.moves`), shown with it: the caller applies those changes with the
+    fixes it accepts (`Review.applied`). `say` gets blocks without a final newline."""
     review = Review(text, [], False, list(check(text) if first is None else first))
     declined: set[_Mark] = set()
     limit = sum(_offered(d, unsafe_fixes) for d in review.remaining) + EXTRA_DECISIONS
@@ -76,7 +79,7 @@ def review_file(
             say(f"{finding_line(display, current)}\nIts fix changes nothing: skipped.")
             declined.add(_mark(line_starts(review.text), current))
             continue
-        say(_render(display, review.text, fixed, current, color))
+        say(_render(display, review.text, fixed, current, color) + elsewhere(current))
         answer = "y" if apply_all else _answer(ask, say)
         if answer in ("d", "q"):
             review.quit = answer == "q"

@@ -578,3 +578,78 @@ async def test_a_finding_from_another_file_follows_that_file(
     await until(lambda: shown_codes(project_client, helpers.as_uri()) == [], "no finding")
     save(project_client, train, 3, TRAIN)
     await until(lambda: shown_codes(project_client, helpers.as_uri()) == ["JF101"], "JF101")
+
+
+STEPS = """\
+import pickle
+
+import jax
+import jax.numpy as jnp
+
+SNAPS = []
+
+
+@jax.jit
+def step(x):
+    h = jnp.tanh(x)
+    SNAPS.append(pickle.dumps(h))
+    return h * 2
+"""
+RUN = """\
+import jax.numpy as jnp
+
+from pkg import steps
+
+out = steps.step(jnp.ones(3))
+print(len(steps.SNAPS))
+"""
+
+
+@pytest_lsp.fixture(config=server_config("-m", "jaxfix.lsp"), loop_scope="module")
+async def waits_client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[None]:
+    """A workspace whose `run.py` reads, right after calling it, what `pkg.steps.step`
+    writes: a host callback's fix there needs a barrier in `run.py`."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "steps.py").write_text(STEPS)
+    (tmp_path / "run.py").write_text(RUN)
+    folder = types.WorkspaceFolder(uri=tmp_path.as_uri(), name="project")
+    params = types.InitializeParams(capabilities=capabilities(), workspace_folders=[folder])
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@asyncio_module
+async def test_a_fix_over_two_files_is_one_workspace_edit(
+    waits_client: Client, tmp_path: Path
+) -> None:
+    """The quick fix of the callback in `steps.py` edits `run.py` too (its barrier), in one
+    workspace edit; `run.py` shows no finding of its own."""
+    steps, run = tmp_path / "pkg" / "steps.py", tmp_path / "run.py"
+    open_document(waits_client, steps.as_uri(), STEPS)
+    await until(lambda: shown_codes(waits_client, steps.as_uri()) == ["JF101"], "JF101")
+    (found,) = waits_client.diagnostics[steps.as_uri()]
+
+    async def edited_documents() -> dict[str, types.TextDocumentEdit]:
+        fix, _ = await code_actions(waits_client, steps.as_uri(), found.range)
+        assert fix.title.startswith("jaxfix (JF101): Move the serialization to a host callback")
+        assert fix.edit is not None and fix.edit.document_changes is not None
+        return {
+            change.text_document.uri: change
+            for change in fix.edit.document_changes
+            if isinstance(change, types.TextDocumentEdit)
+        }
+
+    edited = await edited_documents()
+    for _ in range(200):  # until the workspace's run has told `run.py` of the function
+        if len(edited) > 1:
+            break
+        await asyncio.sleep(0.05)
+        edited = await edited_documents()
+    assert set(edited) == {steps.as_uri(), run.as_uri()}
+    barrier = "".join(e.new_text for e in edited[run.as_uri()].edits)
+    assert "jax.effects_barrier()" in barrier
+    open_document(waits_client, run.as_uri(), RUN)
+    await until(lambda: run.as_uri() in waits_client.diagnostics, "run.py checked")
+    assert shown_codes(waits_client, run.as_uri()) == []

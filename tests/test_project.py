@@ -1081,3 +1081,21 @@ def test_a_suppressed_finding_withholds_every_file_of_its_fix(tmp_path: Path) ->
     invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
     assert (root / "run.py").read_text() == PUBLIC_RUN
     assert "jax.effects_barrier" not in (root / "pkg" / "steps.py").read_text()
+
+
+@pytest.mark.parametrize(("answers", "waits"), [("y\nn\n", True), ("n\nn\n", False)])
+def test_the_review_shows_and_applies_a_fix_with_its_parts_in_other_files(
+    tmp_path: Path, answers: str, waits: bool
+) -> None:
+    """`apply -i` shows the barrier in `run.py` with the callback's fix in `steps.py`, and
+    writes both when the fix is accepted, neither when it is declined."""
+    root = public_steps_project(tmp_path)
+    result = CliRunner().invoke(
+        main, ["apply", "-i", "--unsafe-fixes", "--no-cache", str(root)], input=answers
+    )
+    first_offer = result.output.split("Apply this fix?")[0]
+    assert f"+++ b/{root / 'run.py'}" in first_offer
+    assert "+jax.effects_barrier()" in first_offer
+    run = (root / "run.py").read_text()
+    assert ("jax.effects_barrier()" in run) is waits
+    assert ("jax.debug.callback(" in (root / "pkg" / "steps.py").read_text()) is waits

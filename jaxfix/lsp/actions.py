@@ -3,7 +3,7 @@ unsafe ones never), "Suppress JFxxx on this line", and fix-all (`source.fixAll.j
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lsprotocol import types
@@ -68,10 +68,24 @@ def with_fixes(here: Sequence[Diagnostic], fixed: Sequence[Diagnostic]) -> list[
     return [by_place.get(d.place, d) for d in here]
 
 
-def line_actions(here: Sequence[Diagnostic], target: Target) -> list[types.CodeAction]:
+# For a fix over several files (`Diagnostic.moves`): the other documents' edits, by URI with
+# their version (None when not open), or None when they are not known (no quick fix then).
+Elsewhere = Mapping[str, tuple[int | None, Sequence[types.TextEdit]]]
+
+
+def line_actions(
+    here: Sequence[Diagnostic],
+    target: Target,
+    elsewhere: Callable[[Diagnostic], Elsewhere | None] = lambda found: {},
+) -> list[types.CodeAction]:
     """The quick fixes of the findings `here` (those whose edits were computed), then one
     suppression for each code on each of their lines."""
-    fixes = [action for d in here if (action := quick_fix(d, target)) is not None]
+    fixes = [
+        action
+        for d in here
+        if (others := elsewhere(d)) is not None
+        and (action := quick_fix(d, target, others)) is not None
+    ]
     suppressions: dict[tuple[int, str], types.CodeAction] = {}
     for d in here:
         if (d.line, d.code) not in suppressions and (action := suppress(d, target)) is not None:
@@ -79,16 +93,23 @@ def line_actions(here: Sequence[Diagnostic], target: Target) -> list[types.CodeA
     return fixes + list(suppressions.values())
 
 
-def quick_fix(found: Diagnostic, target: Target) -> types.CodeAction | None:
-    """`found`'s fix (its edits must have been computed), preferred only when it is safe."""
+def quick_fix(
+    found: Diagnostic, target: Target, elsewhere: Elsewhere | None = None
+) -> types.CodeAction | None:
+    """`found`'s fix (its edits must have been computed), preferred only when it is safe;
+    with the edits it makes in other documents (`elsewhere`), in the same workspace edit."""
     if found.fix_safety is None or not found.edits:
         return None
     edits = convert.text_edits(found.edits, target.index)
+    documents = {target.uri: (target.version, edits), **(elsewhere or {})}
+    title = f"jaxfix ({found.code}): {found.fix_title}"
+    if elsewhere:
+        title += f" (and {len(elsewhere)} other file{'s' if len(elsewhere) > 1 else ''})"
     return types.CodeAction(
-        title=f"jaxfix ({found.code}): {found.fix_title}",
+        title=title,
         kind=QUICK_FIX,
         diagnostics=[target.shown(found)],
-        edit=convert.workspace_edit(target.uri, target.version, edits, target.versioned),
+        edit=convert.workspace_edits(documents, target.versioned),
         is_preferred=found.fix_safety is FixSafety.SAFE,
     )
 

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from jaxfix.batch import Job
 from jaxfix.config import Config, ConfigError, ConfigFinder, Overrides, job_for, validate
-from jaxfix.diagnostic import Diagnostic
+from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted
 from jaxfix.outcome import Outcome
+from jaxfix.project import place_of
 from jaxfix.runner import run_job
 from jaxfix.sourcefile import SourceFile
 
@@ -61,7 +62,12 @@ def check(snapshot: Snapshot) -> Analysis:
     job, config_error = _job(snapshot, fix=False, edits=False)
     options = dataclasses.replace(job.options, plan_waits=False)
     outcome = _run(snapshot, dataclasses.replace(job, options=options))
-    return Analysis(tuple(outcome.diagnostics), outcome.error, config_error)
+    return Analysis(_findings(outcome), outcome.error, config_error)
+
+
+def _findings(outcome: Outcome) -> tuple[Diagnostic, ...]:
+    """The outcome's findings: not what other files' fixes change in it (their parts)."""
+    return tuple(d for d in outcome.diagnostics if not d.part_of)
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,55 @@ def with_edits(request: FixRequest) -> tuple[Diagnostic, ...]:
     when the text cannot be analysed (never a fix computed for another text)."""
     job, _ = _job(request.snapshot, fix=False, edits=request.lines)
     outcome = _run(request.snapshot, job)
-    return () if outcome.error else tuple(outcome.diagnostics)
+    return () if outcome.error else _findings(outcome)
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """What a fix changes in another file of the workspace: its text as the edits read it."""
+
+    path: Path
+    text: str
+    edits: tuple[TextEdit, ...]
+
+
+def parts_elsewhere(
+    found: Diagnostic,
+    snapshot: Snapshot,
+    jobs: Mapping[Path, Job],
+    texts: Mapping[Path, str],
+) -> tuple[Elsewhere, ...] | None:
+    """What `found`'s fix changes in the workspace's other files (`Diagnostic.moves`): the
+    parts that the files told of its function take, each analysed with the job the workspace
+    gives it (its open text in `texts`, else the saved one); None when one of them cannot
+    be analysed (then the fix is not offered: never half of it)."""
+    if not found.moves:
+        return ()
+    fix = f"{place_of(snapshot.path).module}:{found.moves}"
+    definer, _, function = fix.rpartition(":")
+    told = [
+        (path, job)
+        for path, job in sorted(jobs.items())
+        if path != snapshot.path
+        and any(
+            c.definer == definer and c.returned.function == function and c.allowed
+            for c in job.options.changed_imports
+        )
+    ]
+    found_elsewhere = []
+    for path, job in told:
+        try:
+            text = texts[path] if path in texts else path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        source = SourceFile(path, text.encode("utf-8", "surrogatepass"), text, "utf-8")
+        outcome = run_job(source, dataclasses.replace(job, fix=False, edits=True))
+        if outcome.error:
+            return None
+        edits = tuple(e for d in outcome.diagnostics if d.part_of == fix for e in d.edits)
+        if edits:  # a file told of the function may take no part (it reads nothing after)
+            found_elsewhere.append(Elsewhere(path, text, edits))
+    return tuple(found_elsewhere)
 
 
 def fixed_text(snapshot: Snapshot) -> str | None:

@@ -7,7 +7,7 @@ and marks everywhere else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from lsprotocol import types
 
@@ -74,14 +74,27 @@ def _inside_crlf(text: str, offset: int) -> bool:
     return 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n"
 
 
+def workspace_edits(
+    documents: Mapping[str, tuple[int | None, Sequence[types.TextEdit]]], versioned: bool
+) -> types.WorkspaceEdit:
+    """The edits of several documents (by URI, with the version they apply to) as one
+    workspace edit, applied whole by the client."""
+    if not versioned:
+        return types.WorkspaceEdit(changes={uri: list(e) for uri, (_, e) in documents.items()})
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=v),
+                edits=list(edits),
+            )
+            for uri, (v, edits) in documents.items()
+        ]
+    )
+
+
 def workspace_edit(
     uri: str, version: int | None, edits: Sequence[types.TextEdit], versioned: bool
 ) -> types.WorkspaceEdit:
     """`edits` of one document; `versioned` (the client supports `documentChanges`) names the
     version they apply to, so that a client refuses them once the document changed."""
-    if not versioned:
-        return types.WorkspaceEdit(changes={uri: list(edits)})
-    document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-    return types.WorkspaceEdit(
-        document_changes=[types.TextDocumentEdit(text_document=document, edits=list(edits))]
-    )
+    return workspace_edits({uri: (version, edits)}, versioned)

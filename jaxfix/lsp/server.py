@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from jaxfix import __version__
+from jaxfix.diagnostic import Diagnostic
 from jaxfix.lsp import actions, analysis, convert
 from jaxfix.lsp.analysis import Analysis, FixRequest, PerVersion, Snapshot
 from jaxfix.lsp.hover import hover as hover_at
@@ -148,6 +149,24 @@ class JaxfixServer(LanguageServer):
         for problem in problems:
             self.log(f"jaxfix settings: {problem}", error=True)
 
+    def elsewhere(self, found: Diagnostic, snapshot: Snapshot) -> actions.Elsewhere | None:
+        """The edits `found`'s fix makes in the workspace's other documents (see
+        `analysis.parts_elsewhere`), by URI and version; None when they are not known."""
+        opened = {uri: self.workspace.get_text_document(uri) for uri in sorted(self.open)}
+        documents = {Path(document.path): uri for uri, document in opened.items()}
+        texts = {path: opened[uri].source for path, uri in documents.items()}
+        parts = analysis.parts_elsewhere(found, snapshot, self.project.jobs, texts)
+        if parts is None:
+            return None
+        encoding = self.workspace.position_encoding or UTF16
+        result: dict[str, tuple[int | None, Sequence[types.TextEdit]]] = {}
+        for part in parts:
+            uri = documents.get(part.path, part.path.as_uri())
+            version = opened[uri].version if uri in opened else None
+            index = LineIndex(part.text, encoding)
+            result[uri] = (version, convert.text_edits(part.edits, index))
+        return result
+
     def target(self, snapshot: Snapshot) -> actions.Target:
         workspace = self.client_capabilities.workspace
         edit = workspace.workspace_edit if workspace else None
@@ -261,7 +280,14 @@ async def code_action(
         if lines:
             fixes = await ls.fixes.get(FixRequest(snapshot, lines))  # those lines' findings
             here = actions.with_fixes(here, fixes)
-        found += await asyncio.to_thread(actions.line_actions, here, target)
+        elsewhere = {
+            d.moves: await asyncio.to_thread(ls.elsewhere, d, snapshot)
+            for d in here
+            if d.moves and d.edits
+        }
+        found += await asyncio.to_thread(
+            actions.line_actions, here, target, lambda d: elsewhere.get(d.moves, {})
+        )
     if only is not None and actions.wanted(actions.FIX_ALL, only):
         new_text = await ls.fixed.get(snapshot)
         if new_text is not None:
