@@ -5,6 +5,7 @@ concrete values. Shared by every rule whose fix is "do this on the host".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from types import UnionType
 
@@ -162,11 +163,14 @@ def hoist_statements(
     if parameters is None or not parameters[0]:
         return None
     traced, frozen = parameters
+    given, projected = _projected(analysis, statements, traced, frozen)
     body: list[cst.BaseStatement] = []
     for statement in statements:
         moved: cst.CSTNode = statement
         for payload, wrapped in payload_wrapping.items():
             moved = moved.deep_replace(payload, wrapped)
+        for node, name in projected.items():
+            moved = moved.deep_replace(node, cst.Name(name))
         assert isinstance(moved, cst.SimpleStatementLine | cst.BaseCompoundStatement)
         body.append(moved.with_changes(leading_lines=()) if not body else moved)
     first = statements[0]
@@ -181,7 +185,7 @@ def hoist_statements(
             if _is_global(analysis, first, outer[0])
             else cst.SimpleStatementLine([cst.Nonlocal([cst.NameItem(cst.Name(n)) for n in outer])])
         )
-    params = [cst.Param(cst.Name(name)) for name in traced]
+    params = [cst.Param(cst.Name(name)) for name in given]
     params += [cst.Param(cst.Name(name), default=cst.Name(name), equal=_TIGHT) for name in frozen]
     host_def = cst.FunctionDef(
         name=cst.Name(host_name),
@@ -192,9 +196,78 @@ def hoist_statements(
     # Ordered, the effects keep program order; JAX refuses that over several devices.
     ordered = "" if analysis.may_run_sharded() else ", ordered=True"
     callback = cst.parse_statement(
-        f"{jax_name}.debug.callback({', '.join([host_name, *traced])}{ordered})\n"
+        f"{jax_name}.debug.callback({', '.join([host_name, *given.values()])}{ordered})\n"
     ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     return [host_def, callback]
+
+
+def _projected(
+    analysis: TracedAnalysis,
+    statements: Sequence[Statement],
+    traced: Sequence[str],
+    taken: Sequence[str],
+) -> tuple[dict[str, str], dict[cst.CSTNode, str]]:
+    """What the callback is given, by the host function's parameter name (the argument's
+    code), and the nodes of the statements that the parameters stand for. A traced name the
+    statements read only through constant keys and fields (`grads["w"]`, `state.step`) is
+    given as those parts alone: the host gets what it reads, not the whole tree."""
+    given: dict[str, str] = {}
+    projected: dict[cst.CSTNode, str] = {}
+    used = set(taken) | set(traced)
+    for name in traced:
+        reads = [n for s in statements for n in names_read(s) if n.value == name]
+        parts = [_projection(analysis, read) for read in reads]
+        if not reads or any(part is read for part, read in zip(parts, reads, strict=True)):
+            given[name] = name
+            continue
+        by_code: dict[str, str] = {}
+        for part in parts:
+            code = cst.Module([]).code_for_node(part)
+            if code not in by_code:
+                by_code[code] = _fresh(_part_name(code), used)
+                used.add(by_code[code])
+                given[by_code[code]] = code
+            projected[part] = by_code[code]
+    return given, projected
+
+
+def _projection(analysis: TracedAnalysis, read: cst.Name) -> cst.BaseExpression:
+    """The longest chain of constant items and fields read from `read` (`read` itself when
+    there is none): `grads["w"]`, `state.params["b"]`, `out[0]`; not a method's receiver."""
+    node: cst.BaseExpression = read
+    while True:
+        parent = analysis.parent(node)
+        if isinstance(parent, cst.Subscript) and parent.value is node and _constant_key(parent):
+            node = parent
+        elif isinstance(parent, cst.Attribute) and parent.value is node:
+            grand = analysis.parent(parent)
+            if isinstance(grand, cst.Call) and grand.func is parent:
+                return node
+            node = parent
+        else:
+            return node
+
+
+def _constant_key(subscript: cst.Subscript) -> bool:
+    if len(subscript.slice) != 1:
+        return False
+    element = subscript.slice[0].slice
+    return isinstance(element, cst.Index) and isinstance(
+        element.value, cst.SimpleString | cst.Integer
+    )
+
+
+def _part_name(code: str) -> str:
+    """A parameter name for a part: `grads["w"]` -> `grads_w`."""
+    return "_".join(word for word in re.split(r"\W+", code) if word) or "part"
+
+
+def _fresh(base: str, used: set[str]) -> str:
+    name, number = base, 1
+    while name in used:
+        number += 1
+        name = f"{base}_{number}"
+    return name
 
 
 def binds_with_walrus(statement: Statement) -> bool:

@@ -5,6 +5,7 @@ neither can be done there is no fix (`jaxfix.host_effects`, `jaxfix.analysis.eff
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -279,3 +280,34 @@ def test_the_unordered_callback_runs_over_four_devices(tmp_path: Path) -> None:
     assert runs[0].returncode == 0, runs[0].stderr
     assert runs[0].stdout == "2 [17.5, 4.375]\n"
     assert "ordered effects are not supported for more than 1 device" in runs[1].stderr
+
+
+GRADS = textwrap.dedent("""\
+    import pickle
+
+    import jax
+
+    LOG = []
+
+
+    @jax.jit
+    def step(params, x):
+        grads = jax.grad(lambda p: (p["w"] * x).sum())(params)
+        LOG.append({sent})
+        return params
+    """)
+
+
+@pytest.mark.parametrize(
+    ("sent", "given"),
+    [
+        ('pickle.dumps(grads["w"])', 'grads["w"]'),  # one leaf: that leaf alone
+        ('(pickle.dumps(grads["w"]), grads["b"][0])', 'grads["w"], grads["b"][0]'),
+        ("pickle.dumps(grads)", "grads"),  # the whole tree: all of it
+        ('pickle.dumps(grads["w"]), pickle.dumps(grads)', "grads"),
+        ("pickle.dumps(grads.get('w'))", "grads"),  # a method needs its receiver
+    ],
+)
+def test_the_callback_is_given_only_what_the_statement_reads(sent: str, given: str) -> None:
+    fixed = fix_text(GRADS.format(sent=sent), RULES, unsafe_fixes=True).text
+    assert re.search(rf"jax\.debug\.callback\(_host_\w+, {re.escape(given)}, ordered=True\)", fixed)
