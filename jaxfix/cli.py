@@ -646,7 +646,11 @@ def verify(selected: tuple[str, ...], jobs: int | None, callbacks: str, verbose:
         raise click.UsageError(f"unknown rule: {', '.join(unknown)} (see `jaxfix rules`)")
     rules = all_rules()
     wanted = {rule.code for rule in (select_rules(selected) if selected else rules)}
-    cases = [c for c in load_cases() if (r := rule_of(c, rules)) is not None and r.code in wanted]
+    cases = [
+        c
+        for c in load_cases(projects=True)
+        if (r := rule_of(c, rules)) is not None and r.code in wanted
+    ]
     click.echo(
         f"Proving {len(cases)} fixture cases under jax {jax_version} ({sys.executable}),"
         f" host callbacks {callbacks}"

@@ -1,15 +1,18 @@
-"""The proof runner's two ways of running host callbacks: at once (a CPU) or deferred to the
-next `jax.effects_barrier()` (what an accelerator's asynchronous dispatch allows); and the
-comparison of printed numbers within a backend's precision."""
+"""The proof runner's ways of running host callbacks: at once (a CPU), deferred to the next
+`jax.effects_barrier()` (what an accelerator's asynchronous dispatch allows), or at once with jit
+disabled (concrete values); what a program did besides printing (its log records, the files it
+left); project programs beside their modules; a program that hangs; and the comparison of printed
+numbers within a backend's precision, integers exactly."""
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from jaxfix.proofs import Callbacks, Run, run_programs, same_output
+from jaxfix.proofs import Callbacks, Run, effect_differences, run_programs, same_output
 
 CALLBACKS = textwrap.dedent("""\
     import jax
@@ -84,9 +87,161 @@ def test_deferred_callbacks_run_at_the_end_and_their_errors_fail_the_program(
         pytest.param("0.0001\n", "0.0\n", True, id="near zero"),
         pytest.param("loss 1.0\n", "lost 1.0\n", False, id="other text"),
         pytest.param("1.0 2.0\n", "1.0\n", False, id="another count of numbers"),
+        pytest.param("101 rows\n", "100 rows\n", False, id="integers exactly"),
+        pytest.param("[1 2 3]\n", "[1 2 3]\n", True, id="the same integers"),
+        pytest.param("step 1000: 0.5\n", "step 1001: 0.5\n", False, id="a count among floats"),
+        pytest.param("100.0 rows\n", "100 rows\n", True, id="a float against an integer"),
+        pytest.param("100.5 rows\n", "100 rows\n", True, id="within tolerance of an integer"),
+        pytest.param("1e2 rows\n", "101 rows\n", True, id="an exponent is a float"),
     ],
 )
 def test_printed_numbers_match_within_a_backends_precision(
     printed: str, expected: str, same: bool
 ) -> None:
     assert same_output(printed, expected) is same
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(textwrap.dedent(text))
+    return folder
+
+
+@pytest.mark.jax
+def test_a_concrete_run_disables_jit_and_runs_callbacks_at_once(tmp_path: Path) -> None:
+    program = (
+        write(
+            tmp_path,
+            {
+                "p.py": """\
+                import jax
+
+                @jax.jit
+                def f(x):
+                    jax.debug.print("callback {}", x)
+                    print("traced" if isinstance(x, jax.core.Tracer) else "concrete")
+                    return x
+
+                f(1.0)
+                print("returned")
+                """
+            },
+        )
+        / "p.py"
+    )
+    concrete, deferred = run_programs(
+        [program] * 2, callbacks=[Callbacks.CONCRETE, Callbacks.DEFERRED]
+    )
+    assert concrete == Run("callback 1.0\nconcrete\nreturned\n", None)
+    assert deferred == Run("traced\nreturned\ncallback 1.0\n", None)
+
+
+SAVES = """\
+    import json, logging, os, pickle
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    logging.getLogger("jax").warning("jax's own record")
+    x = jnp.arange(3.0) / 3
+    {convert}
+    np.save("a.npy", x)
+    np.savez("b.npz", x=x, n=np.arange(2))
+    with open("c.pkl", "wb") as f:
+        pickle.dump({{"x": x, "step": 3, "tag": ("t", [x])}}, f)
+    with open("d.json", "w") as f:
+        json.dump({{"loss": float(x.sum())}}, f)
+    os.mkdir("sub")
+    with open("sub/e.txt", "w") as f:
+        f.write("{text}\\n")
+    logging.getLogger("train").warning("loss %.4f after %d steps", float(x.sum()), {steps})
+    print(type(x).__name__, x.tolist())
+    """
+
+
+@pytest.mark.jax
+def test_what_a_program_wrote_and_logged_is_compared_by_its_values(tmp_path: Path) -> None:
+    """A jax array and a NumPy array of the same values, saved or pickled, are the same effect;
+    another value, another text, another file or another log record is not."""
+    variants = {
+        "jax": {"convert": "", "text": "done", "steps": 3},
+        "numpy": {"convert": "x = jax.device_get(x) + 1e-5", "text": "done", "steps": 3},
+        "changed": {"convert": "x = x * 2", "text": "other", "steps": 4},
+    }
+    programs = [
+        write(tmp_path / name, {"p.py": SAVES.format(**fields)}) / "p.py"
+        for name, fields in variants.items()
+    ]
+    concrete, numpy, changed = run_programs(programs)
+    assert concrete.error is None, concrete.error
+    assert sorted(concrete.files) == ["a.npy", "b.npz", "c.pkl", "d.json", "sub/e.txt"]
+    assert concrete.files["a.npy"] == (
+        "value",
+        "array(3,)[0.0, 0.3333333432674408, 0.6666666865348816]",
+    )
+    assert concrete.files["sub/e.txt"] == ("text", "done\n")
+    assert concrete.logs == ("WARNING:train:loss 1.0000 after 3 steps",)
+    assert effect_differences(concrete, numpy) == []
+    differences = effect_differences(concrete, changed)
+    assert differences[0].startswith("printed 'ArrayImpl [0.0, 0.6666")
+    assert differences[1].startswith("log record 1 is 'WARNING:train:loss 2.0000 after 4 steps'")
+    assert [d.split(" as ")[0] for d in differences[2:]] == [
+        "wrote a.npy",
+        "wrote b.npz",
+        "wrote c.pkl",
+        "wrote d.json",
+        "wrote sub/e.txt",
+    ]
+    lost = dataclasses.replace(numpy, files={k: v for k, v in numpy.files.items() if k != "c.pkl"})
+    assert effect_differences(concrete, lost) == ["did not write c.pkl"]
+
+
+MAIN = "import helpers\nfrom pkg import steps\n\nprint(helpers.NAME, steps.step())\n"
+
+
+@pytest.mark.jax
+def test_a_projects_program_imports_its_own_modules_each_time(tmp_path: Path) -> None:
+    """Two projects with modules of the same names run in one interpreter: each imports its own
+    (and a module a project's program imported is gone before the next program runs)."""
+    for name in ("one", "two"):
+        write(
+            tmp_path / name,
+            {
+                "main.py": MAIN,
+                "helpers.py": f"NAME = {name!r}\n",
+                "pkg/__init__.py": "",
+                "pkg/steps.py": f"def step():\n    return {name.upper()!r}\n",
+            },
+        )
+    runs = run_programs([tmp_path / name / "main.py" for name in ("one", "two", "one")])
+    assert [run.stdout for run in runs] == ["one ONE\n", "two TWO\n", "one ONE\n"]
+
+
+@pytest.mark.jax
+def test_a_program_past_its_limit_times_out_and_the_next_one_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that hangs (here a sleep; in the fixtures, a forked process that uses jax) is
+    stopped, its processes too, and the programs after it run in a fresh interpreter."""
+    monkeypatch.setenv("JAXFIX_PROOF_LIMIT", "3")
+    pid = tmp_path / "pid"
+    hangs = write(
+        tmp_path,
+        {
+            "hangs.py": f"""\
+                import multiprocessing, pathlib, time
+                child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(600,))
+                child.start()
+                pathlib.Path({str(pid)!r}).write_text(str(child.pid))
+                time.sleep(600)
+                """,
+            "runs.py": "print('ran')\n",
+        },
+    )
+    hung, ran = run_programs([hangs / "hangs.py", hangs / "runs.py"], callbacks=Callbacks.CONCRETE)
+    assert hung.error is not None and hung.error[0] == "TimeoutError"
+    assert ran == Run("ran\n", None)
+    status = Path(f"/proc/{pid.read_text()}/status")
+    assert not status.exists() or "State:\tZ" in status.read_text()  # gone, or not yet reaped

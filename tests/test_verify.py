@@ -16,6 +16,7 @@ from jaxfix.registry import all_rules
 from jaxfix.verify import Verdict, verify
 
 REAL = fixtures_folder() / "cache_on_traced" / "lru_cache_below_jit"
+PROJECT = fixtures_folder() / "serialize_in_traced" / "harness_two_modules"
 
 
 def copy_case(root: Path, name: str) -> Path:
@@ -51,10 +52,31 @@ def test_proven_failed_and_skipped_cases_are_told_apart(tmp_path: Path) -> None:
 @pytest.mark.jax
 def test_the_command_proves_a_rules_fixtures() -> None:
     result = CliRunner().invoke(cli.main, ["verify", "--rule", "JF102", "-v"])
-    cases = [c for c in load_cases() if c.rule == "cache_on_traced"]
+    cases = [c for c in load_cases(projects=True) if c.rule == "cache_on_traced"]
     assert result.exit_code == 0, result.output
     assert result.output.count("proven   JF102 cache_on_traced/") == len(cases)
     assert f"{len(cases)} proven, 0 failed, 0 skipped (jax " in result.output
+
+
+@pytest.mark.jax
+def test_a_project_case_is_rewritten_as_one_run_and_its_main_runs(tmp_path: Path) -> None:
+    """A project case (before/, after/, entry main.py): jaxfix rewrites before/ into after/,
+    every file; before/main.py fails as documented and after/main.py prints the result."""
+    shutil.copytree(PROJECT, tmp_path / "serialize_in_traced" / "a_proven")
+    wrong = tmp_path / "serialize_in_traced" / "b_wrong_helper"
+    shutil.copytree(PROJECT, wrong)
+    helpers = wrong / "after" / "helpers.py"
+    helpers.write_text(helpers.read_text().replace("ordered=True", "ordered=False"))
+    assert load_cases(tmp_path) == []  # only for the callers that ask for projects
+    cases = load_cases(tmp_path, projects=True)
+    assert [case.programs for case in cases] == [
+        [case.directory / "before" / "main.py", case.directory / "after" / "main.py"]
+        for case in cases
+    ]
+    proofs = {proof.case.name: proof for proof in verify(cases, all_rules(), jobs=2)}
+    assert proofs["a_proven"].verdict is Verdict.PROVEN, proofs["a_proven"].reasons
+    assert proofs["b_wrong_helper"].verdict is Verdict.FAILED
+    assert proofs["b_wrong_helper"].reasons == ("jaxfix's rewrite of before is not after",)
 
 
 def test_without_jax_it_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
