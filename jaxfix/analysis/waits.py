@@ -33,6 +33,8 @@ from jaxfix.transforms import RUN_AT_ONCE
 
 BARRIER = "jax.effects_barrier"
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# The methods whose `self` is an object being made: no callback can have written it yet.
+_MAKERS = frozenset({"__init__", "__new__", "__post_init__"})
 # Passes over the host code before the functions' starting states settle (each pass can only
 # turn some from "none pending" to "unsure").
 _MAX_PASSES = 20
@@ -60,14 +62,18 @@ def barriers(
     fixes put a barrier before; one of them is used when it stands between the call and the
     read."""
     runners = _runners(index, function, keys)
+    owner = index.class_of.get(function) if not isinstance(function, str | ast.Lambda) else None
     entries: dict[str, bool] | None = None  # optimistic at first: a fixed point down
     for _ in range(_MAX_PASSES):
         scan = _Scan(index, keys, runners, entries, planned)
         scan.block(index.tree.body, synced=True)
         for host in index.host_functions:
             words = _words_of(index, host)
-            if words.concern(index, keys, runners):
+            seen = _keys_in(index, host, keys, owner)
+            if words.concern(index, seen, runners):
+                scan.keys = seen
                 scan.block(host.body, synced=scan.entry(host))
+                scan.keys = keys
             else:  # nothing in it runs, waits or reads: it only hands its state on
                 scan.vote(words.called, scan.entry(host))
         if scan.entries == entries or scan.blocked is not None:
@@ -76,6 +82,57 @@ def barriers(
     return Barriers(
         tuple(dict.fromkeys(scan.before)), tuple(dict.fromkeys(scan.reads)), scan.blocked
     )
+
+
+def _keys_in(
+    index: EffectIndex,
+    host: ast.FunctionDef | ast.AsyncFunctionDef,
+    keys: Keys,
+    owner: str | None,
+) -> Keys:
+    """What a read of `keys` looks like in `host`: in a method of a class unrelated to
+    `owner` (the class whose method's statements the callback runs, writing `self.history`),
+    or in one that makes its object (`__init__`), `self.history` is another object's
+    attribute, no read of the effect (unless the method reads it of another object too)."""
+    cls = index.class_of.get(host)
+    if cls is None or not keys.attributes:
+        return keys
+    fresh = host.name in _MAKERS
+    if not fresh and (owner is None or _related(index, cls, owner)):
+        return keys
+    args = host.args.posonlyargs + host.args.args
+    if not args:
+        return keys
+    own = args[0].arg
+    elsewhere = {
+        node.attr
+        for node in walk_code(host.body)
+        if isinstance(node, ast.Attribute)
+        and node.attr in keys.attributes
+        and not (isinstance(node.value, ast.Name) and node.value.id == own)
+    }
+    return replace(keys, attributes=frozenset(keys.attributes & elsewhere))
+
+
+def _related(index: EffectIndex, first: str, second: str) -> bool:
+    """Whether one of two classes of the module derives from the other (by base names)."""
+    return second in _ancestry(index, first) or first in _ancestry(index, second)
+
+
+def _ancestry(index: EffectIndex, name: str) -> set[str]:
+    """`name` and the names of its bases that the module defines, theirs, and so on (a
+    method of a class runs on instances of its subclasses: a class defined elsewhere would
+    have to derive from both for two unrelated ones to share `self`)."""
+    found, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in found:
+            continue
+        found.add(current)
+        node = index.module.classes.get(current)
+        bases = (last_name(base) for base in node.bases) if node is not None else ()
+        todo.extend(b for b in bases if b is not None and b in index.module.classes)
+    return found
 
 
 def _runners(index: EffectIndex, function: FunctionNode | str, keys: Keys) -> _Runners:
