@@ -45,16 +45,7 @@ def main() -> int:
                 copy(case, folder / case.name)
         command = [args.jaxfix, "apply", "--unsafe-fixes", "--no-cache", str(after)]
         subprocess.run(command, capture_output=True, text=True, check=False)
-        changed = [
-            case.name
-            for case in cases
-            if _text(entry(before / case.name)) != _text(entry(after / case.name))
-            or case.is_dir()
-            and any(
-                _text(f) != _text(after / case.name / f.relative_to(before / case.name))
-                for f in (before / case.name).rglob("*.py")
-            )
-        ]
+        changed = [case.name for case in cases if _changed(before / case.name, after / case.name)]
         programs = [entry(side / name) for name in changed for side in (before, after)]
         modes = [Callbacks.CONCRETE, Callbacks.DEFERRED] * len(changed)
         runs = run_programs(programs, callbacks=modes)
@@ -72,6 +63,13 @@ def main() -> int:
         print(f"{name}: {'; '.join(found) if found else 'same effects'}")
     print(", ".join(f"{key} {value}" for key, value in counts.items()))
     return 1 if counts["other effects"] else 0
+
+
+def _changed(before: Path, after: Path) -> bool:
+    """Whether `apply` changed the case (a file, or any module of a folder)."""
+    if before.is_file():
+        return _text(before) != _text(after)
+    return any(_text(f) != _text(after / f.relative_to(before)) for f in before.rglob("*.py"))
 
 
 def _text(path: Path) -> str:
