@@ -1099,3 +1099,18 @@ def test_the_review_shows_and_applies_a_fix_with_its_parts_in_other_files(
     run = (root / "run.py").read_text()
     assert ("jax.effects_barrier()" in run) is waits
     assert ("jax.debug.callback(" in (root / "pkg" / "steps.py").read_text()) is waits
+
+
+def test_a_suppressed_statement_keeps_the_call_sites_elsewhere_as_they_are(
+    tmp_path: Path,
+) -> None:
+    """The after-call move of `_forward`'s statement is one fix over both files: suppressed
+    in `steps.py`, `run.py` is not rewritten either."""
+    root = after_call_project(tmp_path, RUN)
+    steps = STEPS.replace(
+        "SNAPSHOTS.append(pickle.dumps(h))", "SNAPSHOTS.append(pickle.dumps(h))  # noqa: JF101"
+    )
+    (root / "lab" / "steps.py").write_text(steps)
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    assert (root / "lab" / "run.py").read_text() == RUN
+    assert (root / "lab" / "steps.py").read_text() == steps
