@@ -28,7 +28,12 @@ callback, no `jax.effects_barrier()`. The plan is made only where this means the
   the module (which mean the same where the function is called) and what they bind themselves,
   and assign no global of the module from a call site in a function (it would be a local);
 - every call site is `target = f(...)` or `f(...)` alone on its line (for
-  `value_and_grad`, `value, grad = ...`; for `lax.scan`, `carry, ys = ...`).
+  `value_and_grad`, `value, grad = ...`; for `lax.scan`, `carry, ys = ...`), and there is one
+  in view: the function is private (`_step`: code outside the run may call a public one, and
+  would get a tuple), and the other modules of the run that call it change with it;
+- the statements are every host statement that a fix takes out of the function, whichever
+  rule found them (`FunctionMoves`), and the function runs no host callback: moving some after
+  the call and leaving others in callbacks would change the effects' order.
 
 Otherwise the caller's rule falls back to a host callback (`jaxfix.host_effects`).
 """

@@ -11,7 +11,10 @@ executes; on an accelerator that is after the call has returned. So the plan:
   callback; when one cannot move, nothing moves;
 - puts `jax.effects_barrier()` before the first host statement that reads what it writes after
   code that may run the traced function (`jaxfix.analysis.effects`); when such a read cannot
-  be made to wait, or what it writes is not known, there is no fix: better none than a race.
+  be made to wait, or what it writes is not known, there is no fix: better none than a race;
+- tells the run what the callback writes (`WAITS`), when the function is a module's: each
+  other module of the run that calls it puts its barriers before its own reads, as a part of
+  the same fix (`wait_in_importers`), or tells why it cannot, and then there is no fix.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from jaxfix.analysis.effects import Keys
 from jaxfix.hoist import bound_names, fresh_name, hoist_statements, jax_module_name
 from jaxfix.project import ReturnChange
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
-from jaxfix.tracing import HostReads, Statement, TracedAnalysis, names_read
+from jaxfix.tracing import Statement, TracedAnalysis, names_read
 
 # The detail of a `ReturnChange` that asks the modules calling a function to wait for its host
 # callbacks before they read what those write: the keys, as plain values.
@@ -167,51 +170,53 @@ def _keys_of(change: ReturnChange) -> Keys:
 def wait_in_importers(rule: Rule) -> None:
     """In a module that imports functions whose statements a fix moves into host callbacks
     (`WAITS`): a `jax.effects_barrier()` before the first read of what they write after each
-    call, reported with the fix when the run allows it; why not, noted for the run."""
+    call, reported as a part of that fix when the run allows it; why not, noted for the run."""
     analysis = rule.traced
     facts = analysis.project.facts
     for imported in analysis.project.changed_imports:
         if imported.returned.rule != rule.code or WAITS not in dict(imported.returned.details):
             continue
-        keys = _keys_of(imported.returned)
-        # The module sees the function's globals as `module.NAME` or `NAME` imported.
-        seen = Keys(keys.names, keys.attributes | keys.names, keys.paths)
-        reads = analysis.imported_host_reads(imported.name.rsplit(".", 1)[-1], seen)
-        why = _why_no_wait(reads)
+        planned = _barriers_for(analysis, imported.name, _keys_of(imported.returned))
         if facts is not None:
-            facts.call_sites[imported.name] = why
-        if why or not imported.allowed or reads is None or not reads.before:
+            facts.call_sites[imported.name] = planned if isinstance(planned, str) else ""
+        if planned is None or isinstance(planned, str) or not imported.allowed:
             continue
-        replacements: dict[cst.CSTNode, Replacement] = {}
-        imports: list[ImportNeeded] = []
-        for place in reads.before:
-            jax_name, more = jax_module_name(analysis, place)
-            if not jax_name:
-                if facts is not None:
-                    line = analysis.line_of(place)
-                    facts.call_sites[imported.name] = f"the name `jax` is taken at line {line}"
-                break
-            replacements[place] = cst.FlattenSentinel([_barrier(jax_name, place), _bare(place)])
-            imports += more
-        else:
-            analysis.plan_barriers(reads)
-            fix = rule.make_fix(replacements, imports, title=WAIT_TITLE)
-            fix = dataclasses.replace(
-                fix, part_of=f"{imported.definer}:{imported.returned.function}"
-            )
-            message = (
-                f"`{imported.returned.function}` writes in host callbacks ({rule.code} moves"
-                f" its statements there in `{imported.definer}`): wait for them before the read"
-            )
-            rule.report(reads.before[0], message, fix)
+        replacements, imports, first = planned
+        fix = rule.make_fix(replacements, imports, title=WAIT_TITLE)
+        function = imported.returned.function
+        fix = dataclasses.replace(fix, part_of=f"{imported.definer}:{function}")
+        message = (
+            f"`{function}` writes in host callbacks ({rule.code} moves its statements there in"
+            f" `{imported.definer}`): wait for them before the read"
+        )
+        rule.report(first, message, fix)
 
 
-def _why_no_wait(reads: HostReads | None) -> str:
+def _barriers_for(
+    analysis: TracedAnalysis, name: str, keys: Keys
+) -> tuple[dict[cst.CSTNode, Replacement], list[ImportNeeded], Statement] | str | None:
+    """The barriers this module needs before its reads of `keys` (what the callbacks of the
+    function it imports as `name` write), with their imports and the first place; None when
+    it reads none of it after a call; or why it cannot wait."""
+    # The module sees the function's globals as `module.NAME`, or `NAME` imported.
+    seen = Keys(keys.names, keys.attributes | keys.names, keys.paths)
+    reads = analysis.imported_host_reads(name.rsplit(".", 1)[-1], seen)
     if reads is None:
         return "a read of what it writes is not a statement of a block"
     if reads.blocked is not None:
         return f"a read at line {reads.blocked} is in the statement that runs it"
-    return ""
+    replacements: dict[cst.CSTNode, Replacement] = {}
+    imports: list[ImportNeeded] = []
+    for place in reads.before:
+        jax_name, more = jax_module_name(analysis, place)
+        if not jax_name:
+            return f"the name `jax` is taken at line {analysis.line_of(place)}"
+        replacements[place] = cst.FlattenSentinel([_barrier(jax_name, place), _bare(place)])
+        imports += more
+    if not reads.before:
+        return None
+    analysis.plan_barriers(reads)
+    return replacements, imports, reads.before[0]
 
 
 def plan_hoist(
