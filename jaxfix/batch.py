@@ -389,17 +389,31 @@ def _serialize_at_foreign_call_sites(
     analyser: _Analyser,
 ) -> None:
     """A function whose return a rule's fix changes (`project.ReturnChange`) and that other
-    files of the run import is rewritten with its call
-    sites there, when every one of them can be rewritten. The callers are analysed once to
-    tell, then each side once more with the verdict."""
+    files of the run import is rewritten with its call sites there, when every one of them can
+    be rewritten; a function whose calls run a fix's host callbacks (`project.WAITS`) has its
+    callers wait before they read what those write, when every one can, and the callers'
+    functions that run it tell their own callers in turn. The callers are told until nothing
+    new is told, then every file of a fix is analysed once more with the fix's verdict
+    (`ReturnChange.transaction`): all of it is made, or none."""
     users = _importers_of_return_changes(index, tasks, outcomes)
+    told: Users = {}
+    for _ in range(MAX_PROJECT_ROUNDS):
+        if not users or users == told:
+            break
+        told = users
+        definers = {i: index.places[tasks[i][0]].module for i, _ in told}
+        changes = _imports_options(told, {}, definers)
+        _rerun(tasks, outcomes, analyser, {i: c for i, c in changes.items() if _new(tasks[i], c)})
+        users = _importers_of_return_changes(index, tasks, outcomes)
+    users = told
     if not users:
         return
     definers = {i: index.places[tasks[i][0]].module for i, _ in users}
-    _rerun(tasks, outcomes, analyser, _imports_options(users, {}, definers))
-    verdicts: dict[tuple[int, str], str] = {}
+    verdicts: dict[str, str] = {}
     for (definer, returned), callers in users.items():
-        why = returned.why_not or next(
+        key = returned.transaction(definers[definer])
+        why = verdicts.get(key) or returned.why_not
+        why = why or next(
             (
                 why
                 for i, name in callers
@@ -407,11 +421,12 @@ def _serialize_at_foreign_call_sites(
             ),
             "",
         )
-        verdicts[definer, returned.function] = why
+        verdicts[key] = why
     _rerun(tasks, outcomes, analyser, _verdict_options(users, verdicts, definers))
     # Both sides are written or neither: a side that failed cancels its group's rewrite.
     failed = False
     for (definer, returned), callers in users.items():
+        key = returned.transaction(definers[definer])
         group = [definer, *(i for i, _ in callers)]
         errors = [outcomes[i].error for i in group if outcomes[i].error]
         errors += [  # the function itself, for a reason only its own module tells
@@ -419,8 +434,8 @@ def _serialize_at_foreign_call_sites(
             for r in outcomes[definer].facts.return_changes
             if r.function == returned.function and r.why_not
         ]
-        if errors and not verdicts[definer, returned.function]:
-            verdicts[definer, returned.function] = f"it could not be rewritten: {errors[0]}"
+        if errors and not verdicts[key]:
+            verdicts[key] = f"it could not be rewritten: {errors[0]}"
             failed = True
     if failed:
         _rerun(tasks, outcomes, analyser, _verdict_options(users, verdicts, definers))
@@ -429,19 +444,25 @@ def _serialize_at_foreign_call_sites(
 Users = dict[tuple[int, project.ReturnChange], list[tuple[int, str]]]
 
 
+def _new(task: tuple[Path, Job], change: dict[str, tuple[object, ...]]) -> bool:
+    """Whether `change` gives the file options its last analysis did not have."""
+    options = task[1].options
+    return any(getattr(options, name) != value for name, value in change.items())
+
+
 def _verdict_options(
-    users: Users, verdicts: dict[tuple[int, str], str], definers: dict[int, str]
+    users: Users, verdicts: dict[str, str], definers: dict[int, str]
 ) -> dict[int, dict[str, tuple[object, ...]]]:
-    """The options of every file of a group: its callers' imports, its definer's verdicts."""
+    """The options of every file of a fix: its callers' imports, its definers' verdicts."""
     changes = _imports_options(users, verdicts, definers)
-    keeping = {(definer, returned.function): returned.keeps_return for definer, returned in users}
-    for (definer, function), why in verdicts.items():
-        keeps_return = keeping.get((definer, function), False)
-        if keeps_return and not why:
+    for definer, returned in users:
+        why = verdicts[returned.transaction(definers[definer])]
+        if returned.keeps_return and not why:
             continue  # its fix is the same, with or without callers that wait
-        calls = project.ForeignCalls(function, why, keeps_return)
+        calls = project.ForeignCalls(returned.function, why, returned.keeps_return)
         known = changes.setdefault(definer, {}).get("foreign_calls", ())
-        changes[definer]["foreign_calls"] = (*known, calls)
+        if calls not in known:
+            changes[definer]["foreign_calls"] = (*known, calls)
     return changes
 
 
@@ -486,12 +507,12 @@ def _caller_verdict(
 
 
 def _imports_options(
-    users: Users, verdicts: dict[tuple[int, str], str], definers: dict[int, str]
+    users: Users, verdicts: dict[str, str], definers: dict[int, str]
 ) -> dict[int, dict[str, tuple[object, ...]]]:
     """The `changed_imports` of each caller; allowed where the verdict is known and clean."""
     changes: dict[int, dict[str, tuple[object, ...]]] = {}
     for (definer, returned), callers in users.items():
-        allowed = verdicts.get((definer, returned.function)) == ""
+        allowed = verdicts.get(returned.transaction(definers[definer])) == ""
         for caller, name in callers:
             imports = changes.setdefault(caller, {}).get("changed_imports", ())
             new = project.ChangedImport(name, returned, allowed, definers[definer])

@@ -32,13 +32,10 @@ from libcst.metadata import GlobalScope
 from jaxfix.after_call import AfterCall, FunctionMoves, Wrapping, plan_after_call
 from jaxfix.analysis.effects import Keys
 from jaxfix.hoist import bound_names, fresh_name, hoist_statements, jax_module_name
-from jaxfix.project import ReturnChange
+from jaxfix.project import ORIGIN, WAITS, ModuleFacts, ReturnChange
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
 
-# The detail of a `ReturnChange` that asks the modules calling a function to wait for its host
-# callbacks before they read what those write: the keys, as plain values.
-WAITS = "waits"
 WAIT_TITLE = "Wait for its host callbacks (`jax.effects_barrier()`) before the read"
 
 
@@ -132,34 +129,48 @@ class Hoists:
 
 
 def _waits(analysis: TracedAnalysis, hoist: Hoist, rule: Rule) -> tuple[str, str]:
-    """Why the modules of the run that import the hoist's function cannot wait for what its
+    """Why the modules of the run that call the hoist's function cannot wait for what its
     callback writes ("" when they can), and the function whose calls there wait ("" when no
-    other module can call it). The run hears of what the callback writes (`WAITS`), and each
-    importer puts its barriers with the fix (`wait_in_importers`)."""
+    other module can call it). The run hears of what the callback writes (`WAITS`), for the
+    function and for every module-level function that runs it (`step` that scans `_body`),
+    and each module that calls one puts its barriers with the fix (`wait_in_importers`)."""
     function = analysis.owner_function(hoist.moved[0])
     if not isinstance(function, cst.FunctionDef):
         return "", ""
     if not isinstance(analysis.scope_of(function), GlobalScope):
         return "", ""  # no other module can call it by name
     name = function.name.value
+    names = {name} | analysis.runners_of(function)
     foreign = analysis.project.foreign_calls
-    told = next((c.why_not for c in foreign if c.function == name and c.keeps_return), "")
+    told = next((c.why_not for c in foreign if c.function in names and c.keeps_return), "")
     if told:
         return f"another module reads what it writes and cannot wait: {told}", ""
     facts = analysis.project.facts
     if facts is None:  # nobody listens (an editor's buffer): the run has told the importers
         return "", name
     known = [r for r in facts.return_changes if r.function == name]
-    if any(dict(r.details).keys() != {WAITS} for r in known):
+    if any(WAITS not in dict(r.details) and not r.why_not for r in known):
         return "", ""  # its return changes: the calls elsewhere change with it
-    keys = hoist.keys
+    for runner in sorted(names):
+        publish_waits(facts, runner, hoist.keys, rule.code, f":{name}")
+    return "", name
+
+
+def publish_waits(facts: ModuleFacts, function: str, keys: Keys, rule: str, origin: str) -> None:
+    """Tell the run that calling `function` runs host callbacks that write `keys`, for the fix
+    of `origin` (`module:function`; `:function` for this module's): the keys join those told
+    already for it (a move after the calls that cannot be made gives way)."""
+    known = [r for r in facts.return_changes if r.function == function]
+    if any(WAITS not in dict(r.details) and not r.why_not for r in known):
+        return  # its return changes: its calls elsewhere change with it
     for change in known:
         facts.return_changes.remove(change)
-        keys = keys | _keys_of(change)
+        if WAITS in dict(change.details):
+            keys = keys | _keys_of(change)
+            rule, origin = change.rule, change.detail(ORIGIN)
     plain = (tuple(sorted(keys.names)), tuple(sorted(keys.attributes)), tuple(sorted(keys.paths)))
-    owner = known[0].rule if known else rule.code
-    facts.return_changes.append(ReturnChange(name, owner, ((WAITS, plain),), keeps_return=True))
-    return "", name
+    details = ((WAITS, plain), (ORIGIN, origin))
+    facts.return_changes.append(ReturnChange(function, rule, details, keeps_return=True))
 
 
 def _keys_of(change: ReturnChange) -> Keys:
@@ -176,18 +187,21 @@ def wait_in_importers(rule: Rule) -> None:
     for imported in analysis.project.changed_imports:
         if imported.returned.rule != rule.code or WAITS not in dict(imported.returned.details):
             continue
-        planned = _barriers_for(analysis, imported.name, _keys_of(imported.returned))
+        keys = _keys_of(imported.returned)
+        origin = imported.returned.transaction(imported.definer)
+        planned = _barriers_for(analysis, imported.name, keys)
         if facts is not None:
             facts.call_sites[imported.name] = planned if isinstance(planned, str) else ""
+            for runner in analysis.runners_of(imported.name.rsplit(".", 1)[-1]):
+                publish_waits(facts, runner, keys, rule.code, origin)  # its callers wait too
         if planned is None or isinstance(planned, str) or not imported.allowed:
             continue
         replacements, imports, first = planned
         fix = rule.make_fix(replacements, imports, title=WAIT_TITLE)
-        function = imported.returned.function
-        fix = dataclasses.replace(fix, part_of=f"{imported.definer}:{function}")
+        fix = dataclasses.replace(fix, part_of=origin)
         message = (
-            f"`{function}` writes in host callbacks ({rule.code} moves its statements there in"
-            f" `{imported.definer}`): wait for them before the read"
+            f"`{imported.returned.function}` runs host callbacks ({rule.code} moves statements"
+            f" there for `{origin}`): wait for them before the read"
         )
         rule.report(first, message, fix)
 

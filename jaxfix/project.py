@@ -44,6 +44,13 @@ class TracedCall:
     entry: Entry
 
 
+# The details of a `ReturnChange` that asks the modules calling a function to wait for the
+# host callbacks it runs before they read what those write (the keys, as plain values), and
+# the fix those callbacks are part of (`ReturnChange.transaction`).
+WAITS = "waits"
+ORIGIN = "origin"
+
+
 @dataclass(frozen=True)
 class ReturnChange:
     """A function of a module whose return a rule's fix changes, so that its calls in the other
@@ -63,6 +70,13 @@ class ReturnChange:
 
     def detail(self, name: str) -> Any:
         return dict(self.details)[name]
+
+    def transaction(self, definer: str) -> str:
+        """The fix this change is part of, as `module:function` (`definer`: the module that
+        told it): its own function's, or for a function that runs another's host callbacks
+        (`WAITS`), that other's (`ORIGIN`)."""
+        origin = str(dict(self.details).get(ORIGIN, f":{self.function}"))
+        return f"{definer}{origin}" if origin.startswith(":") else origin
 
     @classmethod
     def from_plain(cls, data: dict[str, Any]) -> ReturnChange:

@@ -756,6 +756,14 @@ class TracedAnalysis:
         barriers = waits.barriers(self._analysed.effects(), name, keys, self._planned)
         return self._host_reads(barriers)
 
+    def runners_of(self, function: FunctionNode | str) -> set[str]:
+        """The module-level functions whose code may run `function` (a `def` of the module,
+        or the name it imports one by), through any chain of calls in the module."""
+        if isinstance(function, str):
+            return waits.runners_of(self._analysed.effects(), function)
+        node = self._ast_function(function)
+        return waits.runners_of(self._analysed.effects(), node) if node is not None else set()
+
     def plan_barriers(self, reads: HostReads) -> None:
         """Note that a fix puts barriers where `reads` says: another fix's barrier for a
         later read goes there too (the two fixes then overlap, and one barrier stays)."""

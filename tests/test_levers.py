@@ -733,10 +733,10 @@ def test_an_edit_that_changes_what_a_later_round_tells_the_run_traces_the_run_ag
     result = jaxfix(root, "check", *cache, "--jobs", "1")
     # Both rounds of the helper, then `keep` with the tracer it now gets (the helper's rounds
     # come from the cache the second time); the callback that `keep`'s fix writes runs where
-    # the helper calls it: the helper is told, then told that every importer can wait for it
-    # (`host_effects.WAITS`).
-    io, util = root / "pkg" / "io.py", root / "pkg" / "util.py"
-    assert analysed == [io, io, util, io, io]
+    # the helper calls it, and where the caller calls the helper: each is told in turn
+    # (`project.WAITS`), then both again with the verdict that every one can wait for it.
+    io, util, train = (root / "pkg" / name for name in ("io.py", "util.py", "train.py"))
+    assert analysed == [io, io, util, io, train, io, train]
     assert findings(result[1]) == [(f"{root / 'pkg' / 'util.py'}:5", "JF101")]
     assert result == jaxfix(root, "check", "--no-cache")
 
@@ -816,7 +816,7 @@ def test_an_edit_above_a_part_analyses_the_part_of_the_edited_text(
     parsed = counted(monkeypatch, firstpass, "parse")
     assert jaxfix(root, "check", *cache, "--jobs", "1") == before
     # Its two rounds, then twice more as an importer of `util.save`, whose fix's callback it
-    # may have to wait for (`host_effects.WAITS`): told, then told every importer can.
+    # may have to wait for (`project.WAITS`): told, then told every importer can.
     assert analysed == [root / "pkg" / "middle.py"] * 4
     assert len(looked_up) == 4  # its four rounds: the rest of the run is replayed
     assert len(parsed) == 1  # the second round's part is cut from the first round's tree

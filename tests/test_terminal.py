@@ -216,7 +216,7 @@ def test_the_progress_bar_counts_the_rounds_across_modules(tmp_path: Path) -> No
     # io.py analysed again, with the entry train.py's traced call gives it (the first round
     # noted that call), then train.py twice: told that `save`'s fix puts its statement in a
     # host callback (host code that reads what it writes must wait), then that every
-    # importer can (`host_effects.WAITS`)
+    # importer can (`project.WAITS`)
     assert counts[-1] == (files + 3, files + 3)
     assert (files, files) in counts  # the first round done, before the second was known
     assert sorted({done for done, _ in counts}) == list(range(files + 4))

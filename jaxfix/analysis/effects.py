@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -162,7 +163,7 @@ class EffectIndex:
             if isinstance(node, ast.Name):
                 found = self._name_keys(node, local, depth, id(node) in roots)
             elif isinstance(node, ast.Attribute) and id(node) not in called:
-                if not _is_import(node.value, self.module):
+                if not _is_import(node.value, self.module) or _is_project_state(node, self.module):
                     found = Keys(attributes=frozenset({node.attr}))
             elif isinstance(node, ast.Constant) and _path_like(node.value):
                 found = Keys(paths=frozenset({node.value}))
@@ -291,6 +292,26 @@ def _imported_state_written(statements: Sequence[ast.stmt], module: Module) -> K
 def _is_import(node: ast.expr, module: Module) -> bool:
     parts = dotted(node)
     return parts is not None and parts[0] in module.imports
+
+
+# Imported modules whose attributes are code and constants (`np.save`, `jnp.float32`), not
+# state of the program: the standard library's and the common libraries' a traced function
+# uses. An attribute of any other module (`state.VALUES` of the project's `pkg.state`) is.
+_LIBRARIES = frozenset(sys.stdlib_module_names) | frozenset(
+    {
+        "jax", "jaxlib", "numpy", "scipy", "flax", "optax", "equinox", "haiku", "chex",
+        "orbax", "numpyro", "distrax", "einops", "jaxtyping", "ml_dtypes", "torch",
+        "tensorflow", "pandas", "joblib", "cloudpickle", "dill", "msgpack", "h5py", "zarr",
+        "absl", "tqdm", "wandb", "tensorboardX", "diskcache", "cachetools", "yaml", "rich",
+    }
+)  # fmt: skip
+
+
+def _is_project_state(node: ast.Attribute, module: Module) -> bool:
+    """`state.VALUES`: an attribute (not called) of a module that is no library's."""
+    parts = dotted(node.value)
+    imported = module.imports.get(parts[0]) if parts else None
+    return imported is not None and imported.split(".")[0] not in _LIBRARIES
 
 
 def _default(function: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr | None:

@@ -84,6 +84,16 @@ def barriers(
     )
 
 
+def runners_of(index: EffectIndex, function: FunctionNode | str) -> set[str]:
+    """The module-level functions whose code may run `function` (a function of the module,
+    or the name the module imports one by), through any chain of calls in the module: what
+    other modules call to run it."""
+    found = _runners(index, function, Keys()).functions
+    top = {s.name for s in index.tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+    own = function if isinstance(function, str) else getattr(function, "name", "")
+    return (found & top) - {own}
+
+
 def _keys_in(
     index: EffectIndex,
     host: ast.FunctionDef | ast.AsyncFunctionDef,
