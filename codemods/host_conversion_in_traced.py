@@ -149,6 +149,9 @@ _ARRAY_EXPRESSIONS = (
 _EAGER = "there `jax.numpy` would return a float32 `jax.Array` where NumPy gives float64"
 # Why a namesake is not put in: its result may reach host state, which would keep a tracer.
 _KEPT = " where its result stays in traced code (not rewritten: here it may reach host state)"
+# Values whose printed order `jax.debug.print` does not keep: it flattens its arguments as trees,
+# and a dict's keys come back sorted.
+_UNORDERED = (cst.Dict, cst.DictComp)
 # `jax.debug.print`'s own parameters: a `.format(ordered=...)` keyword would clash.
 _DEBUG_PRINT_PARAMETERS = frozenset({"fmt", "ordered"})
 
@@ -813,6 +816,8 @@ class HostConversionInTraced(Rule):
         every value printed is traced (a static one would print differently)."""
         if any(arg.keyword is not None or arg.star for arg in call.args):
             return None
+        if any(isinstance(arg.value, _UNORDERED) for arg in call.args):
+            return None  # `jax.debug.print` flattens a dict as a tree: its keys come sorted
         if len(call.args) == 1:
             formatted = self._format_call(call.args[0].value)
             if formatted is not None:

@@ -63,7 +63,7 @@ from jaxfix.call_sites import (
 )
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.hoist import binds_with_walrus, jax_module_name, moves_with
-from jaxfix.project import ChangedImport, ReturnChange
+from jaxfix.project import WAITS, ChangedImport, ReturnChange
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
 from jaxfix.syntax import calls_in
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
@@ -169,6 +169,9 @@ def plan_after_call(
         sites = scan_sites(analysis, function)
         if not isinstance(returned, cst.Tuple) or len(returned.elements) != 2:
             return "the scanned function does not return `carry, y`"
+        tree = next((p for p in payloads if not _an_array(analysis, function, p)), None)
+        if tree is not None:  # stacked, a dict's iterations would be its keys
+            return f"`{tree}` may be a tree of arrays, which the scan stacks leaf by leaf"
     if isinstance(sites, str):
         return sites
     why = callers_outside(function)
@@ -310,18 +313,67 @@ def _with_fix(diagnostic: Diagnostic, fixes: Mapping[int, Fix | None]) -> Diagno
     return diagnostic.with_fix(fixes[id(diagnostic.fix)])
 
 
+def _an_array(analysis: TracedAnalysis, function: cst.FunctionDef, name: str) -> bool:
+    """Whether every value the function gives `name` is an array, as its code shows: an
+    operation on arrays, or what a `jax` function returns (not a dict, a tuple, or what the
+    program's own function makes)."""
+    values = [
+        small.value
+        for statement in function.body.body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+        if isinstance(small, cst.Assign | cst.AnnAssign)
+        and any(
+            isinstance(t, cst.Name) and t.value == name
+            for t in (
+                [a.target for a in small.targets]
+                if isinstance(small, cst.Assign)
+                else [small.target]
+            )
+        )
+    ]
+    return all(_array_valued(analysis, v) for v in values if v is not None)
+
+
+def _array_valued(analysis: TracedAnalysis, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.BinaryOperation | cst.UnaryOperation | cst.Name | cst.Subscript):
+        return True
+    if isinstance(value, cst.Call):
+        return any(n.split(".")[0] == "jax" for n in analysis.imported_names(value.func))
+    return False
+
+
 # What runs on the host while the function runs: a statement moved after its calls would
 # run after these, not in its place among them.
 _HOST_EFFECTS = HOST_CALLBACKS | {"jax.debug.print"}
 
 
 def _runs_callbacks(analysis: TracedAnalysis, statements: Sequence[cst.CSTNode]) -> bool:
-    """Whether one of `statements` calls a host callback or `jax.debug.print`."""
-    return any(
-        analysis.imported_names(call.func) & _HOST_EFFECTS
-        for statement in statements
-        for call in calls_in(statement)
-    )
+    """Whether one of `statements` calls a host callback or `jax.debug.print`, or a function
+    that runs one: a function of the module whose host statements a fix moves out of the
+    trace, or one another module's fix makes run host callbacks (`WAITS`)."""
+    waiting = {
+        imported.name.rsplit(".", 1)[-1]
+        for imported in analysis.project.changed_imports
+        if WAITS in dict(imported.returned.details)
+    }
+    moving = {
+        key[1].name.value
+        for key in analysis.fix_plans
+        if isinstance(key, tuple)
+        and key[0] is FunctionMoves
+        and isinstance(key[1], cst.FunctionDef)
+    }
+    for statement in statements:
+        for call in calls_in(statement):
+            if analysis.imported_names(call.func) & _HOST_EFFECTS:
+                return True
+            func = call.func
+            name = func.value if isinstance(func, cst.Name) else None
+            name = func.attr.value if isinstance(func, cst.Attribute) else name
+            if name is not None and (name in waiting or name in moving):
+                return True
+    return False
 
 
 def _packed(names: Sequence[cst.Name]) -> cst.BaseExpression:

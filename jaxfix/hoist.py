@@ -164,6 +164,8 @@ def hoist_statements(
         return None
     traced, frozen = parameters
     given, projected = _projected(analysis, statements, traced, frozen)
+    if any(_reordered_dict(analysis, statements[0], name) for name in given.values()):
+        return None  # a callback's dict comes with its keys sorted: printed, pickled apart
     body: list[cst.BaseStatement] = []
     for statement in statements:
         moved: cst.CSTNode = statement
@@ -199,6 +201,27 @@ def hoist_statements(
         f"{jax_name}.debug.callback({', '.join([host_name, *given.values()])}{ordered})\n"
     ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     return [host_def, callback]
+
+
+def _reordered_dict(analysis: TracedAnalysis, statement: Statement, name: str) -> bool:
+    """Whether the function of `statement` binds `name` to a dict whose keys are not in the
+    sorted order in which a host callback receives them (`{"h": x, "g": y}`)."""
+    function = analysis.owner_function(statement)
+    if not isinstance(function, cst.FunctionDef | cst.Lambda) or not name.isidentifier():
+        return False
+    for node in _walk_body(function):
+        if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Dict | cst.DictComp):
+            continue
+        if not any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+            continue
+        if isinstance(node.value, cst.DictComp):
+            return True
+        keys = [e.key for e in node.value.elements if isinstance(e, cst.DictElement)]
+        texts = [k.evaluated_value for k in keys if isinstance(k, cst.SimpleString)]
+        strings = [t for t in texts if isinstance(t, str)]
+        if len(strings) != len(node.value.elements) or strings != sorted(strings):
+            return True
+    return False
 
 
 def _projected(
