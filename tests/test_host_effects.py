@@ -360,3 +360,83 @@ def test_no_host_code_waits_where_it_reads_another_objects_attribute_of_that_nam
     logger = fixed.split("class Logger")[1].split("LOG = Logger()")[0]
     assert logger.count("jax.effects_barrier()") == 1
     assert "def last(self):\n        jax.effects_barrier()\n" in logger
+
+
+def test_a_dict_keeps_its_key_order() -> None:
+    """`jax.debug.print` and a host callback flatten a dict as a tree, its keys sorted: a
+    print of a dict is not rewritten to `jax.debug.print`, and a dict whose keys are out of
+    sorted order is not handed to a callback (found by `scripts/fuzz_effects.py`)."""
+    source = textwrap.dedent("""\
+        import logging
+
+        import jax
+
+        log = logging.getLogger("x")
+
+
+        @jax.jit
+        def step(x):
+            print({"h": x, "g": x})
+            d = {"h": x, "g": x * 2}
+            log.warning("%s", d)
+            e = {"a": x, "b": x}
+            log.warning("%s", e)
+            return x
+        """)
+    fixed = fix_text(source, RULES, unsafe_fixes=True).text
+    assert 'print({"h": x, "g": x})' in fixed and "jax.debug.print" not in fixed
+    assert '    log.warning("%s", d)\n' in fixed  # left as it is, reported
+    assert "jax.debug.callback(_host_warning, e, ordered=True)" in fixed
+
+
+def test_a_scan_body_moves_after_the_scan_only_what_stacks_as_arrays() -> None:
+    """Stacked by the scan, a dict would be iterated by its keys after it: the write of one
+    goes to a host callback instead (found by `scripts/fuzz_effects.py`)."""
+    source = textwrap.dedent("""\
+        import pickle
+
+        import jax
+        import jax.numpy as jnp
+
+
+        def _body(carry, x):
+            tree = {"a": x, "b": x * 2}
+            with open("tree.pkl", "wb") as f:
+                pickle.dump(tree, f)
+            return carry, x
+
+
+        jax.lax.scan(_body, 0.0, jnp.ones((2, 1)))
+        """)
+    fixed = fix_text(source, RULES, unsafe_fixes=True).text
+    assert "jax.debug.callback(_host_pickle_dump, tree, ordered=True)" in fixed
+    assert "for tree in" not in fixed
+
+
+def test_a_statement_stays_with_a_call_of_a_function_whose_statements_go_to_callbacks() -> None:
+    """`_step` logs `a`, then calls `log_b`, whose statement goes to a host callback: moved
+    after the call, `a` would come after `b` (found by `scripts/fuzz_effects.py`)."""
+    source = textwrap.dedent("""\
+        import logging
+
+        import jax
+
+        logger = logging.getLogger(__name__)
+
+
+        def log_b(v):
+            logger.warning("b %s", v)
+
+
+        @jax.jit
+        def _step(x):
+            logger.warning("a %s", x)
+            log_b(x)
+            return x
+
+
+        out = _step(1.0)
+        """)
+    fixed = fix_text(source, RULES, unsafe_fixes=True).text
+    assert "out = _step(1.0)\n" in fixed  # its return is the same: no move after the call
+    assert fixed.count("jax.debug.callback(") == 2

@@ -1116,3 +1116,52 @@ def test_a_suppressed_statement_keeps_the_call_sites_elsewhere_as_they_are(
     invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
     assert (root / "lab" / "run.py").read_text() == RUN
     assert (root / "lab" / "steps.py").read_text() == steps
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        pytest.param(  # the list lives in a module of its own
+            {
+                "pkg/state.py": "VALUES = []\n",
+                "pkg/steps.py": "import jax\nimport jax.numpy as jnp\n\nfrom pkg import state\n\n\n"
+                "@jax.jit\ndef step(x):\n    state.VALUES.append(float(jnp.sum(x)))\n"
+                "    return x\n",
+                "main.py": "import jax.numpy as jnp\n\nfrom pkg import state, steps\n\n"
+                "steps.step(jnp.ones(3))\nprint(state.VALUES)\n",
+            },
+            id="state-module",
+        ),
+        pytest.param(  # the callback is in a scan body that a public function runs
+            {
+                "pkg/steps.py": "import jax\nimport jax.numpy as jnp\n\nLOG = []\n\n\n"
+                "def _body(carry, x):\n    LOG.append(float(jnp.sum(x)))\n    return carry, x\n\n\n"
+                "def step(xs):\n    return jax.lax.scan(_body, 0.0, xs)[1]\n",
+                "main.py": "import jax.numpy as jnp\n\nfrom pkg import steps\n\n"
+                "steps.step(jnp.ones((2, 3)))\nprint(steps.LOG)\n",
+            },
+            id="scan-body",
+        ),
+        pytest.param(  # in a helper module that another module's jitted step calls
+            {
+                "pkg/helpers.py": 'import numpy as np\n\n\ndef save(v):\n    np.save("v.npy", v)\n',
+                "pkg/steps.py": "import jax\n\nfrom pkg import helpers\n\n\n@jax.jit\n"
+                "def step(x):\n    helpers.save(x)\n    return x\n",
+                "main.py": "import jax.numpy as jnp\nimport numpy as np\n\n"
+                'from pkg import steps\n\nsteps.step(jnp.ones(3))\nprint(np.load("v.npy"))\n',
+            },
+            id="helper-module",
+        ),
+    ],
+)
+def test_the_reader_waits_for_callbacks_its_call_runs_through_other_modules(
+    tmp_path: Path, files: dict[str, str]
+) -> None:
+    """Found by `scripts/fuzz_effects.py`: `main.py` reads, right after its call, what a host
+    callback the fix makes writes, through another module's state, a function that runs the
+    callback's function, or a module in between: it waits first."""
+    root = tree(tmp_path, {"pkg/__init__.py": "", **files})
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    main = (root / "main.py").read_text()
+    assert main.count("jax.effects_barrier()") == 1
+    assert main.index("jax.effects_barrier()") < main.index("print(")
