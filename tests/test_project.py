@@ -1132,6 +1132,17 @@ def test_a_suppressed_statement_keeps_the_call_sites_elsewhere_as_they_are(
             },
             id="state-module",
         ),
+        pytest.param(  # the list imported by name from a module of its own
+            {
+                "pkg/state.py": "VALUES = []\n",
+                "pkg/steps.py": "import jax\nimport jax.numpy as jnp\n\n"
+                "from pkg.state import VALUES\n\n\n@jax.jit\ndef step(x):\n"
+                "    VALUES.append(float(jnp.sum(x)))\n    return x\n",
+                "main.py": "import jax.numpy as jnp\n\nfrom pkg.state import VALUES\n"
+                "from pkg.steps import step\n\nstep(jnp.ones(3))\nprint(VALUES)\n",
+            },
+            id="state-imported-by-name",
+        ),
         pytest.param(  # the callback is in a scan body that a public function runs
             {
                 "pkg/steps.py": "import jax\nimport jax.numpy as jnp\n\nLOG = []\n\n\n"

@@ -187,7 +187,10 @@ class EffectIndex:
             else:
                 found = self._keys(self.bound.get(name, []), local, depth + 1)
             return Keys(names=frozenset({name})) | found if found is not None else None
-        if name in self.module.imports or name in self.defined:
+        imported = self.module.imports.get(name)
+        if imported is not None and imported.split(".")[0] not in _LIBRARIES:
+            return Keys(names=frozenset({name}), attributes=frozenset({name}))  # `BLOBS`
+        if imported is not None or name in self.defined:
             return Keys()  # code, not state: host code that uses it writes nothing of ours
         if name in _BUILTINS and name not in self.bound:
             return Keys()
@@ -308,7 +311,8 @@ _LIBRARIES = frozenset(sys.stdlib_module_names) | frozenset(
 
 
 def _is_project_state(node: ast.Attribute, module: Module) -> bool:
-    """`state.VALUES`: an attribute (not called) of a module that is no library's."""
+    """`state.VALUES`: an attribute (not called) of a module that is no library's (so is
+    `BLOBS` of `from pkg.state import BLOBS`, see `_name_keys`)."""
     parts = dotted(node.value)
     imported = module.imports.get(parts[0]) if parts else None
     return imported is not None and imported.split(".")[0] not in _LIBRARIES
