@@ -395,6 +395,26 @@ def _serialize_at_foreign_call_sites(
     functions that run it tell their own callers in turn. The callers are told until nothing
     new is told, then every file of a fix is analysed once more with the fix's verdict
     (`ReturnChange.transaction`): all of it is made, or none."""
+    decided: set[tuple[int, project.ReturnChange]] = set()
+    verdicts: dict[str, str] = {}  # by fix (`_fix_of`)
+    for _ in range(MAX_PROJECT_ROUNDS):  # a verdict can make a definer tell something else
+        users = _told_until_settled(index, tasks, outcomes, analyser, verdicts)
+        if not users or set(users) <= decided:
+            return
+        decided |= set(users)
+        _decide(index, tasks, outcomes, analyser, users, verdicts)
+
+
+def _told_until_settled(
+    index: project.ProjectIndex,
+    tasks: dict[int, tuple[Path, Job]],
+    outcomes: dict[int, Outcome],
+    analyser: _Analyser,
+    verdicts: dict[str, str],
+) -> Users:
+    """Tell each file what the functions it imports will do, until nothing new is told (a
+    caller whose function runs another's callbacks tells its own callers in turn), with the
+    `verdicts` known; the functions told of, with their callers."""
     users = _importers_of_return_changes(index, tasks, outcomes)
     told: Users = {}
     for _ in range(MAX_PROJECT_ROUNDS):
@@ -402,16 +422,25 @@ def _serialize_at_foreign_call_sites(
             break
         told = users
         definers = {i: index.places[tasks[i][0]].module for i, _ in told}
-        changes = _imports_options(told, {}, definers)
+        changes = _imports_options(told, verdicts, definers)
         _rerun(tasks, outcomes, analyser, {i: c for i, c in changes.items() if _new(tasks[i], c)})
         users = _importers_of_return_changes(index, tasks, outcomes)
-    users = told
-    if not users:
-        return
+    return told
+
+
+def _decide(
+    index: project.ProjectIndex,
+    tasks: dict[int, tuple[Path, Job]],
+    outcomes: dict[int, Outcome],
+    analyser: _Analyser,
+    users: Users,
+    verdicts: dict[str, str],
+) -> None:
+    """Every file of each fix analysed once more with the fix's verdict (noted in
+    `verdicts`)."""
     definers = {i: index.places[tasks[i][0]].module for i, _ in users}
-    verdicts: dict[str, str] = {}
     for (definer, returned), callers in users.items():
-        key = returned.transaction(definers[definer])
+        key = _fix_of(returned, definers[definer])
         why = verdicts.get(key) or returned.why_not
         why = why or next(
             (
@@ -426,7 +455,7 @@ def _serialize_at_foreign_call_sites(
     # Both sides are written or neither: a side that failed cancels its group's rewrite.
     failed = False
     for (definer, returned), callers in users.items():
-        key = returned.transaction(definers[definer])
+        key = _fix_of(returned, definers[definer])
         group = [definer, *(i for i, _ in callers)]
         errors = [outcomes[i].error for i in group if outcomes[i].error]
         errors += [  # the function itself, for a reason only its own module tells
@@ -444,6 +473,13 @@ def _serialize_at_foreign_call_sites(
 Users = dict[tuple[int, project.ReturnChange], list[tuple[int, str]]]
 
 
+def _fix_of(returned: project.ReturnChange, definer: str) -> str:
+    """The fix a change is part of, for its verdict: a move after the calls and the waits
+    for callbacks that replace it, when it cannot be made, are two fixes of one function."""
+    kind = "waits" if returned.keeps_return else "return"
+    return f"{kind} {returned.transaction(definer)}"
+
+
 def _new(task: tuple[Path, Job], change: dict[str, tuple[object, ...]]) -> bool:
     """Whether `change` gives the file options its last analysis did not have."""
     options = task[1].options
@@ -456,7 +492,7 @@ def _verdict_options(
     """The options of every file of a fix: its callers' imports, its definers' verdicts."""
     changes = _imports_options(users, verdicts, definers)
     for definer, returned in users:
-        why = verdicts[returned.transaction(definers[definer])]
+        why = verdicts[_fix_of(returned, definers[definer])]
         if returned.keeps_return and not why:
             continue  # its fix is the same, with or without callers that wait
         calls = project.ForeignCalls(returned.function, why, returned.keeps_return)
@@ -512,7 +548,7 @@ def _imports_options(
     """The `changed_imports` of each caller; allowed where the verdict is known and clean."""
     changes: dict[int, dict[str, tuple[object, ...]]] = {}
     for (definer, returned), callers in users.items():
-        allowed = verdicts.get(returned.transaction(definers[definer])) == ""
+        allowed = verdicts.get(_fix_of(returned, definers[definer])) == ""
         for caller, name in callers:
             imports = changes.setdefault(caller, {}).get("changed_imports", ())
             new = project.ChangedImport(name, returned, allowed, definers[definer])

@@ -1176,3 +1176,25 @@ def test_the_reader_waits_for_callbacks_its_call_runs_through_other_modules(
     main = (root / "main.py").read_text()
     assert main.count("jax.effects_barrier()") == 1
     assert main.index("jax.effects_barrier()") < main.index("print(")
+
+
+def test_a_move_the_callers_refuse_becomes_callbacks_they_wait_for(tmp_path: Path) -> None:
+    """`_step`'s statement cannot move after the call in `main.py` (its `f` means another
+    thing there): it goes to a host callback, and `main.py`, told of that only after the
+    verdict, still waits before its read (found by `scripts/fuzz_effects.py`)."""
+    steps = (
+        "import pickle\n\nimport jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef _step(x):\n"
+        '    h = jnp.tanh(x)\n    with open("h0.pkl", "wb") as f:\n        pickle.dump(h, f)\n'
+        "    return h * 2\n"
+    )
+    main = (
+        "import pickle\n\nimport jax.numpy as jnp\n\nfrom pkg import steps\n\n"
+        'steps._step(jnp.ones(3))\nwith open("h0.pkl", "rb") as f:\n    print(pickle.load(f))\n'
+    )
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/steps.py": steps, "main.py": main})
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    assert "jax.debug.callback(" in (root / "pkg" / "steps.py").read_text()
+    assert (
+        "steps._step(jnp.ones(3))\njax.effects_barrier()\nwith open"
+        in (root / "main.py").read_text()
+    )
