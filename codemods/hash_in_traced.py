@@ -12,10 +12,10 @@ from jaxfix.analysis.reasons import Via
 from jaxfix.candidates import HASHED_KEYS
 from jaxfix.diagnostic import FixSafety
 from jaxfix.hoist import jax_module_name, jax_numpy_name
+from jaxfix.models.transforms import JIT
 from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
 from jaxfix.syntax import source_of
 from jaxfix.tracing import TracedFunction
-from jaxfix.transforms import JIT
 
 # Calls that make a dict or a set, and annotations that declare one.
 KEYED_CONSTRUCTORS = frozenset(

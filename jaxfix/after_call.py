@@ -63,11 +63,11 @@ from jaxfix.call_sites import (
 )
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.hoist import binds_with_walrus, jax_module_name, moves_with
+from jaxfix.models.transforms import HOST_CALLBACKS, JIT
 from jaxfix.project import WAITS, ChangedImport, ReturnChange
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
 from jaxfix.syntax import calls_in
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
-from jaxfix.transforms import HOST_CALLBACKS, JIT
 
 # What to wrap in a moving statement (`y` -> `jax.device_get(y)`), given the name of `jax`.
 Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpression]]

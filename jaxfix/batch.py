@@ -20,12 +20,12 @@ from jaxfix import project
 from jaxfix.cache import Cache, RunRecord
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.edits import EditsWanted
+from jaxfix.models.parts import Part
+from jaxfix.models.transforms import Wrapped
 from jaxfix.options import DEFAULT, Options
 from jaxfix.outcome import Outcome
-from jaxfix.parts import Part
 from jaxfix.project import ModuleFacts
 from jaxfix.stamps import digest
-from jaxfix.transforms import Wrapped
 from jaxfix.workers import Workers
 
 # Rounds of re-analysis for tracing across modules: a call chain through more modules than

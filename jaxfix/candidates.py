@@ -26,7 +26,7 @@ from typing import NamedTuple, cast
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.flow import Bindings, wrapped_by
 from jaxfix.analysis.statements import names_bound
-from jaxfix.transforms import JIT, TRANSFORMS, Wrapped
+from jaxfix.models.transforms import JIT, TRANSFORMS, Wrapped
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BUILTINS = frozenset(dir(builtins))

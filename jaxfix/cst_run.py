@@ -18,13 +18,13 @@ from jaxfix.analysis.file import FileAnalysis
 from jaxfix.diagnostic import Diagnostic
 from jaxfix.imports import add_imports, has_docstring
 from jaxfix.metadata import Wrapper
+from jaxfix.models.transforms import with_user_transforms
 from jaxfix.options import Options
 from jaxfix.project import ModuleFacts, ProjectContext
 from jaxfix.rule import Fix, Replacement
 from jaxfix.rule_index import RuleRef
 from jaxfix.syntax import ReplaceNodes
 from jaxfix.tracing import OutsideSlice, TracedAnalysis
-from jaxfix.transforms import with_user_transforms
 from jaxfix.traversal import visit_batched
 from jaxfix.unused_imports import names_in_use, remove_unused_imports
 

@@ -23,13 +23,13 @@ from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.flow import Bindings, whole_module
 from jaxfix.diagnostic import Diagnostic, TextEdit
 from jaxfix.edits import EditsWanted, line_edits
+from jaxfix.models.parts import Part
 from jaxfix.models.sinks import Sink
+from jaxfix.models.transforms import TransformSpec, Wrapped, with_user_transforms
 from jaxfix.options import DEFAULT, Options
-from jaxfix.parts import Part
 from jaxfix.project import ModuleFacts, Place, note_top_level, traced_calls
 from jaxfix.registry import matches
 from jaxfix.rule_index import RuleRef, rule_index
-from jaxfix.transforms import TransformSpec, Wrapped, with_user_transforms
 
 if TYPE_CHECKING:  # the rules' run and the fixes import LibCST: `jaxfix.cst_run`, when needed
     from jaxfix.cst_run import Checked
@@ -42,7 +42,7 @@ MAX_FIX_PASSES = 10
 # transforms trace too): such files are only parsed by CPython, so that a syntax error is
 # reported in every file (as Ruff does), and never analysed.
 PREFILTER = ("jax", "equinox", "flax", "haiku", "optax")
-# The smallest file whose later rounds analyse only the part they need (`jaxfix.parts`): a
+# The smallest file whose later rounds analyse only the part they need (`jaxfix.models.parts`): a
 # smaller one is analysed whole again in less time than its outline costs in the first round.
 MIN_OUTLINED = 16_000
 # Each byte that is no part of an ASCII word, as a space (see `_words_in`).
@@ -191,7 +191,7 @@ def check_text(
     of the first pass). With `place` (where the file sits in the run), what it tells the run of
     the calls into the run's packages (`options.packages`) is added to `facts`. With
     `options.part`, that part of the file alone is analysed when it finds nothing (see
-    `jaxfix.parts`)."""
+    `jaxfix.models.parts`)."""
     if options.part is not None:
         if _nothing_in_part(text, rules, filename, options, edits, place, facts):
             return []
@@ -593,7 +593,7 @@ def _note_facts(
 ) -> None:
     """What CPython's tree tells of the file's functions and their calls into the run; for a
     file whose functions can be entered from other modules (they reach an anchor, themselves
-    or through their calls into the run), its outline (`jaxfix.parts`)."""
+    or through their calls into the run), its outline (`jaxfix.models.parts`)."""
     facts, place = follow.facts, follow.place
     named = {
         index: statement.name

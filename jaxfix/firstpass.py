@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from jaxfix.analysis.bridge import first_line
 from jaxfix.analysis.flow import Bindings
-from jaxfix.parts import Outline, WholeModule
+from jaxfix.models.parts import Outline, WholeModule
 
 # LibCST's parser is quadratic in the depth of an expression (a 4,000-term sum takes seconds to
 # parse) and recurses once per level: deeper code is reported instead of analysed.

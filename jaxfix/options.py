@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from jaxfix.models.parts import Part
 from jaxfix.models.sinks import Sink
-from jaxfix.parts import Part
+from jaxfix.models.transforms import Wrapped
 from jaxfix.project import ChangedImport, Entry, ForeignCalls
-from jaxfix.transforms import Wrapped
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,8 @@ class Options:
     packages: tuple[str, ...] = ()
     follow: bool = False
     entries: tuple[Entry, ...] = ()
-    # The part of the file those entries need, when it alone is to be analysed (`jaxfix.parts`).
+    # The part of the file those entries need, when it alone is to be analysed
+    # (`jaxfix.models.parts`).
     part: Part | None = None
     # Names this file imports whose functions a rule's fix changes (`ReturnChange`), and
     # whether the other modules' calls of this file's such functions can be rewritten.

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxfix.analysis.external import KEYWORDS, External
-from jaxfix.parts import Outline
-from jaxfix.transforms import Wrapped
+from jaxfix.models.parts import Outline
+from jaxfix.models.transforms import Wrapped
 
 if TYPE_CHECKING:
     from jaxfix.analysis.file import FileAnalysis
@@ -139,7 +139,7 @@ class ModuleFacts:
     # `ChangedImport`s, whether every call site here can be rewritten ("" or why not).
     return_changes: list[ReturnChange] = field(default_factory=list)
     call_sites: dict[str, str] = field(default_factory=dict)
-    # The file's outline, for a later round to analyse only a part of it (`jaxfix.parts`);
+    # The file's outline, for a later round to analyse only a part of it (`jaxfix.models.parts`);
     # `partial`: these are the facts of such a part (its `calls_out` add to the first round's).
     outline: Outline | None = None
     partial: bool = False

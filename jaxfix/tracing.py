@@ -33,8 +33,8 @@ from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.keeping import Outliving
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.values import Kind, Param, Staged
+from jaxfix.models.transforms import TRANSFORMS, TransformSpec
 from jaxfix.project import Entry, ProjectContext
-from jaxfix.transforms import TRANSFORMS, TransformSpec
 from jaxfix.traversal import children
 
 FunctionNode = cst.FunctionDef | cst.Lambda

@@ -29,7 +29,7 @@ from jaxfix.analysis import file as file_analysis
 from jaxfix.analysis import flow
 from jaxfix.cache import Cache
 from jaxfix.cli import main
-from jaxfix.parts import Part
+from jaxfix.models.parts import Part
 from jaxfix.proofs import Case, load_cases
 from jaxfix.workers import Workers
 from tests.programs import CLEAN

@@ -1,5 +1,5 @@
 """A later round across modules analyses only the part of a file its entries need
-(`jaxfix.parts`): which statements the part keeps, its text, and that the engine analyses the
+(`jaxfix.models.parts`): which statements the part keeps, its text, and that the engine analyses the
 whole file when the part finds something."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import replace
 from jaxfix import firstpass
 from jaxfix.analysis.flow import analyse, whole_module
 from jaxfix.engine import check_text
+from jaxfix.models.parts import Outline, Part
 from jaxfix.options import Options
-from jaxfix.parts import Outline, Part
 from jaxfix.project import Entry, ModuleFacts, Place
 from jaxfix.registry import all_rules
 

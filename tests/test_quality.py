@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,12 +23,29 @@ def run(*command: str) -> subprocess.CompletedProcess[str]:
         ("ruff", "check", "."),
         ("ruff", "format", "--check", "."),
         ("mypy",),
+        ("lint-imports",),
     ],
     ids=lambda c: " ".join(c),
 )
 def test_tool_is_clean(command: tuple[str, ...]) -> None:
     result = run(str(BIN / command[0]), *command[1:])
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_floors_contract_names_every_module_above_them() -> None:
+    """The forbidden contract keeps the models and the analysis below every other module of
+    jaxfix: a new module must be named in it, or the contract would not see it."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    (forbidden,) = [c for c in contracts if c["type"] == "forbidden"]
+    below = {"analysis", "models"}
+    above = {
+        f"jaxfix.{path.stem}"
+        for path in (ROOT / "jaxfix").iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").exists())
+        and path.stem not in below | {"__init__", "__main__"}
+    }
+    assert above - set(forbidden["forbidden_modules"]) == set()
 
 
 def test_jaxfix_checks_its_own_code() -> None:

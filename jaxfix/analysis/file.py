@@ -22,8 +22,8 @@ from jaxfix.analysis.keys import Keys
 from jaxfix.analysis.reasons import THROUGH_CALLERS, Via
 from jaxfix.analysis.tracing import Facts, trace
 from jaxfix.analysis.values import Kind, Param, Staged
-from jaxfix.parts import WholeModule
-from jaxfix.transforms import (
+from jaxfix.models.parts import WholeModule
+from jaxfix.models.transforms import (
     SHARDING,
     SHARDING_KEYWORDS,
     SHARDING_MODULES,
@@ -437,7 +437,7 @@ def analyse_file(
 ) -> FileAnalysis:
     """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it;
     with `traced_only`, for questions about traced code only (see `flow.analyse`); `whole`
-    when `text` is a part of the module (see `jaxfix.parts`).
+    when `text` is a part of the module (see `jaxfix.models.parts`).
     The summaries of an earlier analysis of the same tree are reused; when this trace finds
     that they depend on the order they were asked for, it is done again afresh."""
     traced_only = traced_only and not external

@@ -44,8 +44,8 @@ from jaxfix.analysis.values import (
     Value,
 )
 from jaxfix.analysis.walk import PUSHERS, push_children
-from jaxfix.parts import WholeModule
-from jaxfix.transforms import (
+from jaxfix.models.parts import WholeModule
+from jaxfix.models.transforms import (
     ABSTRACT_TRANSFORMS,
     CALL_WRAPPERS,
     CUSTOM_DERIVATIVES,
@@ -354,7 +354,7 @@ def analyse(
 ) -> Module:
     """The module's analysis: the summaries of the module body (as `<module>`) and of the
     functions that may apply a transform; the others' on demand (`Module.summary_of`).
-    `whole`: `tree` is a part of the module (`jaxfix.parts`), and this is what the whole
+    `whole`: `tree` is a part of the module (`jaxfix.models.parts`), and this is what the whole
     module tells its analysis.
     With `traced_only` (only the module's own traced code will be asked about), a module
     that reads no name an import binds to a transform or to what holds one (`jax`, `lax`,
@@ -903,7 +903,7 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
 
 
 def whole_module(module: Module) -> WholeModule:
-    """What the analysis of a part of `module` must be told of the whole (`jaxfix.parts`)."""
+    """What the analysis of a part of `module` must be told of the whole (`jaxfix.models.parts`)."""
     static_fields = module.static_fields if module.whole_read else _static_fields(module)
     instance_params = module.instance_params if module.whole_read else _passed_instances(module)
     return WholeModule(

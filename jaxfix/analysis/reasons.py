@@ -7,7 +7,7 @@ import enum
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from jaxfix.transforms import ABSTRACT_TRANSFORMS
+from jaxfix.models.transforms import ABSTRACT_TRANSFORMS
 
 
 class Via(enum.Enum):

@@ -28,7 +28,7 @@ from jaxfix.analysis.flow import (
 )
 from jaxfix.analysis.reasons import Reason, Via, abstract_only
 from jaxfix.analysis.values import Kind, Param, Source, Staged, Value
-from jaxfix.transforms import CUSTOM_DERIVATIVES
+from jaxfix.models.transforms import CUSTOM_DERIVATIVES
 
 
 @dataclass

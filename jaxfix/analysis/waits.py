@@ -29,7 +29,7 @@ from jaxfix.analysis.statements import (
     walk_code,
     walk_statements,
 )
-from jaxfix.transforms import RUN_AT_ONCE
+from jaxfix.models.transforms import RUN_AT_ONCE
 
 BARRIER = "jax.effects_barrier"
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
