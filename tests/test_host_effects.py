@@ -313,55 +313,6 @@ def test_the_callback_is_given_only_what_the_statement_reads(sent: str, given: s
     assert re.search(rf"jax\.debug\.callback\(_host_\w+, {re.escape(given)}, ordered=True\)", fixed)
 
 
-CLASSES = textwrap.dedent("""\
-    import jax
-    import jax.numpy as jnp
-
-
-    class Trainer:
-        def __init__(self):
-            self.history = []
-
-        def report(self):
-            return len(self.history)
-
-
-    class Logger:
-        def __init__(self):
-            self.history = []
-
-        def log(self, v):
-            self.history.append(float(v))
-
-        def last(self):
-            return self.history[-1]
-
-
-    LOG = Logger()
-
-
-    @jax.jit
-    def train_step(w):
-        LOG.log(jnp.sum(w))
-        return w * 0.5
-
-
-    w = train_step(jnp.ones(2))
-    """)
-
-
-def test_no_host_code_waits_where_it_reads_another_objects_attribute_of_that_name() -> None:
-    """The callback appends to a `Logger`'s `self.history`: an unrelated class's own
-    `self.history` (and any `__init__`'s, on the object it makes) is no read of it; the
-    `Logger`'s own `last`, called from elsewhere at any time, still waits."""
-    fixed = fix_text(CLASSES, RULES, unsafe_fixes=True).text
-    trainer = fixed.split("class Logger")[0]
-    assert "effects_barrier" not in trainer
-    logger = fixed.split("class Logger")[1].split("LOG = Logger()")[0]
-    assert logger.count("jax.effects_barrier()") == 1
-    assert "def last(self):\n        jax.effects_barrier()\n" in logger
-
-
 def test_a_dict_keeps_its_key_order() -> None:
     """`jax.debug.print` and a host callback flatten a dict as a tree, its keys sorted: a
     print of a dict is not rewritten to `jax.debug.print`, and a dict whose keys are out of
