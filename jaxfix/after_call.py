@@ -62,7 +62,7 @@ from jaxfix.call_sites import (
     scan_sites,
 )
 from jaxfix.diagnostic import Diagnostic
-from jaxfix.hoist import binds_with_walrus, jax_module_name, moves_with
+from jaxfix.hoist import binds_with_walrus, jax_module_name, moves_with, reordered_dict
 from jaxfix.models.transforms import HOST_CALLBACKS, JIT
 from jaxfix.project import WAITS, ChangedImport, ReturnChange
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
@@ -160,6 +160,9 @@ def plan_after_call(
     why = _reads_only_module_names(analysis, function, group, payloads)
     if why:
         return why
+    reordered = next((p for p in payloads if reordered_dict(analysis, group[0], p)), None)
+    if reordered is not None:  # returned, a dict's keys come back sorted
+        return f"`{reordered}` is a dict whose keys are not in sorted order"
     sites: Sequence[cst.Call | AuxSite | ScanSite] | str
     if jitted:
         sites = call_sites(analysis, function)

@@ -164,7 +164,7 @@ def hoist_statements(
         return None
     traced, frozen = parameters
     given, projected = _projected(analysis, statements, traced, frozen)
-    if any(_reordered_dict(analysis, statements[0], name) for name in given.values()):
+    if any(reordered_dict(analysis, statements[0], name) for name in given.values()):
         return None  # a callback's dict comes with its keys sorted: printed, pickled apart
     body: list[cst.BaseStatement] = []
     for statement in statements:
@@ -203,9 +203,10 @@ def hoist_statements(
     return [host_def, callback]
 
 
-def _reordered_dict(analysis: TracedAnalysis, statement: Statement, name: str) -> bool:
+def reordered_dict(analysis: TracedAnalysis, statement: Statement, name: str) -> bool:
     """Whether the function of `statement` binds `name` to a dict whose keys are not in the
-    sorted order in which a host callback receives them (`{"h": x, "g": y}`)."""
+    sorted order in which a host callback receives them, or a jitted function returns them
+    (`{"h": x, "g": y}`): jax flattens a dict as a tree."""
     function = analysis.owner_function(statement)
     if not isinstance(function, cst.FunctionDef | cst.Lambda) or not name.isidentifier():
         return False

@@ -391,3 +391,29 @@ def test_a_statement_stays_with_a_call_of_a_function_whose_statements_go_to_call
     fixed = fix_text(source, RULES, unsafe_fixes=True).text
     assert "out = _step(1.0)\n" in fixed  # its return is the same: no move after the call
     assert fixed.count("jax.debug.callback(") == 2
+
+
+def test_a_dict_out_of_key_order_is_not_returned_to_move_after_the_call() -> None:
+    """A jitted function's dict comes back with its keys sorted too: the pickling of one out
+    of sorted order does not move after the call (nor into a callback)."""
+    source = textwrap.dedent("""\
+        import pickle
+
+        import jax
+
+        BLOBS = []
+
+
+        @jax.jit
+        def _step(x):
+            tree = {"h": x, "g": x * 2}
+            BLOBS.append(pickle.dumps(tree))
+            return x
+
+
+        _step(1.0)
+        """)
+    result = fix_text(source, RULES, unsafe_fixes=True)
+    assert result.text == source and [d.code for d in result.diagnostics] == ["JF101"]
+    sorted_keys = source.replace('{"h": x, "g": x * 2}', '{"g": x * 2, "h": x}')
+    assert "_, tree = _step(1.0)\n" in fix_text(sorted_keys, RULES, unsafe_fixes=True).text
