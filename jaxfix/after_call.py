@@ -62,7 +62,13 @@ from jaxfix.call_sites import (
     scan_sites,
 )
 from jaxfix.diagnostic import Diagnostic
-from jaxfix.hoist import binds_with_walrus, jax_module_name, moves_with, reordered_dict
+from jaxfix.hoist import (
+    binds_with_walrus,
+    jax_module_name,
+    moves_with,
+    reordered_dict,
+    values_of,
+)
 from jaxfix.models.transforms import HOST_CALLBACKS, JIT
 from jaxfix.project import WAITS, ChangedImport, ReturnChange
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
@@ -320,22 +326,7 @@ def _an_array(analysis: TracedAnalysis, function: cst.FunctionDef, name: str) ->
     """Whether every value the function gives `name` is an array, as its code shows: an
     operation on arrays, or what a `jax` function returns (not a dict, a tuple, or what the
     program's own function makes)."""
-    values = [
-        small.value
-        for statement in function.body.body
-        if isinstance(statement, cst.SimpleStatementLine)
-        for small in statement.body
-        if isinstance(small, cst.Assign | cst.AnnAssign)
-        and any(
-            isinstance(t, cst.Name) and t.value == name
-            for t in (
-                [a.target for a in small.targets]
-                if isinstance(small, cst.Assign)
-                else [small.target]
-            )
-        )
-    ]
-    return all(_array_valued(analysis, v) for v in values if v is not None)
+    return all(_array_valued(analysis, v) for v in values_of(function, name))
 
 
 def _array_valued(analysis: TracedAnalysis, value: cst.BaseExpression) -> bool:

@@ -203,24 +203,38 @@ def hoist_statements(
     return [host_def, callback]
 
 
+def values_of(function: cst.FunctionDef | cst.Lambda, name: str) -> list[cst.BaseExpression]:
+    """Every value `function`'s own code assigns to `name` (`name = value`, annotated too)."""
+    found: list[cst.BaseExpression] = []
+    for node in _walk_body(function):
+        if isinstance(node, cst.Assign):
+            targets = [target.target for target in node.targets]
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        else:
+            continue
+        if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+            assert node.value is not None
+            found.append(node.value)
+    return found
+
+
 def reordered_dict(analysis: TracedAnalysis, statement: Statement, name: str) -> bool:
     """Whether the function of `statement` binds `name` to a dict whose keys are not in the
     sorted order in which a host callback receives them, or a jitted function returns them
     (`{"h": x, "g": y}`): jax flattens a dict as a tree."""
     function = analysis.owner_function(statement)
-    if not isinstance(function, cst.FunctionDef | cst.Lambda) or not name.isidentifier():
+    if function is None or not name.isidentifier():
         return False
-    for node in _walk_body(function):
-        if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Dict | cst.DictComp):
-            continue
-        if not any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
-            continue
-        if isinstance(node.value, cst.DictComp):
+    for value in values_of(function, name):
+        if isinstance(value, cst.DictComp):
             return True
-        keys = [e.key for e in node.value.elements if isinstance(e, cst.DictElement)]
+        if not isinstance(value, cst.Dict):
+            continue
+        keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
         texts = [k.evaluated_value for k in keys if isinstance(k, cst.SimpleString)]
         strings = [t for t in texts if isinstance(t, str)]
-        if len(strings) != len(node.value.elements) or strings != sorted(strings):
+        if len(strings) != len(value.elements) or strings != sorted(strings):
             return True
     return False
 
@@ -248,7 +262,7 @@ def _projected(
         for part in parts:
             code = cst.Module([]).code_for_node(part)
             if code not in by_code:
-                by_code[code] = _fresh(_part_name(code), used)
+                by_code[code] = fresh_name(analysis, _part_name(code), sorted(used))
                 used.add(by_code[code])
                 given[by_code[code]] = code
             projected[part] = by_code[code]
@@ -284,14 +298,6 @@ def _constant_key(subscript: cst.Subscript) -> bool:
 def _part_name(code: str) -> str:
     """A parameter name for a part: `grads["w"]` -> `grads_w`."""
     return "_".join(word for word in re.split(r"\W+", code) if word) or "part"
-
-
-def _fresh(base: str, used: set[str]) -> str:
-    name, number = base, 1
-    while name in used:
-        number += 1
-        name = f"{base}_{number}"
-    return name
 
 
 def binds_with_walrus(statement: Statement) -> bool:

@@ -148,21 +148,21 @@ def _waits(analysis: TracedAnalysis, hoist: Hoist, rule: Rule) -> tuple[str, str
     facts = analysis.project.facts
     if facts is None:  # nobody listens (an editor's buffer): the run has told the importers
         return "", name
-    known = [r for r in facts.return_changes if r.function == name]
-    if any(WAITS not in dict(r.details) and not r.why_not for r in known):
+    if not publish_waits(facts, name, hoist.keys, rule.code, f":{name}"):
         return "", ""  # its return changes: the calls elsewhere change with it
-    for runner in sorted(names):
+    for runner in sorted(names - {name}):
         publish_waits(facts, runner, hoist.keys, rule.code, f":{name}")
     return "", name
 
 
-def publish_waits(facts: ModuleFacts, function: str, keys: Keys, rule: str, origin: str) -> None:
+def publish_waits(facts: ModuleFacts, function: str, keys: Keys, rule: str, origin: str) -> bool:
     """Tell the run that calling `function` runs host callbacks that write `keys`, for the fix
     of `origin` (`module:function`; `:function` for this module's): the keys join those told
-    already for it (a move after the calls that cannot be made gives way)."""
+    already for it (a move after the calls that cannot be made gives way). False, telling
+    nothing, when a fix changes what the function returns: its calls change with it."""
     known = [r for r in facts.return_changes if r.function == function]
     if any(WAITS not in dict(r.details) and not r.why_not for r in known):
-        return  # its return changes: its calls elsewhere change with it
+        return False
     for change in known:
         facts.return_changes.remove(change)
         if WAITS in dict(change.details):
@@ -171,6 +171,7 @@ def publish_waits(facts: ModuleFacts, function: str, keys: Keys, rule: str, orig
     plain = (tuple(sorted(keys.names)), tuple(sorted(keys.attributes)), tuple(sorted(keys.paths)))
     details = ((WAITS, plain), (ORIGIN, origin))
     facts.return_changes.append(ReturnChange(function, rule, details, keeps_return=True))
+    return True
 
 
 def _keys_of(change: ReturnChange) -> Keys:
@@ -189,10 +190,11 @@ def wait_in_importers(rule: Rule) -> None:
             continue
         keys = _keys_of(imported.returned)
         origin = imported.returned.transaction(imported.definer)
-        planned = _barriers_for(analysis, imported.name, keys)
+        called = imported.name.rsplit(".", 1)[-1]  # `step` of `steps.step`
+        planned = _barriers_for(analysis, called, keys)
         if facts is not None:
             facts.call_sites[imported.name] = planned if isinstance(planned, str) else ""
-            for runner in analysis.runners_of(imported.name.rsplit(".", 1)[-1]):
+            for runner in analysis.runners_of(called):
                 publish_waits(facts, runner, keys, rule.code, origin)  # its callers wait too
         if planned is None or isinstance(planned, str) or not imported.allowed:
             continue
@@ -210,11 +212,11 @@ def _barriers_for(
     analysis: TracedAnalysis, name: str, keys: Keys
 ) -> tuple[dict[cst.CSTNode, Replacement], list[ImportNeeded], Statement] | str | None:
     """The barriers this module needs before its reads of `keys` (what the callbacks of the
-    function it imports as `name` write), with their imports and the first place; None when
-    it reads none of it after a call; or why it cannot wait."""
+    function it calls as `name` write), with their imports and the first place; None when it
+    reads none of it after a call; or why it cannot wait."""
     # The module sees the function's globals as `module.NAME`, or `NAME` imported.
     seen = Keys(keys.names, keys.attributes | keys.names, keys.paths)
-    reads = analysis.imported_host_reads(name.rsplit(".", 1)[-1], seen)
+    reads = analysis.imported_host_reads(name, seen)
     if reads is None:
         return "a read of what it writes is not a statement of a block"
     if reads.blocked is not None:

@@ -110,10 +110,10 @@ def _keys_in(
     fresh = host.name in _MAKERS
     if not fresh and (owner is None or _related(index, cls, owner)):
         return keys
-    args = host.args.posonlyargs + host.args.args
-    if not args:
+    positional = params_of(host)[1]
+    if not positional:
         return keys
-    own = args[0].arg
+    own = positional[0]
     elsewhere = {
         node.attr
         for node in walk_code(host.body)
