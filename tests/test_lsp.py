@@ -653,3 +653,55 @@ async def test_a_fix_over_two_files_is_one_workspace_edit(
     open_document(waits_client, run.as_uri(), RUN)
     await until(lambda: run.as_uri() in waits_client.diagnostics, "run.py checked")
     assert shown_codes(waits_client, run.as_uri()) == []
+
+
+SAVER = 'import numpy as np\n\n\ndef save(v):\n    np.save("v.npy", v)\n'
+JITTED = (
+    "import jax\n\nfrom pkg import helpers\n\n\n@jax.jit\ndef step(x):\n"
+    "    helpers.save(x)\n    return x\n"
+)
+READER = (
+    "import jax.numpy as jnp\nimport numpy as np\n\nfrom pkg import steps\n\n"
+    'steps.step(jnp.ones(3))\nprint(np.load("v.npy"))\n'
+)
+
+
+@pytest_lsp.fixture(config=server_config("-m", "jaxfix.lsp"), loop_scope="module")
+async def chain_client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[None]:
+    """A workspace whose `main.py` reads what `pkg.helpers.save` writes, which it runs
+    through `pkg.steps.step`: the barrier the callback's fix needs is two modules away."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "helpers.py").write_text(SAVER)
+    (tmp_path / "pkg" / "steps.py").write_text(JITTED)
+    (tmp_path / "main.py").write_text(READER)
+    folder = types.WorkspaceFolder(uri=tmp_path.as_uri(), name="project")
+    params = types.InitializeParams(capabilities=capabilities(), workspace_folders=[folder])
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@asyncio_module
+async def test_a_fix_edits_the_reader_of_a_function_that_runs_it(
+    chain_client: Client, tmp_path: Path
+) -> None:
+    """The quick fix of the callback in `helpers.py` puts the barrier in `main.py`, which was
+    told of `steps.step` (that runs `save`), not of `save` itself."""
+    helpers, main = tmp_path / "pkg" / "helpers.py", tmp_path / "main.py"
+    open_document(chain_client, helpers.as_uri(), SAVER)
+    await until(lambda: shown_codes(chain_client, helpers.as_uri()) == ["JF101"], "JF101")
+    (found,) = chain_client.diagnostics[helpers.as_uri()]
+    uris: set[str] = set()
+    for _ in range(200):  # until the workspace's run has told `main.py`
+        fix, _ = await code_actions(chain_client, helpers.as_uri(), found.range)
+        assert fix.edit is not None and fix.edit.document_changes is not None
+        uris = {
+            c.text_document.uri
+            for c in fix.edit.document_changes
+            if isinstance(c, types.TextDocumentEdit)
+        }
+        if main.as_uri() in uris:
+            break
+        await asyncio.sleep(0.05)
+    assert uris == {helpers.as_uri(), main.as_uri()}

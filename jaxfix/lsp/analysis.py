@@ -112,13 +112,12 @@ def parts_elsewhere(
     if not found.moves:
         return ()
     fix = f"{place_of(snapshot.path).module}:{found.moves}"
-    definer, _, function = fix.rpartition(":")
-    told = [
+    told = [  # told of the function, or of one that runs it (`ReturnChange.transaction`)
         (path, job)
         for path, job in sorted(jobs.items())
         if path != snapshot.path
         and any(
-            c.definer == definer and c.returned.function == function and c.allowed
+            c.allowed and c.returned.transaction(c.definer) == fix
             for c in job.options.changed_imports
         )
     ]
