@@ -413,10 +413,10 @@ def _withhold_suppressed(
     the run hears that the function's calls elsewhere must not change."""
     if facts is None:
         return
-    withheld = {d.moves for d in found if d.moves and d not in kept}
-    facts.return_changes[:] = [
+    withheld = {f":{d.moves}" for d in found if d.moves and d not in kept}
+    facts.return_changes[:] = [  # the function's own change, and its runners' (`WAITS`)
         dataclasses.replace(change, why_not="a suppression comment withholds its fix")
-        if change.function in withheld and not change.why_not
+        if change.transaction("") in withheld and not change.why_not
         else change
         for change in facts.return_changes
     ]

@@ -1198,3 +1198,23 @@ def test_a_move_the_callers_refuse_becomes_callbacks_they_wait_for(tmp_path: Pat
         "steps._step(jnp.ones(3))\njax.effects_barrier()\nwith open"
         in (root / "main.py").read_text()
     )
+
+
+def test_a_suppressed_callback_withholds_the_waits_of_the_functions_that_run_it(
+    tmp_path: Path,
+) -> None:
+    """The statement of a private scan body is suppressed: `main.py`, which calls the public
+    function that scans it, gets no barrier for a callback that will not be there."""
+    steps = (
+        "import jax\nimport jax.numpy as jnp\n\nLOG = []\n\n\ndef _body(carry, x):\n"
+        "    LOG.append(float(jnp.sum(x)))  # jaxfix: ignore[JF104]\n    return carry, x\n\n\n"
+        "def step(xs):\n    return jax.lax.scan(_body, 0.0, xs)[1]\n"
+    )
+    main = (
+        "import jax.numpy as jnp\n\nfrom pkg.steps import LOG, step\n\n"
+        "step(jnp.ones((2, 3)))\nprint(LOG)\n"
+    )
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/steps.py": steps, "main.py": main})
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    assert (root / "main.py").read_text() == main
+    assert (root / "pkg" / "steps.py").read_text() == steps
