@@ -360,6 +360,7 @@ def _review_all(
         except SourceError as error:
             _error(tally, str(error))
             continue
+        original = source
         first: list[Diagnostic] | None = outcome.diagnostics
         if pending is not None:  # the parts of other files' fixes, applied
             source = dataclasses.replace(source, text=apply_edits(source.text, pending))
@@ -390,7 +391,6 @@ def _review_all(
         tally.remaining += len(review.remaining) - len(outcome.diagnostics)
         parts.accept(review.applied)
         if review.applied or pending is not None:
-            original = read_source(Path(outcome.display))
             reviewed = dataclasses.replace(outcome, source=original, new_text=review.text)
             reviewed.fixed = review.applied
             _emit_fixed(reviewed, tally, diff=False, color=color)
