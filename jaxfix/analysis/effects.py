@@ -188,7 +188,7 @@ class EffectIndex:
                 found = self._keys(self.bound.get(name, []), local, depth + 1)
             return Keys(names=frozenset({name})) | found if found is not None else None
         imported = self.module.imports.get(name)
-        if imported is not None and imported.split(".")[0] not in _LIBRARIES:
+        if _of_the_program(imported):
             return Keys(names=frozenset({name}), attributes=frozenset({name}))  # `BLOBS`
         if imported is not None or name in self.defined:
             return Keys()  # code, not state: host code that uses it writes nothing of ours
@@ -314,7 +314,11 @@ def _is_project_state(node: ast.Attribute, module: Module) -> bool:
     """`state.VALUES`: an attribute (not called) of a module that is no library's (so is
     `BLOBS` of `from pkg.state import BLOBS`, see `_name_keys`)."""
     parts = dotted(node.value)
-    imported = module.imports.get(parts[0]) if parts else None
+    return _of_the_program(module.imports.get(parts[0]) if parts else None)
+
+
+def _of_the_program(imported: str | None) -> bool:
+    """Whether an import (its dotted name) is of a module that is no library's."""
     return imported is not None and imported.split(".")[0] not in _LIBRARIES
 
 
