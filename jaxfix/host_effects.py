@@ -168,15 +168,20 @@ def publish_waits(facts: ModuleFacts, function: str, keys: Keys, rule: str, orig
         if WAITS in dict(change.details):
             keys = keys | _keys_of(change)
             rule, origin = change.rule, change.detail(ORIGIN)
-    plain = (tuple(sorted(keys.names)), tuple(sorted(keys.attributes)), tuple(sorted(keys.paths)))
+    plain = (
+        tuple(sorted(keys.names)),
+        tuple(sorted(keys.attributes)),
+        tuple(sorted(keys.paths)),
+        keys.console,
+    )
     details = ((WAITS, plain), (ORIGIN, origin))
     facts.return_changes.append(ReturnChange(function, rule, details, keeps_return=True))
     return True
 
 
 def _keys_of(change: ReturnChange) -> Keys:
-    names, attributes, paths = change.detail(WAITS)
-    return Keys(frozenset(names), frozenset(attributes), frozenset(paths))
+    names, attributes, paths, console = change.detail(WAITS)
+    return Keys(frozenset(names), frozenset(attributes), frozenset(paths), console)
 
 
 def wait_in_importers(rule: Rule) -> None:
@@ -215,7 +220,7 @@ def _barriers_for(
     function it calls as `name` write), with their imports and the first place; None when it
     reads none of it after a call; or why it cannot wait."""
     # The module sees the function's globals as `module.NAME`, or `NAME` imported.
-    seen = Keys(keys.names, keys.attributes | keys.names, keys.paths)
+    seen = dataclasses.replace(keys, attributes=keys.attributes | keys.names)
     reads = analysis.imported_host_reads(name, seen)
     if reads is None:
         return "a read of what it writes is not a statement of a block"

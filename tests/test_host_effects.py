@@ -155,6 +155,53 @@ def test_a_read_in_the_statement_that_runs_the_trace_gets_no_fix() -> None:
     assert "host code reads what it writes at line 13 in the statement that runs" in message
 
 
+LOGS = """\
+import logging
+
+import jax
+import jax.numpy as jnp
+
+logger = logging.getLogger(__name__)
+
+
+@jax.jit
+def step(x):
+    logger.info("x %s", x * 2)
+    return x + 1
+
+"""
+
+
+@pytest.mark.parametrize(
+    ("traced", "line", "waits"),
+    [
+        (LOGS, 'print("done")', True),
+        (LOGS, 'logging.getLogger("main").warning("done")', True),
+        (LOGS, "sys.stdout.write('done')", True),
+        (LOGS, 'print("done", file=open("out.txt", "w"))', False),
+        (LOGS, "catalog = dict(done=1)", False),
+        (STORE, 'print("done")', False),  # its callback writes `LAST`, not the console
+    ],
+    ids=["print", "logger", "stream", "print-to-a-file", "no-output", "callback-prints-nothing"],
+)
+def test_a_line_written_to_the_console_waits_for_the_lines_a_callback_logs(
+    traced: str, line: str, waits: bool
+) -> None:
+    """A callback that logs writes to the console when the computation runs: a line the host
+    writes there after the call comes after its lines only once the host has waited."""
+    text = fixed(f"y = step(jnp.ones(2))\nz = y + 1\n{line}\n", traced)
+    assert "jax.debug.callback(" in text
+    barrier = f"z = y + 1\njax.effects_barrier()\n{line}\n"
+    assert (barrier in text) is waits
+    assert text.count("jax.effects_barrier()") == waits
+
+
+def test_a_line_printed_by_the_statement_that_runs_a_logging_callback_gets_no_fix() -> None:
+    title, message = only_finding('print("y", step(jnp.ones(2)))\n', LOGS)
+    assert title is None
+    assert "in the statement that runs the traced code" in message
+
+
 def test_a_file_whose_name_a_call_site_gives_is_waited_for_where_it_is_opened() -> None:
     host = """\
         save(jnp.ones(2), "a.pkl")

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import ast
 import builtins
-import sys
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeGuard
 
 from jaxfix.analysis.flow import FunctionNode, Module, params_of
-from jaxfix.analysis.names import dotted
+from jaxfix.analysis.names import dotted, of_the_program
 from jaxfix.analysis.statements import (
     DEFINITIONS,
     FUNCTIONS,
@@ -52,12 +52,15 @@ class Keys:
     names: frozenset[str] = frozenset()  # module and closure variables
     attributes: frozenset[str] = frozenset()
     paths: frozenset[str] = frozenset()  # file-like strings
+    # The console (`print`, a logger): each later line written there comes after its lines.
+    console: bool = False
 
     def __or__(self, other: Keys) -> Keys:
         return Keys(
             self.names | other.names,
             self.attributes | other.attributes,
             self.paths | other.paths,
+            self.console or other.console,
         )
 
     def seen_in(self, nodes: Iterable[ast.AST], pruned: Collection[int] = ()) -> bool:
@@ -67,6 +70,8 @@ class Keys:
             if isinstance(node, ast.Name) and node.id in self.names:
                 return True
             if isinstance(node, ast.Attribute) and node.attr in self.attributes:
+                return True
+            if self.console and isinstance(node, ast.Call) and writes_console(node):
                 return True
             if (
                 isinstance(node, ast.Constant)
@@ -167,6 +172,8 @@ class EffectIndex:
                     found = Keys(attributes=frozenset({node.attr}))
             elif isinstance(node, ast.Constant) and _path_like(node.value):
                 found = Keys(paths=frozenset({node.value}))
+            elif isinstance(node, ast.Call) and writes_console(node):
+                found = Keys(console=True)
             if found is None:
                 return None
             keys |= found
@@ -188,7 +195,7 @@ class EffectIndex:
                 found = self._keys(self.bound.get(name, []), local, depth + 1)
             return Keys(names=frozenset({name})) | found if found is not None else None
         imported = self.module.imports.get(name)
-        if _of_the_program(imported):
+        if of_the_program(imported):
             return Keys(names=frozenset({name}), attributes=frozenset({name}))  # `BLOBS`
         if imported is not None or name in self.defined:
             return Keys()  # code, not state: host code that uses it writes nothing of ours
@@ -249,7 +256,9 @@ class EffectIndex:
         self, statements: Sequence[ast.stmt], keys: Keys, function: FunctionNode
     ) -> list[ast.stmt]:
         """The statements of `function` after the last of `statements` that mention `keys`
-        (the outermost statement that does)."""
+        (the outermost statement that does). What they print stays at trace time: a line
+        printed there is not one the callback's lines must come before."""
+        keys = dataclasses.replace(keys, console=False)
         last = max(s.end_lineno or s.lineno for s in statements)
         found: list[ast.stmt] = []
         pending = list(function.body) if not isinstance(function, ast.Lambda) else []
@@ -262,6 +271,35 @@ class EffectIndex:
             elif (statement.end_lineno or statement.lineno) > last:
                 pending[:0] = inner_statements(statement)
         return found
+
+
+# What writes to the console: `print` (to no other file), a logger's methods, the streams.
+CONSOLE_METHODS = frozenset(
+    {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
+)
+_STREAMS = frozenset({"stdout", "stderr"})
+
+
+def writes_console(call: ast.Call) -> bool:
+    """Whether `call` writes a line to the console: `print(...)` (not to a file),
+    `logging.info(...)` and the methods of a logger (a receiver named `logger`, `log`...),
+    `sys.stdout.write(...)`."""
+    if isinstance(call.func, ast.Name):
+        target = next((k.value for k in call.keywords if k.arg == "file"), None)
+        return call.func.id == "print" and (target is None or _is_stream(target))
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    receiver = call.func.value  # `logger`, `self.log`, `sys.stdout`, `logging.getLogger()`
+    receiver = receiver.func if isinstance(receiver, ast.Call) else receiver
+    name = (last_name(receiver) or "").lower().strip("_")
+    if call.func.attr == "write":
+        return name in _STREAMS
+    return call.func.attr in CONSOLE_METHODS and name.endswith(("log", "logger", "logging"))
+
+
+def _is_stream(node: ast.expr) -> bool:
+    parts = dotted(node)
+    return parts is not None and parts[-1] in _STREAMS
 
 
 def _nested_in(module: Module, fids: Collection[str]) -> set[str]:
@@ -297,29 +335,11 @@ def _is_import(node: ast.expr, module: Module) -> bool:
     return parts is not None and parts[0] in module.imports
 
 
-# Imported modules whose attributes are code and constants (`np.save`, `jnp.float32`), not
-# state of the program: the standard library's and the common libraries' a traced function
-# uses. An attribute of any other module (`state.VALUES` of the project's `pkg.state`) is.
-_LIBRARIES = frozenset(sys.stdlib_module_names) | frozenset(
-    {
-        "jax", "jaxlib", "numpy", "scipy", "flax", "optax", "equinox", "haiku", "chex",
-        "orbax", "numpyro", "distrax", "einops", "jaxtyping", "ml_dtypes", "torch",
-        "tensorflow", "pandas", "joblib", "cloudpickle", "dill", "msgpack", "h5py", "zarr",
-        "absl", "tqdm", "wandb", "tensorboardX", "diskcache", "cachetools", "yaml", "rich",
-    }
-)  # fmt: skip
-
-
 def _is_project_state(node: ast.Attribute, module: Module) -> bool:
     """`state.VALUES`: an attribute (not called) of a module that is no library's (so is
     `BLOBS` of `from pkg.state import BLOBS`, see `_name_keys`)."""
     parts = dotted(node.value)
-    return _of_the_program(module.imports.get(parts[0]) if parts else None)
-
-
-def _of_the_program(imported: str | None) -> bool:
-    """Whether an import (its dotted name) is of a module that is no library's."""
-    return imported is not None and imported.split(".")[0] not in _LIBRARIES
+    return of_the_program(module.imports.get(parts[0]) if parts else None)
 
 
 def _default(function: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr | None:

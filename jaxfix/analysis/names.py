@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 
 
 def import_bindings(
@@ -51,3 +52,21 @@ def dotted(node: ast.expr) -> list[str] | None:
         return None
     parts.append(node.id)
     return parts[::-1]
+
+
+# Imported modules whose attributes are code and constants (`np.save`, `jnp.float32`), not
+# state of the program: the standard library's and the common libraries' a traced function
+# uses. An attribute of any other module (`state.VALUES` of the project's `pkg.state`) is.
+_LIBRARIES = frozenset(sys.stdlib_module_names) | frozenset(
+    {
+        "jax", "jaxlib", "numpy", "scipy", "flax", "optax", "equinox", "haiku", "chex",
+        "orbax", "numpyro", "distrax", "einops", "jaxtyping", "ml_dtypes", "torch",
+        "tensorflow", "pandas", "joblib", "cloudpickle", "dill", "msgpack", "h5py", "zarr",
+        "absl", "tqdm", "wandb", "tensorboardX", "diskcache", "cachetools", "yaml", "rich",
+    }
+)  # fmt: skip
+
+
+def of_the_program(imported: str | None) -> bool:
+    """Whether an import (its dotted name) is of a module that is no library's."""
+    return imported is not None and imported.split(".")[0] not in _LIBRARIES

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from jaxfix.analysis.effects import EffectIndex, Keys
+from jaxfix.analysis.effects import CONSOLE_METHODS, EffectIndex, Keys, writes_console
 from jaxfix.analysis.flow import FunctionNode, params_of
 from jaxfix.analysis.statements import (
     FUNCTIONS,
@@ -38,6 +38,8 @@ _MAKERS = frozenset({"__init__", "__new__", "__post_init__"})
 # Passes over the host code before the functions' starting states settle (each pass can only
 # turn some from "none pending" to "unsure").
 _MAX_PASSES = 20
+# The last names of the calls that may write to the console (`effects.writes_console`).
+_CONSOLE_CALLS = CONSOLE_METHODS | {"print", "write"}
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,7 @@ class Words:
             or "effects_barrier" in self.attributes
             or any(index.module.imports.get(name) == BARRIER for name in self.names)
             or (bool(keys.paths) and self._mentions_path(keys.paths))
+            or (keys.console and not self.called.isdisjoint(_CONSOLE_CALLS))
         )
 
     def _mentions_path(self, paths: Collection[str]) -> bool:
@@ -247,6 +250,7 @@ class HeaderCode:
     names: frozenset[str]
     attributes: frozenset[str]
     strings: tuple[str, ...]
+    console: bool  # it writes to the console
 
     def mentions(self, keys: Keys) -> bool:
         """`keys.seen_in(header(statement))`, from what was found."""
@@ -254,6 +258,7 @@ class HeaderCode:
             not keys.names.isdisjoint(self.names)
             or not keys.attributes.isdisjoint(self.attributes)
             or any(path in text for path in keys.paths for text in self.strings)
+            or (keys.console and self.console)
         )
 
 
@@ -271,6 +276,7 @@ def _header_code(index: EffectIndex, statement: ast.stmt) -> HeaderCode:
             tuple(
                 n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)
             ),
+            any(map(writes_console, calls)),
         )
     return code
 
