@@ -277,9 +277,12 @@ class Candidates:
                     or (known.method in outer and keeps_traced(call))
                 )
             if known.callee is not None:
-                if known.callee in sure and not self._analysis().given_sure_tracer(known):
-                    return False
-                return known.callee in qualified
+                if known.callee in qualified and (
+                    known.callee not in sure or self._analysis().given_sure_tracer(known)
+                ):
+                    return True
+                # A method of an object another module keeps (`state.VALUES.append`).
+                return bool(outer) and keeps_traced(call)
             return anchored(call.call.func) or bool(outer and keeps_traced(call))
 
         # In traced code only, only the calls traced functions make can be reported.

@@ -1218,3 +1218,81 @@ def test_a_suppressed_callback_withholds_the_waits_of_the_functions_that_run_it(
     invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
     assert (root / "main.py").read_text() == main
     assert (root / "pkg" / "steps.py").read_text() == steps
+
+
+HELPER_LOGS = """\
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+def log_value(value):
+    logger.info("s %s", value)
+"""
+STEP_LOGS = """\
+import jax
+import jax.numpy as jnp
+
+from pkg.helpers import log_value
+
+
+@jax.jit
+def step(x):
+    log_value(jnp.sum(x))
+    return x * 2
+"""
+
+
+@pytest.mark.parametrize(
+    ("host", "fixed"),
+    [
+        ("out = step(x)\nprint(out)\n", "out = step(x)\njax.effects_barrier()\nprint(out)\n"),
+        ("print(step(x))\n", None),  # no place for a barrier between the call and the print
+    ],
+    ids=["print-after-the-call", "print-of-the-call"],
+)
+def test_a_module_that_prints_after_a_call_waits_for_the_lines_its_callbacks_log(
+    tmp_path: Path, host: str, fixed: str | None
+) -> None:
+    """`log_value` is public: its log line goes to a host callback, which on an accelerator
+    runs after the call returns. The module that prints after the call waits first, so that
+    its line comes after the logged one, as when nothing was traced."""
+    main = f"import jax.numpy as jnp\n\nfrom pkg.steps import step\n\nx = jnp.ones(3)\n{host}"
+    files = {"pkg/__init__.py": "", "pkg/helpers.py": HELPER_LOGS, "pkg/steps.py": STEP_LOGS}
+    root = tree(tmp_path, {**files, "main.py": main})
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    helpers = (root / "pkg" / "helpers.py").read_text()
+    assert ("jax.debug.callback(" in helpers) is (fixed is not None)
+    assert (root / "main.py").read_text().endswith(fixed or main)
+
+
+@pytest.mark.parametrize(
+    ("imports", "store"),
+    [
+        ("from pkg import state", 'state.STATE["last"] = s'),
+        ("from pkg.state import STATE", 'STATE["last"] = s'),
+        ("from pkg import state", "state.VALUES.append(s)"),
+        ("from pkg.state import VALUES", "VALUES.append(s)"),
+    ],
+    ids=["module-item", "name-item", "module-append", "name-append"],
+)
+def test_a_store_into_another_modules_object_is_a_leak_moved_after_the_call(
+    tmp_path: Path, imports: str, store: str
+) -> None:
+    """An object another module of the run keeps at module level outlives the trace: a
+    traced value stored there leaks, and the store moves after the call, where `main.py`
+    reads it."""
+    static = store.replace("= s", "= x.shape[0]").replace("(s)", "(x.shape[0])")
+    steps = (
+        f"import jax\nimport jax.numpy as jnp\n\n{imports}\n\n\n@jax.jit\ndef _step(x):\n"
+        f"    s = jnp.sum(x)\n    {store}\n    {static}\n    return x * 2\n"
+    )
+    main = "import jax.numpy as jnp\n\nfrom pkg import state, steps\n\nsteps._step(jnp.ones(3))\n"
+    state = "STATE = {}\nVALUES = []\n"
+    files = {"pkg/__init__.py": "", "pkg/state.py": state, "pkg/steps.py": steps}
+    root = tree(tmp_path, {**files, "main.py": main})
+    checked = invoke("check", "--no-cache", str(root))
+    assert found(checked, root) == ["pkg/steps.py:10 JF103"]  # not the static `n`
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    assert store in (root / "main.py").read_text()
+    assert store not in (root / "pkg" / "steps.py").read_text()

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from jaxfix.analysis.names import dotted
+from jaxfix.analysis.names import dotted, of_the_program
 from jaxfix.analysis.statements import call_arguments, inner_statements
 from jaxfix.analysis.tracing import Facts
 from jaxfix.analysis.walk import children
@@ -199,7 +199,7 @@ class Keeping:
             keys = index.elts if isinstance(index, ast.Tuple) else [index]
             if any(self.is_traced(k, fid) for k in keys if not isinstance(k, ast.Slice)):
                 return None
-            if not self.is_container(target.value, fid):
+            if not (self.is_container(target.value, fid) or self.program_state(target.value, fid)):
                 return None
             return self.outliving(target.value, fid)
         if isinstance(target, ast.Attribute):
@@ -211,7 +211,9 @@ class Keeping:
         outlives the trace (`HISTORY.append(loss)`, `self.seen.add(x)`): a method of
         `SEQUENCE_METHODS` on anything, of `MAPPING_METHODS` on a known dict or set."""
         func = call.func
-        if not isinstance(func, ast.Attribute) or self.full_name(func, fid) is not None:
+        if not isinstance(func, ast.Attribute):
+            return None
+        if self.full_name(func, fid) is not None and not self.program_state(func.value, fid):
             return None  # a module's function, not a method
         method = func.attr
         if method in SEQUENCE_METHODS:
@@ -248,7 +250,7 @@ class Keeping:
         scope = self._resolve(name, fid)
         bindings = self._index(scope).bindings.get(name, []) if scope is not None else []
         if not bindings or all(binding.imported for binding in bindings):
-            return None
+            return Outliving(Holder.MODULE, name) if self.program_state(node, fid) else None
         if self.made_by(root, fid, frozenset(), NOT_OURS):
             return None
         if scope == MODULE:
@@ -302,6 +304,20 @@ class Keeping:
             isinstance(value, ast.Call) and self.made_by(value, fid, makers, prefixes, depth + 1)
             for value in values
         )
+
+    def program_state(self, node: ast.expr, fid: str) -> bool:
+        """`node` is an object another module of the program keeps at module level, reached
+        through an import (`state.STATE`, `STATE` of `from pkg.state import STATE`): it
+        outlives every trace. (A library's attributes are its code and constants.)"""
+        if isinstance(node, ast.Name):
+            bindings = self.bindings(node.id, fid)
+            imported = bindings and all(binding.imported for binding in bindings)
+            return (
+                bool(imported)
+                and "." in self.module.imports.get(node.id, "")
+                and (of_the_program(self.module.imports.get(node.id)))
+            )
+        return isinstance(node, ast.Attribute) and of_the_program(self.full_name(node, fid))
 
     def is_container(self, node: ast.expr, fid: str) -> bool:
         """`node` is a name every binding of which makes a list, dict, set, deque or queue (or
