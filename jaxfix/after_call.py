@@ -166,7 +166,7 @@ def plan_after_call(
     why = _reads_only_module_names(analysis, function, group, payloads)
     if why:
         return why
-    reordered = next((p for p in payloads if reordered_dict(analysis, group[0], p)), None)
+    reordered = next((p for p in payloads if reordered_dict(analysis, group, p)), None)
     if reordered is not None:  # returned, a dict's keys come back sorted
         return f"`{reordered}` is a dict whose keys are not in sorted order"
     sites: Sequence[cst.Call | AuxSite | ScanSite] | str

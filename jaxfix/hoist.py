@@ -164,7 +164,7 @@ def hoist_statements(
         return None
     traced, frozen = parameters
     given, projected = _projected(analysis, statements, traced, frozen)
-    if any(reordered_dict(analysis, statements[0], name) for name in given.values()):
+    if any(reordered_dict(analysis, statements, name) for name in given.values()):
         return None  # a callback's dict comes with its keys sorted: printed, pickled apart
     body: list[cst.BaseStatement] = []
     for statement in statements:
@@ -219,12 +219,18 @@ def values_of(function: cst.FunctionDef | cst.Lambda, name: str) -> list[cst.Bas
     return found
 
 
-def reordered_dict(analysis: TracedAnalysis, statement: Statement, name: str) -> bool:
-    """Whether the function of `statement` binds `name` to a dict whose keys are not in the
-    sorted order in which a host callback receives them, or a jitted function returns them
-    (`{"h": x, "g": y}`): jax flattens a dict as a tree."""
-    function = analysis.owner_function(statement)
-    if function is None or not name.isidentifier():
+def reordered_dict(analysis: TracedAnalysis, statements: Sequence[Statement], name: str) -> bool:
+    """Whether `name`, as `statements` (of one function) read it, may be a dict whose keys are
+    not in the sorted order in which a host callback receives them, or a jitted function
+    returns them (`{"h": x, "g": y}`): jax flattens a dict as a tree. Also one a caller gives
+    the function (`TracedAnalysis.reorders`), and one the function binds `name` to anywhere."""
+    if not name.isidentifier():
+        return False
+    reads = (read for s in statements for read in names_read(s) if read.value == name)
+    if any(map(analysis.reorders, reads)):
+        return True
+    function = analysis.owner_function(statements[0])
+    if function is None:
         return False
     for value in values_of(function, name):
         if isinstance(value, cst.DictComp):

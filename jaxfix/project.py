@@ -240,6 +240,8 @@ def entry_from_plain(data: dict[str, Any]) -> Entry:
         tuple(data.get("static_positions", ())),
         tuple(data.get("static_keywords", ())),
         bool(data.get("required_only", False)),
+        tuple(data.get("reordering_positions", ())),
+        tuple(data.get("reordering_keywords", ())),
     )
 
 
@@ -391,6 +393,8 @@ def _merge(old: Entry | None, new: Entry, name: str) -> Entry:
         tuple(sorted({*old.static_positions, *new.static_positions})),
         tuple(sorted({*old.static_keywords, *new.static_keywords})),
         _required_only(old, new),
+        tuple(sorted({*old.reordering_positions, *new.reordering_positions})),
+        tuple(sorted({*old.reordering_keywords, *new.reordering_keywords})),
     )
 
 
@@ -426,6 +430,7 @@ def traced_calls(
             continue
         positions, keywords, rest_from = analysed.traced_arguments(call)
         static_positions, static_keywords = analysed.static_arguments(call)
+        reordering_positions, reordering_keywords = analysed.reordering_arguments(call)
         entry = Entry(
             "",
             tuple(positions),
@@ -435,6 +440,8 @@ def traced_calls(
             f"called from traced `{where(label)}`",
             tuple(static_positions),
             tuple(static_keywords),
+            reordering_positions=tuple(reordering_positions),
+            reordering_keywords=tuple(reordering_keywords),
         )
         found.append(TracedCall(target, entry))
     for name, entry, transform, label in analysed.transformed_imports():

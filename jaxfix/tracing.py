@@ -419,6 +419,12 @@ class TracedAnalysis:
         value = self.facts.module.value_of(node) if node is not None else None
         return value is not None and value.fields is not None
 
+    def reorders(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` may hold a dict whose keys a flatten puts in another order (a host
+        callback's argument, a jitted function's return): one its function makes, or one a
+        caller, in this module or another, may give the parameter it is (`Facts.reorders`)."""
+        return self._analysed.reorders(self._where.expression(self._span(expr)))
+
     def mutates_in_lambda(self, call: cst.Call) -> bool:
         """Whether `call` is a lambda's body that mutates a container the code makes
         (`FileAnalysis.mutates_in_lambda`): its value is the lambda's, as good as dropped."""

@@ -29,3 +29,6 @@ class External:
     # a transform applied to the function (`jax.jit(f)`) is called where this module cannot
     # see, and a call may leave the others to their (Python) defaults.
     required_only: bool = False
+    # The parameters given a dict whose keys a flatten may reorder (`Facts.reordering`).
+    reordering_positions: tuple[int, ...] = ()
+    reordering_keywords: tuple[str, ...] = ()

@@ -411,6 +411,27 @@ class FileAnalysis:
                 rest_from = star if star is not None else len(call.node.args)
         return positions, keywords, rest_from
 
+    def reordering_arguments(self, call: Call) -> tuple[list[int], list[str]]:
+        """Which arguments of `call` may be dicts whose keys a flatten reorders (see
+        `Facts.reorders`): positions (before any `*args`) and keywords."""
+        positions: list[int] = []
+        for index, (node, value) in enumerate(zip(call.node.args, call.args, strict=True)):
+            if isinstance(node, ast.Starred):
+                break
+            if self.facts.reorders(value):
+                positions.append(index)
+        keywords = [
+            k.arg
+            for k in call.node.keywords
+            if k.arg is not None and self.facts.reorders(call.keywords[k.arg])
+        ]
+        return positions, keywords
+
+    def reorders(self, node: ast.AST | None) -> bool:
+        """Whether `node` may hold a dict whose keys a flatten reorders, where it stands."""
+        value = self.facts.module.value_of(node) if node is not None else None
+        return value is not None and self.facts.reorders(value)
+
     def static_arguments(self, call: Call) -> tuple[list[int], list[str]]:
         """Which arguments of `call` are Python values (a literal, a dtype): positions and
         keywords."""

@@ -23,7 +23,7 @@ import functools
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import FunctionType
 from typing import Any, NamedTuple, cast
@@ -1076,7 +1076,7 @@ class _Interpreter:
     # -- running ---------------------------------------------------------------------------
 
     def run(self) -> Env:
-        env: Env = {p: v.traced([Param(self.summary.id, p)]) for p in self.summary.params}
+        env: Env = {p: parameter_value(Param(self.summary.id, p)) for p in self.summary.params}
         for name, class_name in self._instance_params().items():
             env[name] = Value(
                 Kind.TRACED,
@@ -1710,9 +1710,9 @@ class _Interpreter:
             )
             for test in generator.ifs:
                 self._bool(test, self.expr(test, inner))
-        if isinstance(node, ast.DictComp):
+        if isinstance(node, ast.DictComp):  # keys in the order of the iteration
             self.expr(node.key, inner)
-            return v.combine([self.expr(node.value, inner)])
+            return v.combine([self.expr(node.value, inner)])._replace(reorders=True)
         return v.combine([self.expr(node.elt, inner)])
 
     e_ListComp = e_GeneratorExp = e_DictComp = _comprehension
@@ -1729,11 +1729,15 @@ class _Interpreter:
     e_SetComp = e_Set
 
     def e_Dict(self, node: ast.Dict, env: Env) -> Value:
-        """A dict of tracers holds tracers in its values; its keys are hashable."""
+        """A dict of tracers holds tracers in its values; its keys are hashable. Unless they
+        are strings written in sorted order, a flatten may put them in another (see
+        `Value.reorders`)."""
         for key in node.keys:
             if key is not None:
                 self.expr(key, env)
-        return v.combine([self.expr(x, env) for x in node.values])
+        value = v.combine([self.expr(x, env) for x in node.values])
+        keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
+        return value if _sorted_strings(keys) else value._replace(reorders=True)
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -1822,6 +1826,10 @@ class _Interpreter:
                 return self._iterator(callee, call)
             if callee in ("jax.device_get", "jax.device_put"):
                 return v.combine(operands)  # under a trace they hand the tracer back
+            if callee == "builtins.dict" and (
+                call.args or "**" in call.keywords or not _sorted_strings(call.keywords)
+            ):
+                return UNKNOWN._replace(reorders=True)  # its keys in the order given
             if callee.startswith("builtins."):
                 return v.combine(operands) if callee in _ARRAY_BUILTINS else UNKNOWN
             return _unresolved(operands)
@@ -2154,6 +2162,12 @@ class _Interpreter:
             )
 
 
+def _sorted_strings(keys: Collection[object]) -> bool:
+    """Whether `keys` are strings in sorted order (in which a flatten gives a dict's)."""
+    strings = [k for k in keys if isinstance(k, str)]
+    return len(strings) == len(keys) and strings == sorted(strings)
+
+
 def _holds_traced(value: Value) -> bool:
     """A tracer, or a container with one among its elements (at any depth): what a NumPy
     call given it raises on (`np.array([1.0, 2.0])` is a NumPy array)."""
@@ -2206,6 +2220,12 @@ def _instance_class(value: Value) -> str | None:
     return qualified.removeprefix(prefix) if qualified.startswith(prefix) else None
 
 
+def parameter_value(param: Param) -> Value:
+    """What a parameter holds as its function starts: a tracer when it is given one, the
+    object it is given (a dict a flatten may reorder, when it is given one)."""
+    return Value(Kind.TRACED, frozenset({param}), reorders=param)
+
+
 def bind_arguments(summary: Summary, call: Call) -> dict[str, Value]:
     """The callee's parameters and the values `call` gives them."""
     given: dict[str, Value] = {}
@@ -2222,6 +2242,15 @@ def bind_arguments(summary: Summary, call: Call) -> dict[str, Value]:
 
 def substitute(value: Value, function: str, given: Mapping[str, Value], caller: str) -> Value:
     """`value` (of `function`) with its parameters' conditions replaced by what they are given."""
+    found = _substituted(value, function, given, caller)
+    mark = value.reorders  # a parameter's object: what the call gives it
+    if isinstance(mark, Param) and mark.function == function:
+        argument = given.get(mark.name)
+        mark = argument.reorders if argument is not None else False
+    return found if found.reorders == mark else found._replace(reorders=mark)
+
+
+def _substituted(value: Value, function: str, given: Mapping[str, Value], caller: str) -> Value:
     if value.elements is not None:
         return Value(
             value.kind,

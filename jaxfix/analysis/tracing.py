@@ -24,6 +24,7 @@ from jaxfix.analysis.flow import (
     bind_arguments,
     defaults_of,
     outliving_params,
+    parameter_value,
     params_of,
 )
 from jaxfix.analysis.reasons import Reason, Via, abstract_only
@@ -42,6 +43,10 @@ class Facts:
     # The module's functions that traced code hands to a parameter (`apply(lambda a: ..., x)`):
     # the callee's calls of that parameter call them.
     handed: dict[Param, set[Value]] = field(default_factory=dict)
+    # The parameters that traced code (of this module or another) may give a dict whose keys
+    # a flatten puts in another order (see `Value.reorders`): a host callback given one, or a
+    # jitted function returning it, would hand it on with its keys sorted.
+    reordering: set[Param] = field(default_factory=set)
     _children: dict[str, list[str]] | None = field(default=None, repr=False)
 
     def children(self) -> dict[str, list[str]]:
@@ -66,6 +71,13 @@ class Facts:
             kinds = {self.kind(part) for part in value.parts()}
             return Kind.TRACED if Kind.TRACED in kinds else value.resolve(self.traced)
         return value.resolve(self.traced)
+
+    def reorders(self, value: Value) -> bool:
+        """Whether `value` may be, or hold, a dict whose keys a flatten reorders: one made so,
+        or the object of a parameter that may be given one."""
+        mark = value.reorders
+        found = mark in self.reordering if isinstance(mark, Param) else mark
+        return found or any(map(self.reorders, value.parts()))
 
     def is_traced(self, node: ast.AST) -> bool:
         """Whether `node` certainly holds a tracer where it stands (guarded or not)."""
@@ -242,6 +254,9 @@ def _fixed_point(
                         # A jitted callee's static parameters hold what jax hashed, never a
                         # tracer (a tracer given there raises: JF106 reports that at the call).
                         param = Param(callee.id, name)
+                        if param not in facts.reordering and facts.reorders(value):
+                            facts.reordering.add(param)
+                            changed = True
                         if name in static or param in polymorphic:
                             continue
                         if facts.kind(value) is Kind.TRACED:
@@ -299,7 +314,7 @@ def _callees(facts: Facts, summary: Summary, call: Call) -> Iterator[tuple[Summa
     if not isinstance(func, ast.Name) or func.id not in summary.params:
         return
     param = Param(summary.id, func.id)
-    if summary.values.get(func) != Value(Kind.TRACED, frozenset({param})):
+    if summary.values.get(func) != parameter_value(param):
         return  # the name was rebound: it no longer holds what the caller handed
     for function in sorted(facts.handed.get(param, ()), key=repr):
         callee = module.summary_of(function.function) if function.function else None
@@ -418,6 +433,9 @@ def _enter_from_outside(
             traced |= {a.arg for a in args.kwonlyargs} - defaulted
             traced |= {args.kwarg.arg} if args.kwarg else set()
         facts.note(fid, Reason(Via.OTHER_MODULE, call.reason))
+        given = {positional[i] for i in call.reordering_positions if i < len(positional)}
+        given |= set(call.reordering_keywords) & set(params)
+        facts.reordering |= {Param(fid, p) for p in given}
         traced -= static_of.get(fid, frozenset())
         facts.traced |= {Param(fid, p) for p in traced} - polymorphic
         if call.staged:

@@ -63,6 +63,11 @@ class Value(NamedTuple):
     # An instance of one of the module's dataclasses or named tuples: each field's value, by
     # name, as the constructor was given it (`Metrics(loss=x.mean())` holds a tracer).
     fields: tuple[tuple[str, Value], ...] | None = None
+    # Whether it may be a dict whose keys a flatten puts in another order (`True`: `{"h": h,
+    # "g": g}`; jax rebuilds a dict with its keys sorted, in a host callback or out of `jit`),
+    # or the parameter whose object it is, unchanged (a dict a caller gives: `Facts.reordering`
+    # says whether one may give such a dict).
+    reorders: bool | Param = False
 
     def field(self, name: str) -> Value | None:
         """The value of the field `name` of such an instance, when it was given one."""
@@ -129,9 +134,24 @@ def combine(values: Iterable[Value]) -> Value:
 
 
 def join(a: Value, b: Value) -> Value:
-    """What holds on both of two branches."""
+    """What holds on both of two branches; a dict that may be reordered on either may be on
+    the join too (see `reorders`)."""
     if a == b:
         return a
+    joined = _join(a, b)
+    reorders = _either(a.reorders, b.reorders)
+    return joined._replace(reorders=reorders) if reorders else joined
+
+
+def _either(a: bool | Param, b: bool | Param) -> bool | Param:
+    """What may be reordered on one branch or the other: two parameters' objects (or one's
+    and a dict) are one of them, which a single mark cannot tell: any may be reordered."""
+    if a == b or not b:
+        return a
+    return b if not a else True
+
+
+def _join(a: Value, b: Value) -> Value:
     if a.elements is not None and b.elements is not None and len(a.elements) == len(b.elements):
         return Value(Kind.UNKNOWN, elements=tuple(map(join, a.elements, b.elements)))
     if a.kind is Kind.TRACED and b.kind is Kind.TRACED:
