@@ -13,10 +13,11 @@ import libcst as cst
 from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope, Scope
 
 from jaxfix.rule import ImportNeeded
-from jaxfix.tracing import Statement, TracedAnalysis, names_read
+from jaxfix.tracing import Statement, TracedAnalysis, names_read, parameter_names
 from jaxfix.traversal import children
 
 _HOST_TARGETS = (cst.Attribute, cst.Subscript)
+_KEY_ORDER_NOTE = "# A host callback gets a dict with its keys sorted: keep their order."
 _TIGHT = cst.AssignEqual(
     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
 )
@@ -164,17 +165,17 @@ def hoist_statements(
         return None
     traced, frozen = parameters
     given, projected = _projected(analysis, statements, traced, frozen)
-    if any(reordered_dict(analysis, statements, name) for name in given.values()):
-        return None  # a callback's dict comes with its keys sorted: printed, pickled apart
-    body: list[cst.BaseStatement] = []
+    wrapping, in_order = _keeping_key_order(analysis, statements, given, frozen, payload_wrapping)
+    frozen = [*frozen, *in_order]
+    body = [restore for _, restores in in_order.values() for restore in restores]
     for statement in statements:
         moved: cst.CSTNode = statement
-        for payload, wrapped in payload_wrapping.items():
+        for payload, wrapped in wrapping.items():
             moved = moved.deep_replace(payload, wrapped)
         for node, name in projected.items():
             moved = moved.deep_replace(node, cst.Name(name))
         assert isinstance(moved, cst.SimpleStatementLine | cst.BaseCompoundStatement)
-        body.append(moved.with_changes(leading_lines=()) if not body else moved)
+        body.append(moved if body else moved.with_changes(leading_lines=()))
     first = statements[0]
     owner = analysis.owner_function(first)
     outer = sorted(
@@ -189,18 +190,24 @@ def hoist_statements(
         )
     params = [cst.Param(cst.Name(name)) for name in given]
     params += [cst.Param(cst.Name(name), default=cst.Name(name), equal=_TIGHT) for name in frozen]
+    kept = [keeping for keeping, _ in in_order.values()]
+    if kept:
+        note = cst.EmptyLine(comment=cst.Comment(_KEY_ORDER_NOTE))
+        kept[0] = kept[0].with_changes(leading_lines=[*_blank_line_before(analysis, first), note])
     host_def = cst.FunctionDef(
         name=cst.Name(host_name),
         params=cst.Parameters(params=params),
         body=cst.IndentedBlock([*declarations, *body]),
-        leading_lines=_blank_line_before(analysis, first),
+        leading_lines=[cst.EmptyLine(indent=False)]
+        if kept
+        else _blank_line_before(analysis, first),
     )
     # Ordered, the effects keep program order; JAX refuses that over several devices.
     ordered = "" if analysis.may_run_sharded() else ", ordered=True"
     callback = cst.parse_statement(
         f"{jax_name}.debug.callback({', '.join([host_name, *given.values()])}{ordered})\n"
     ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-    return [host_def, callback]
+    return [*kept, host_def, callback]
 
 
 def values_of(function: cst.FunctionDef | cst.Lambda, name: str) -> list[cst.BaseExpression]:
@@ -243,6 +250,81 @@ def reordered_dict(analysis: TracedAnalysis, statements: Sequence[Statement], na
         if len(strings) != len(value.elements) or strings != sorted(strings):
             return True
     return False
+
+
+def _keeping_key_order(
+    analysis: TracedAnalysis,
+    statements: Sequence[Statement],
+    given: Mapping[str, str],
+    frozen: Sequence[str],
+    payload_wrapping: Mapping[cst.BaseExpression, cst.BaseExpression],
+) -> tuple[
+    dict[cst.BaseExpression, cst.BaseExpression],
+    dict[str, tuple[cst.BaseStatement, list[cst.BaseStatement]]],
+]:
+    """The payload wrapping of the moved statements, less that of the parameters whose keys
+    the host function puts back in order (`_in_key_order`): it wraps those itself, first
+    (`jax.device_get(tree)` would sort them again)."""
+    restored = [
+        name
+        for name, argument in given.items()
+        if name == argument and reordered_dict(analysis, statements, name)
+    ]
+    wrapping = {
+        payload: wrapped
+        for payload, wrapped in payload_wrapping.items()
+        if not (isinstance(payload, cst.Name) and payload.value in restored)
+    }
+    dropped = [w for p, w in payload_wrapping.items() if p not in wrapping]
+    wrapper = next((w.func for w in dropped if isinstance(w, cst.Call)), None)
+    taken = [*given, *frozen]
+    return wrapping, _in_key_order(analysis, statements[0], restored, taken, wrapper)
+
+
+def _in_key_order(
+    analysis: TracedAnalysis,
+    first: Statement,
+    names: Sequence[str],
+    taken: Sequence[str],
+    wrapper: cst.BaseExpression | None,
+) -> dict[str, tuple[cst.BaseStatement, list[cst.BaseStatement]]]:
+    """For each of `names`, parameters of the host function that may receive a dict whose keys
+    are out of sorted order (`reordered_dict`: jax hands a callback a dict rebuilt with its keys
+    sorted), by the name that keeps its keys: the statement that keeps them at trace time,
+    where the dict is still the caller's, and the first statement of the host function, which
+    puts them back in that order (after checking that it is a dict, where the analysis cannot
+    be sure), once the dict is given to `wrapper` (`jax.device_get`, which sorts them) when
+    the statements wrap it."""
+    found: dict[str, tuple[cst.BaseStatement, list[cst.BaseStatement]]] = {}
+    used = list(taken)
+    for name in names:
+        keys = fresh_name(analysis, f"{name}_keys", used)
+        used.append(keys)
+        restores: list[cst.BaseStatement] = []
+        if wrapper is not None:
+            call = cst.Call(wrapper, [cst.Arg(cst.Name(name))])
+            restores.append(
+                cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], call)])
+            )
+        rebuilt = f"{name} = {{k: {name}[k] for k in {keys}}}"
+        if _surely_a_dict(analysis, first, name):
+            kept = f"{keys} = tuple({name})\n"
+            restores.append(cst.parse_statement(f"{rebuilt}\n"))
+        else:
+            kept = f"{keys} = tuple({name}) if isinstance({name}, dict) else None\n"
+            restores.append(cst.parse_statement(f"if {keys} is not None:\n    {rebuilt}\n"))
+        found[keys] = (cst.parse_statement(kept), restores)
+    return found
+
+
+def _surely_a_dict(analysis: TracedAnalysis, statement: Statement, name: str) -> bool:
+    """Whether the function of `statement` binds `name` only to dict displays (not a
+    parameter)."""
+    function = analysis.owner_function(statement)
+    if function is None or name in parameter_names(function):
+        return False
+    values = values_of(function, name)
+    return bool(values) and all(isinstance(v, cst.Dict | cst.DictComp) for v in values)
 
 
 def _projected(

@@ -889,6 +889,11 @@ def _params(function: FunctionNode) -> Iterator[cst.Param]:
         yield p.star_kwarg
 
 
+def parameter_names(function: FunctionNode) -> set[str]:
+    """The names of `function`'s parameters, `*args` and `**kwargs` included."""
+    return {param.name.value for param in _params(function)}
+
+
 def names_read(node: cst.CSTNode) -> Iterator[cst.Name]:
     """Every Name under `node` that is not an attribute name, a keyword or a parameter."""
     if isinstance(node, cst.Name):
