@@ -422,7 +422,10 @@ class HostConversionInTraced(Rule):
                 "prints the tracer once, when the function is traced, not the values (a format"
                 " spec raises `TypeError`)"
             )
-            return _Finding("print", problem, "use `jax.debug.print`", self._print_fix(call))
+            fix, advice = self._print_fix(call), "use `jax.debug.print`"
+            if fix is None:
+                fix, advice = self._hoisted(call, advice)
+            return _Finding("print", problem, advice, fix)
         if name == "builtins.format" and self._any_traced(call) and not self._in_print(call):
             return _Finding("format", _FORMATS, _FORMAT_ADVICE, text=True)
         if name in TEXT_BUILTINS and self._texts_traced(call):
@@ -809,14 +812,21 @@ class HostConversionInTraced(Rule):
             func=cst.parse_expression(f"{jax_name}.debug.print"),
             args=[cst.Arg(cst.SimpleString(_literal(template))), *args, *keywords],
         )
-        return self.make_fix({call: new}, imports)
+        statement = self.traced.simple_statement(call)
+        if statement is None:
+            return self.make_fix({call: new}, imports)
+        fix = self._hoists.printed(statement, {call: new}, imports, self.fix_title)
+        return fix if isinstance(fix, Fix) else None
 
     def _debug_print_arguments(self, call: cst.Call) -> tuple[str, list[cst.Arg]] | None:
         """The format string and arguments of the `jax.debug.print` that prints the same, when
         every value printed is traced (a static one would print differently)."""
         if any(arg.keyword is not None or arg.star for arg in call.args):
             return None
-        if any(isinstance(arg.value, _UNORDERED) for arg in call.args):
+        if any(
+            isinstance(arg.value, _UNORDERED) or self.traced.reorders(arg.value)
+            for arg in call.args
+        ):
             return None  # `jax.debug.print` flattens a dict as a tree: its keys come sorted
         if len(call.args) == 1:
             formatted = self._format_call(call.args[0].value)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -36,6 +36,7 @@ from jaxfix.project import ORIGIN, WAITS, ModuleFacts, ReturnChange
 from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule
 from jaxfix.tracing import Statement, TracedAnalysis, names_read
 
+CONSOLE = Keys(console=True)  # what `jax.debug.print` writes
 WAIT_TITLE = "Wait for its host callbacks (`jax.effects_barrier()`) before the read"
 
 
@@ -114,15 +115,35 @@ class Hoists:
         traced = self.rule.traced
         host_name = fresh_name(traced, base, self._reserved)
         planned = plan_hoist(traced, statement, moved, self.wrapping, host_name)
-        why, moves = ("", "") if isinstance(planned, str) else _waits(traced, planned, self.rule)
+        fix = self._made(statement, planned, self.rule.fix_title)
+        if isinstance(fix, Fix):
+            self._reserved.append(host_name)
+        return fix
+
+    def printed(
+        self,
+        statement: Statement,
+        replacements: Mapping[cst.CSTNode, Replacement],
+        imports: Sequence[ImportNeeded],
+        title: str,
+    ) -> Fix | str:
+        """The fix that rewrites `statement` in place to print when the compiled function runs
+        (`jax.debug.print`): on an accelerator after the call has returned, so the host's
+        later lines on the console wait for it, in this module and the others of the run."""
+        planned = with_waits(self.rule.traced, [statement], CONSOLE, replacements, imports)
+        return planned if isinstance(planned, str) else self._made(statement, planned, title)
+
+    def _made(self, statement: Statement, planned: Hoist | str, title: str) -> Fix | str:
+        """The fix of a plan, with the waits of the other modules that call its function."""
+        why, moves = (
+            ("", "") if isinstance(planned, str) else _waits(self.rule.traced, planned, self.rule)
+        )
         if why:
             planned = why
         if isinstance(planned, str):
             self._fixes[statement] = planned
             return planned
-        self._reserved.append(host_name)
-        title = planned.title(self.rule.fix_title)
-        fix = self.rule.make_fix(planned.replacements, planned.imports, title=title)
+        fix = self.rule.make_fix(planned.replacements, planned.imports, title=planned.title(title))
         fix = dataclasses.replace(fix, moves=moves)
         self._fixes.update(dict.fromkeys(planned.moved, fix))
         return fix
@@ -260,21 +281,37 @@ def plan_hoist(
     hoisted = hoist_statements(analysis, group, payloads, host_name, jax_name)
     if hoisted is None:
         return ""
-    reads = analysis.host_reads(statement, keys)
+    replacements: dict[cst.CSTNode, Replacement] = {statement: cst.FlattenSentinel(hoisted)}
+    replacements.update((member, cst.RemovalSentinel.REMOVE) for member in group[1:])
+    return with_waits(analysis, group, keys, replacements, imports)
+
+
+def with_waits(
+    analysis: TracedAnalysis,
+    group: Sequence[Statement],
+    keys: Keys,
+    replacements: Mapping[cst.CSTNode, Replacement],
+    imports: Sequence[ImportNeeded],
+) -> Hoist | str:
+    """The edits that leave `group` (statements of a traced function, in order) to run on
+    the host when the compiled function runs, writing `keys`, plus a `jax.effects_barrier()`
+    before each first read of them in this module's host code after a call; or why the host
+    cannot wait there."""
+    reads = analysis.host_reads(group[0], keys)
     if reads is None or reads.blocked is not None:
         where = f" at line {reads.blocked}" if reads is not None else ""
         return f"host code reads what it writes{where} in the statement that runs the traced code"
-    replacements: dict[cst.CSTNode, Replacement] = {statement: cst.FlattenSentinel(hoisted)}
-    replacements.update((member, cst.RemovalSentinel.REMOVE) for member in group[1:])
+    edits = dict(replacements)
+    needed = list(imports)
     for place in reads.before:
         name, more = jax_module_name(analysis, place)
         if not name or any(analysis.inside(member, place) for member in group):
             line = analysis.line_of(place)
             return f"no `jax.effects_barrier()` can be put before line {line}"
-        replacements[place] = cst.FlattenSentinel([_barrier(name, place), _bare(place)])
-        imports += more
+        edits[place] = cst.FlattenSentinel([_barrier(name, place), _bare(place)])
+        needed += more
     analysis.plan_barriers(reads)
-    return Hoist(tuple(group), replacements, tuple(dict.fromkeys(imports)), reads.lines, keys)
+    return Hoist(tuple(group), edits, tuple(dict.fromkeys(needed)), reads.lines, keys)
 
 
 def _moving_with(

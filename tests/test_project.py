@@ -1296,3 +1296,24 @@ def test_a_store_into_another_modules_object_is_a_leak_moved_after_the_call(
     invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
     assert store in (root / "main.py").read_text()
     assert store not in (root / "pkg" / "steps.py").read_text()
+
+
+def test_a_module_that_prints_after_a_call_waits_for_the_steps_debug_print(
+    tmp_path: Path,
+) -> None:
+    """`print` in the jitted step becomes `jax.debug.print`, which prints when the compiled
+    step runs: `main.py` waits before its own print after the call, as a part of that fix."""
+    steps = (
+        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef step(x):\n"
+        '    print(f"sum {jnp.sum(x):.2f}")\n    return x * 2\n'
+    )
+    main = "import jax.numpy as jnp\n\nfrom pkg.steps import step\n\nout = step(jnp.ones(3))\n"
+    root = tree(
+        tmp_path, {"pkg/__init__.py": "", "pkg/steps.py": steps, "main.py": main + "print(out)\n"}
+    )
+    invoke("apply", "--unsafe-fixes", "--no-cache", str(root))
+    assert (
+        'jax.debug.print("sum {:.2f}", jnp.sum(x), ordered=True)'
+        in (root / "pkg" / "steps.py").read_text()
+    )
+    assert (root / "main.py").read_text().endswith("jax.effects_barrier()\nprint(out)\n")
