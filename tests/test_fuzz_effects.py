@@ -12,10 +12,6 @@ sample changes only when the generator or that function does) and without a data
 then checks them all together, rather than one jax interpreter per example. Hypothesis does not
 shrink here: a failure prints its projects in full (`scripts/fuzz_effects.py` is the long run,
 and groups its failures). `JAXFIX_FUZZ_EFFECTS=N` checks N projects instead.
-
-A project of the sample whose fix is known to lose an effect (a jaxfix bug each, to fix in
-jaxfix) is listed in `KNOWN_EFFECT_LOSSES` by its digest: the test asserts that it still fails,
-so that a fixed one leaves the list.
 """
 
 from __future__ import annotations
@@ -47,26 +43,6 @@ EXAMPLES = int(os.environ.get("JAXFIX_FUZZ_EFFECTS") or DEFAULT_EXAMPLES)
 # What fails the test: a fixed project that does not do what its concrete run does, or an
 # apply or a runner that breaks.
 FAILING = (DIFFER, AFTER_ERROR, UNFIXED, APPLY_ERROR, RUNNER_ERROR)
-# The kinds of loss `scripts/fuzz_effects.py` still finds (issue #48, item 7; L1-L7 and L9, the
-# others it found, are fixed and have tests of their own); a known project names the kinds its
-# program shows.
-LOSSES = {
-    "L8": "a record logged to stdout by a deferred callback comes after main's later prints:"
-    " callbacks run late on an accelerator, and no read of the log orders them",
-    "M1": "a store into another module's dict (`state.STATE[k] = v`) is not found: a tracer"
-    " leaks into the fixed program (a recall gap, #53)",
-}
-# Projects of the sample (by `digest`) whose fix loses an effect, and the kinds they show.
-KNOWN_EFFECT_LOSSES = {
-    "662282240269": "L8",
-    "1564b6717f2e": "L8",
-    "9b47569d68f1": "L8",
-    "2516a55a5eac": "L8",
-    "540fe61895af": "M1",
-    "37c008cadd5f": "M1",
-    "e80141860683": "M1",
-    "8e10d108a615": "M1",
-}
 
 
 def sample(count: int) -> list[Project]:
@@ -99,11 +75,7 @@ def test_fixed_projects_keep_the_effects_of_their_concrete_run() -> None:
     compared = [c for c in checked if c.status in (EQUAL, *FAILING, BEFORE_ERROR)]
     # The sample exercises the property: most of its projects are fixed and run.
     assert len(compared) >= EXAMPLES // 2, [c.status for c in checked]
-    in_sample = {digest(c.project) for c in checked}
-    now_kept = [key for key in KNOWN_EFFECT_LOSSES if key in in_sample and key not in failing]
-    assert now_kept == [], "these now keep their effects: remove them from KNOWN_EFFECT_LOSSES"
-    new = [c for key, c in failing.items() if key not in KNOWN_EFFECT_LOSSES]
-    assert new == [], _report(new)
+    assert failing == {}, _report(list(failing.values()))
 
 
 def _report(failures: list[Checked]) -> str:
