@@ -41,7 +41,7 @@ from jaxfix.proofs import ENTRY, Callbacks, Run, effect_differences, run_program
 
 Lines = list[str]
 _SPACES = re.compile(r"[ \t]+")
-_PADDING = re.compile(r"(?<=\[) +| +(?=\])")  # inside an array's brackets
+_PADDING = re.compile(r"(?<=\[) +| +(?=[\],])")  # the padding of an array's numbers
 _STANDARD = ("logging", "pickle", "sys")
 
 # What a host statement does with a traced value: the kinds of effects.
@@ -506,8 +506,8 @@ def judge(project: Project, fixed: dict[str, str], concrete: Run, deferred: Run)
 def _spaced(run: Run) -> Run:
     """`run` with its printed and logged text spaced alike: NumPy pads an array's numbers to
     one width, which a last digit of a logged float32 changes (`[0.9580689  0.6975557]` where
-    the concrete run logs `[0.95806885 0.6975557 ]`); the numbers are compared within
-    tolerance anyway."""
+    the concrete run logs `[0.95806885 0.6975557 ]`, `Array([0.9580689 , ...` for
+    `Array([0.95806885, ...`); the numbers are compared within tolerance anyway."""
 
     def spaced(text: str) -> str:
         return _PADDING.sub("", _SPACES.sub(" ", text))
