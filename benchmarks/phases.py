@@ -36,13 +36,13 @@ from typing import Any
 # (label, module, attribute, inside): each phase's function, as the engine calls it; `inside`
 # names the phase it is part of (its time counts there too).
 PHASES: tuple[tuple[str, str, str, str | None], ...] = (
-    ("CPython's parse", "jaxfix.firstpass", "parse", None),
-    ("analysis", "jaxfix.engine", "analyse_file", None),
+    ("CPython's parse", "jaxfix.analysis.firstpass", "parse", None),
+    ("analysis", "jaxfix.run.engine", "analyse_file", None),
     ("  of which the declarations walk", "jaxfix.analysis.flow", "_declared", "analysis"),
-    ("candidates", "jaxfix.candidates", "collect", None),
-    ("facts for other modules", "jaxfix.engine", "_note_facts", None),
-    ("rules' statements", "jaxfix.candidates", "Candidates.statements", None),
-    ("LibCST and the rules", "jaxfix.cst_run", "run_on", None),
+    ("candidates", "jaxfix.analysis.candidates", "collect", None),
+    ("facts for other modules", "jaxfix.run.engine", "_note_facts", None),
+    ("rules' statements", "jaxfix.analysis.candidates", "Candidates.statements", None),
+    ("LibCST and the rules", "jaxfix.run.cst_run", "run_on", None),
 )
 FIRST, LATER, OTHER = "first round", "rounds across modules", "other rounds"
 PARSE = PHASES[0][0]
@@ -78,8 +78,8 @@ def measure(path: Path, jobs: int = 1) -> Report:
     """Check `path` cold with `jobs` worker processes (1: in this process, each phase timed),
     the wall time of each batch of analyses measured; the patched functions are restored
     afterwards."""
-    from jaxfix import batch, runner
     from jaxfix.cli import main
+    from jaxfix.run import batch, runner
 
     report = Report()
     current = [report.groups[FIRST]]

@@ -8,10 +8,10 @@ from typing import ClassVar
 import libcst as cst
 
 from jaxfix.analysis.reasons import Via
-from jaxfix.diagnostic import FixSafety
+from jaxfix.fixes.syntax import source_of
+from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.sinks import SinkKind, names_of, rows
-from jaxfix.rule import Rule, command_hooks
-from jaxfix.syntax import source_of
+from jaxfix.rules.rule import Rule, command_hooks
 
 SINKS = rows(
     SinkKind.CACHE,

@@ -7,15 +7,16 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.metadata import Assignment, GlobalScope
 
+from jaxfix.analysis.candidates import HASHED_KEYS
 from jaxfix.analysis.keys import HOST_METHODS
 from jaxfix.analysis.reasons import Via
-from jaxfix.candidates import HASHED_KEYS
-from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import jax_module_name, jax_numpy_name
+from jaxfix.fixes.fix import Fix, ImportNeeded
+from jaxfix.fixes.hoist import jax_module_name, jax_numpy_name
+from jaxfix.fixes.syntax import source_of
+from jaxfix.fixes.tracing import TracedFunction
+from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.transforms import JIT
-from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
-from jaxfix.syntax import source_of
-from jaxfix.tracing import TracedFunction
+from jaxfix.rules.rule import Rule, command_hooks
 
 # Calls that make a dict or a set, and annotations that declare one.
 KEYED_CONSTRUCTORS = frozenset(

@@ -8,20 +8,21 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.metadata import GlobalScope
 
+from jaxfix.analysis.candidates import HOST_INDEXES, UNRAISED
 from jaxfix.analysis.reasons import abstract_only
-from jaxfix.call_sites import runs_outside_traces, uses_of
-from jaxfix.candidates import HOST_INDEXES, UNRAISED
-from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import is_host_only_target, jax_module_name, jax_numpy_name
-from jaxfix.host_effects import Hoists, wait_in_importers
+from jaxfix.fixes.call_sites import runs_outside_traces, uses_of
+from jaxfix.fixes.fix import Fix, ImportNeeded
+from jaxfix.fixes.hoist import is_host_only_target, jax_module_name, jax_numpy_name
+from jaxfix.fixes.host_effects import Hoists, wait_in_importers
+from jaxfix.fixes.returns import DUMPS
+from jaxfix.fixes.syntax import calls_in, payload_of, source_of
+from jaxfix.fixes.text_files import written_as_text
+from jaxfix.fixes.tracing import Statement, TracedFunction
 from jaxfix.models import numpy_scipy
+from jaxfix.models.diagnostic import FixSafety
+from jaxfix.models.loggers import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
 from jaxfix.models.sinks import FIRST, Sink, SinkKind, names_of
-from jaxfix.returns import DUMPS
-from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
-from jaxfix.sinks import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
-from jaxfix.syntax import calls_in, payload_of, source_of
-from jaxfix.text_files import written_as_text
-from jaxfix.tracing import Statement, TracedFunction
+from jaxfix.rules.rule import Rule, command_hooks
 
 
 def _names(text: str) -> list[str]:

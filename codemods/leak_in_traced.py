@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfix.after_call import rewrite_imported_sites
+from jaxfix.analysis.candidates import OUTER, STORES
 from jaxfix.analysis.keeping import MUTATORS, Holder, Outliving
-from jaxfix.candidates import OUTER, STORES
-from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import is_host_only_target
-from jaxfix.host_effects import Hoists, wait_in_importers
+from jaxfix.fixes.after_call import rewrite_imported_sites
+from jaxfix.fixes.fix import Fix
+from jaxfix.fixes.hoist import is_host_only_target
+from jaxfix.fixes.host_effects import Hoists, wait_in_importers
+from jaxfix.fixes.syntax import source_of
+from jaxfix.fixes.tracing import FunctionNode, TracedAnalysis
+from jaxfix.models.diagnostic import FixSafety
+from jaxfix.models.loggers import LEVELS, LOGGER_METHODS, METRICS_METHODS
 from jaxfix.models.sinks import EVERY, SinkKind, names_of, rows
-from jaxfix.rule import Fix, Rule, command_hooks
-from jaxfix.sinks import LEVELS, LOGGER_METHODS, METRICS_METHODS
-from jaxfix.syntax import source_of
-from jaxfix.tracing import FunctionNode, TracedAnalysis
+from jaxfix.rules.rule import Rule, command_hooks
 
 # Module-level logging functions (every argument is logged), and the makers of loggers whose
 # level methods (`LOGGER_METHODS`) log.

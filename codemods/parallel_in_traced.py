@@ -9,11 +9,12 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import Assignment
 
-from jaxfix.candidates import BOUND
-from jaxfix.diagnostic import FixSafety
+from jaxfix.analysis.candidates import BOUND
+from jaxfix.fixes.fix import Fix, ImportNeeded
+from jaxfix.fixes.syntax import ReplaceNodes, calls_in, source_of
+from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.sinks import Sink, SinkKind, names_of
-from jaxfix.rule import Fix, ImportNeeded, Rule, command_hooks
-from jaxfix.syntax import ReplaceNodes, calls_in, source_of
+from jaxfix.rules.rule import Rule, command_hooks
 
 
 class Kind(enum.Enum):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import jax_module_name
-from jaxfix.rule import Rule, command_hooks
-from jaxfix.syntax import source_of
+from jaxfix.fixes.hoist import jax_module_name
+from jaxfix.fixes.syntax import source_of
+from jaxfix.models.diagnostic import FixSafety
+from jaxfix.rules.rule import Rule, command_hooks
 
 # Serializer -> the keyword of the value it serializes (always its first argument).
 PICKLERS = {

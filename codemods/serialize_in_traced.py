@@ -7,17 +7,18 @@ from typing import ClassVar
 
 import libcst as cst
 
-from jaxfix.after_call import rewrite_imported_sites
-from jaxfix.candidates import BOUND, MADE
-from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import is_host_only_target
-from jaxfix.host_effects import Hoists, wait_in_importers
+from jaxfix.analysis.candidates import BOUND, MADE
+from jaxfix.fixes.after_call import rewrite_imported_sites
+from jaxfix.fixes.fix import Fix
+from jaxfix.fixes.hoist import is_host_only_target
+from jaxfix.fixes.host_effects import Hoists, wait_in_importers
+from jaxfix.fixes.returns import DUMPS, returned
+from jaxfix.fixes.syntax import calls_in, payload_of, source_of
+from jaxfix.fixes.text_files import FILE_WRITERS, TEXT_FILES, opened_in_view
+from jaxfix.fixes.tracing import Statement
+from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.sinks import FIRST, Payload, Sink, SinkKind, names_of, rows
-from jaxfix.returns import DUMPS, returned
-from jaxfix.rule import Fix, Rule, command_hooks
-from jaxfix.syntax import calls_in, payload_of, source_of
-from jaxfix.text_files import FILE_WRITERS, TEXT_FILES, opened_in_view
-from jaxfix.tracing import Statement
+from jaxfix.rules.rule import Rule, command_hooks
 
 # What a checkpointer's `save` writes.
 SAVED = Payload(1, rest=True)
@@ -94,7 +95,7 @@ SINKS = (
 # `str(loss)`, `"%s" % loss`) holds the tracer's name. `write` is too common a name to anchor on
 # any receiver: the first pass looks where traced code opens a file, or where a top-level
 # `LOG = open(...)` or a `with open(...) as log:` around a traced closure is written to (`MADE`,
-# `BOUND`), and the rule reports only there (`jaxfix.text_files.opened_in_view`).
+# `BOUND`), and the rule reports only there (`jaxfix.fixes.text_files.opened_in_view`).
 # Writers that write `str()` of what they are given, or text: the tracer's name, silently.
 FORMATTING = TEXT_FILES | {"csv.DictWriter", "csv.writer"}
 TO_TEXT = frozenset({"builtins.str", "builtins.repr", "builtins.format"})

@@ -8,14 +8,15 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.metadata import Assignment
 
-from jaxfix.call_sites import assigned, call_sites, count_returns, only_here
-from jaxfix.diagnostic import FixSafety
-from jaxfix.hoist import jax_module_name
-from jaxfix.project import ChangedImport, ReturnChange
-from jaxfix.returns import DUMPS, Part, Returned, returned
-from jaxfix.rule import Fix, ImportNeeded, Replacement, Rule, command_hooks
-from jaxfix.syntax import source_of
-from jaxfix.tracing import TracedFunction
+from jaxfix.analysis.project import ChangedImport, ReturnChange
+from jaxfix.fixes.call_sites import assigned, call_sites, count_returns, only_here
+from jaxfix.fixes.fix import Fix, ImportNeeded, Replacement
+from jaxfix.fixes.hoist import jax_module_name
+from jaxfix.fixes.returns import DUMPS, Part, Returned, returned
+from jaxfix.fixes.syntax import source_of
+from jaxfix.fixes.tracing import TracedFunction
+from jaxfix.models.diagnostic import FixSafety
+from jaxfix.rules.rule import Rule, command_hooks
 
 # `json.dumps(jax.device_get(x))` still fails (an ndarray is not JSON): no mechanical fix.
 NOT_FIXABLE = frozenset({"json.dumps"})

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jaxfix import suppression
-from jaxfix.rule import Rule, command_hooks
+from jaxfix.rules import suppression
+from jaxfix.rules.rule import Rule, command_hooks
 
 
 class UnusedSuppression(Rule):

@@ -19,16 +19,12 @@ from typing import Any
 import click
 
 from jaxfix import __version__
-from jaxfix.batch import Job
-from jaxfix.cache import DEFAULT_FOLDER, clean
-from jaxfix.config import Overrides, job_for
-from jaxfix.diagnostic import Diagnostic, TextEdit
-from jaxfix.edits import apply_edits
-from jaxfix.formats import FORMATS, STREAMING_FORMATS, FileResult, render
-from jaxfix.formats import statistics as render_statistics
+from jaxfix.models.diagnostic import Diagnostic, TextEdit
+from jaxfix.models.edits import apply_edits
 from jaxfix.models.sinks import Sink, SinkKind
-from jaxfix.outcome import Outcome
-from jaxfix.output import (
+from jaxfix.report.formats import FORMATS, STREAMING_FORMATS, FileResult, render
+from jaxfix.report.formats import statistics as render_statistics
+from jaxfix.report.output import (
     Tally,
     add_ignore_summary,
     apply_summary,
@@ -36,15 +32,19 @@ from jaxfix.output import (
     finding_line,
     unified_diff,
 )
-from jaxfix.run import STDIN, BadConfig, RunOptions, finder_for, outcomes
-from jaxfix.sourcefile import (
+from jaxfix.report.terminal import echo, wants_color
+from jaxfix.rules.suppression import UNUSED_CODE
+from jaxfix.run.cache import DEFAULT_FOLDER, clean
+from jaxfix.run.config import Overrides, job_for
+from jaxfix.run.job import Job
+from jaxfix.run.outcome import Outcome
+from jaxfix.run.session import STDIN, BadConfig, RunOptions, finder_for, outcomes
+from jaxfix.run.sourcefile import (
     SourceError,
     SourceFile,
     read_source,
     write_source_atomic,
 )
-from jaxfix.suppression import UNUSED_CODE
-from jaxfix.terminal import echo, wants_color
 
 # The rules and the engine are imported only where needed: they import LibCST (a quarter of a
 # second), which a run answered from the cache does without.
@@ -301,7 +301,7 @@ def _add_ignores(
     paths: Sequence[str], overrides: Overrides, options: RunOptions, reason: str | None
 ) -> int:
     """`check --add-ignore`: a suppression comment for every finding; the exit code."""
-    from jaxfix.add_ignore import add_suppressions
+    from jaxfix.run.add_ignore import add_suppressions
 
     if STDIN in paths:
         raise click.UsageError("--add-ignore needs files to rewrite (not -)")
@@ -339,8 +339,8 @@ def _review_all(
 ) -> None:
     """`apply --interactive`: analyse every file (in parallel), then ask about each fix in turn
     and write each file once its questions are answered."""
-    from jaxfix.interactive import review_file
-    from jaxfix.runner import run_job
+    from jaxfix.report.interactive import review_file
+    from jaxfix.run.runner import run_job
 
     finder = finder_for(overrides, options)
     stopped = False
@@ -486,8 +486,8 @@ def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None
 @click.argument("code")
 def explain(code: str) -> None:
     """Print the documentation of the rule CODE (e.g. JF101 or serialize-in-traced)."""
-    from jaxfix.docs import rule_doc
-    from jaxfix.registry import find_rule
+    from jaxfix.report.docs import rule_doc
+    from jaxfix.rules.registry import find_rule
 
     rule = find_rule(code)
     if rule is None:
@@ -508,8 +508,8 @@ _table_format = click.option(
 @_table_format
 def list_rules(output_format: str) -> None:
     """List every rule: code, name, fix safety, whether it runs by default, and summary."""
-    from jaxfix.docs import default_label, rule_url, safety_label
-    from jaxfix.registry import all_rules
+    from jaxfix.report.docs import default_label, rule_url, safety_label
+    from jaxfix.rules.registry import all_rules
 
     rules = all_rules()
     if output_format == "json":
@@ -558,7 +558,7 @@ def list_sinks(
     """List the sink model: each callable's kind, the rule that reports a traced value reaching
     it, and whether it is built in or the project's (`[tool.jaxfix.sinks]`)."""
     from jaxfix.models import numpy_scipy
-    from jaxfix.registry import sink_table
+    from jaxfix.rules.registry import sink_table
 
     wanted = {SinkKind(kind) for kind in kinds} or set(SinkKind)
     table = [
@@ -581,7 +581,7 @@ def list_sinks(
 
 def _project_sinks(config: Path | None, isolated: bool) -> tuple[Sink, ...]:
     """The sinks the configuration of the current folder (or `config`) adds."""
-    from jaxfix.config import ConfigError, ConfigFinder, validate
+    from jaxfix.run.config import ConfigError, ConfigFinder, validate
 
     try:
         settings = ConfigFinder(Overrides(), config, isolated).for_path(Path.cwd())
@@ -631,10 +631,10 @@ def verify(selected: tuple[str, ...], jobs: int | None, callbacks: str, verbose:
     the other. Exit 1 when a proof fails."""
     from importlib import metadata
 
-    from jaxfix.proofs import Callbacks, load_cases
-    from jaxfix.registry import all_rules, find_rule, select_rules
-    from jaxfix.verify import Verdict, rule_of
-    from jaxfix.verify import verify as prove
+    from jaxfix.proofs.cases import Callbacks, load_cases
+    from jaxfix.proofs.verify import Verdict, rule_of
+    from jaxfix.proofs.verify import verify as prove
+    from jaxfix.rules.registry import all_rules, find_rule, select_rules
 
     try:
         jax_version = metadata.version("jax")

@@ -15,7 +15,7 @@ Run it under the pinned jax (the test extras) after changing a pin:
 
     .venv/bin/python scripts/numpy_model.py           # rewrite the table
     .venv/bin/python scripts/numpy_model.py --check   # exit 1 if the table is not current
-    .venv/bin/python -m jaxfix.rule_index             # then JF104's anchors in the rule index
+    .venv/bin/python -m jaxfix.rules.registry             # then JF104's anchors in the rule index
 
 The static tool never imports jax: it reads the table (`jaxfix.models.numpy_scipy`).
 """

@@ -6,7 +6,7 @@ For every positive case (`pos_*.py`, or a `pos_*` folder with a `main.py`) of CA
 `../shared/realworld/cases`): `jaxfix apply --unsafe-fixes` on a copy; where it changed the
 case, the original runs with jit disabled (its values concrete: what the author meant) and
 the fixed copy runs with its host callbacks deferred (as on an accelerator), both in the
-proof runner (`jaxfix.proofs`), and what they printed, logged and wrote is compared
+proof runner (`jaxfix.proofs.cases`), and what they printed, logged and wrote is compared
 (`proofs.effect_differences`). Prints one line per changed case and the counts; exits 1 when
 a fixed case that runs has other effects than its concrete run.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jaxfix.proofs import Callbacks, effect_differences, run_programs  # noqa: E402
+from jaxfix.proofs.cases import Callbacks, effect_differences, run_programs  # noqa: E402
 
 
 def entry(case: Path) -> Path:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from jaxfix.diagnostic import Diagnostic
-from jaxfix.edits import EditsWanted
-from jaxfix.engine import check_text
-from jaxfix.rule import Rule
+from jaxfix.models.diagnostic import Diagnostic
+from jaxfix.models.edits import EditsWanted
+from jaxfix.rules.rule import Rule
+from jaxfix.run.engine import check_text
 
 
 def checked(

@@ -19,9 +19,9 @@ tolerance, and its spacing is made alike (`_spaced`).
 over a copy (the CLI, in this process), and, for every project the apply changed and left no
 finding in, runs the `before` project with jit disabled (`jax.disable_jit()`: its values are
 concrete, what its author meant) and the `after` one as usual with host callbacks deferred (as
-on an accelerator), all in one interpreter (`jaxfix.proofs.run_programs`), and compares their
+on an accelerator), all in one interpreter (`jaxfix.proofs.cases.run_programs`), and compares their
 effects: stdout, `logging` records and the files left in the working directory
-(`jaxfix.proofs.effect_differences`).
+(`jaxfix.proofs.cases.effect_differences`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.strategies import DrawFn
 
-from jaxfix.proofs import ENTRY, Callbacks, Run, effect_differences, run_programs, sources
+from jaxfix.proofs.cases import ENTRY, Callbacks, Run, effect_differences, run_programs, sources
 
 Lines = list[str]
 _SPACES = re.compile(r"[ \t]+")

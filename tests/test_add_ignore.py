@@ -11,13 +11,13 @@ from collections import Counter
 
 import pytest
 
-from jaxfix.add_ignore import add_suppressions
-from jaxfix.diagnostic import Diagnostic
-from jaxfix.edits import source_lines
-from jaxfix.engine import check_text
-from jaxfix.proofs import Case, load_cases
-from jaxfix.registry import all_rules
-from jaxfix.suppression import UNUSED_CODE
+from jaxfix.models.diagnostic import Diagnostic
+from jaxfix.models.edits import source_lines
+from jaxfix.proofs.cases import Case, load_cases
+from jaxfix.rules.registry import all_rules
+from jaxfix.rules.suppression import UNUSED_CODE
+from jaxfix.run.add_ignore import add_suppressions
+from jaxfix.run.engine import check_text
 from tests.memo import checked
 
 RULES = all_rules()

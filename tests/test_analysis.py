@@ -18,7 +18,7 @@ from jaxfix.analysis.file import analyse_file
 from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.tracing import External, Facts, trace
-from jaxfix.proofs import Case, load_cases
+from jaxfix.proofs.cases import Case, load_cases
 
 SINK = frozenset({"pickle.dumps"})
 HEADER = """\

@@ -28,10 +28,10 @@ import pytest
 from click.testing import CliRunner
 
 from jaxfix import cli as jaxfix_cli
-from jaxfix import runner
-from jaxfix.outcome import Outcome
-from jaxfix.runner import load, run
-from jaxfix.sourcefile import SourceFile
+from jaxfix.run import runner
+from jaxfix.run.outcome import Outcome
+from jaxfix.run.runner import load, run
+from jaxfix.run.sourcefile import SourceFile
 from tests.programs import large_module
 
 GOOD_NAME = "good.py"

@@ -9,7 +9,8 @@ import textwrap
 from pathlib import Path
 from types import ModuleType
 
-from jaxfix import batch, engine, firstpass
+from jaxfix.analysis import firstpass
+from jaxfix.run import batch, engine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +68,7 @@ def test_every_phase_is_timed_in_the_round_that_runs_it(tmp_path: Path) -> None:
     assert first.wall > 0 and later.wall > 0
     assert first.parsed == first.source_bytes  # every file whole (ASCII: a byte per character)
     # The engine's own functions are back.
-    assert engine._note_facts.__module__ == "jaxfix.engine"
+    assert engine._note_facts.__module__ == "jaxfix.run.engine"
     assert not hasattr(firstpass.parse, "__wrapped__")
     assert not hasattr(batch._trace_across_modules, "__wrapped__")
 

@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
+from jaxfix.analysis.candidates import HASHED_KEYS, STORES, Candidates, collect
 from jaxfix.analysis.file import analyse_file
-from jaxfix.candidates import HASHED_KEYS, STORES, Candidates, collect
-from jaxfix.registry import all_rules
+from jaxfix.rules.registry import all_rules
 
 ANCHORS = frozenset().union(*(rule.anchors for rule in all_rules()))
 

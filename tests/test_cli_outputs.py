@@ -20,14 +20,14 @@ import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 
-import jaxfix.runner
+import jaxfix.run.runner
 from jaxfix.cli import main
-from jaxfix.diagnostic import TextEdit
-from jaxfix.edits import apply_edits
-from jaxfix.engine import check_text
-from jaxfix.formats import FORMATS, FileResult, render
-from jaxfix.output import unified_diff
-from jaxfix.registry import select_rules
+from jaxfix.models.diagnostic import TextEdit
+from jaxfix.models.edits import apply_edits
+from jaxfix.report.formats import FORMATS, FileResult, render
+from jaxfix.report.output import unified_diff
+from jaxfix.rules.registry import select_rules
+from jaxfix.run.engine import check_text
 from tests.programs import CACHED, CLEAN, HOISTABLE, RETURNED
 
 ROOT = Path(__file__).parent.parent
@@ -208,7 +208,7 @@ def test_a_warm_cache_keeps_the_edits(
     def analyse(*_: object) -> None:
         raise AssertionError("a file was analysed again")
 
-    monkeypatch.setattr(jaxfix.runner, "process", analyse)
+    monkeypatch.setattr(jaxfix.run.runner, "process", analyse)
     warm = invoke("check", *cache, *args, str(src))
     assert (warm.stdout, stderr_lines(warm)) == (reference, [SUMMARY])
 

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner, Result
 from jaxfix.codemods.cache_on_traced import CacheOnTraced
 
-from jaxfix import registry
 from jaxfix.cli import main
-from jaxfix.rule_index import RuleInfo, info_of, rule_index
+from jaxfix.rules import registry
+from jaxfix.rules.rule_index import RuleInfo, info_of, rule_index
 from tests.programs import CACHED, HOISTABLE
 
 # JF101 once `my_lib.compiled` is declared a transform.

@@ -1,4 +1,4 @@
-"""The deep-stack thread every analysis runs on (`jaxfix.deepstack`)."""
+"""The deep-stack thread every analysis runs on (`jaxfix.run.deepstack`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from jaxfix.deepstack import RECURSION_LIMIT, call_with_deep_stack
+from jaxfix.run.deepstack import RECURSION_LIMIT, call_with_deep_stack
 
 
 def test_every_call_runs_on_the_same_thread_which_keeps_what_it_learned() -> None:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix import engine
 from jaxfix.analysis.external import External
 from jaxfix.analysis.file import FileAnalysis, analyse_file
-from jaxfix.engine import fix_text
-from jaxfix.project import Place, entry_from_plain, traced_calls
-from jaxfix.registry import all_rules
+from jaxfix.analysis.project import Place, entry_from_plain, traced_calls
+from jaxfix.rules.registry import all_rules
+from jaxfix.run import engine
+from jaxfix.run.engine import fix_text
 from tests.test_project import invoke, tree
 
 RULES = all_rules()

@@ -1,4 +1,4 @@
-"""Tests for jaxfix.discovery: which files get analysed, and which problems get reported."""
+"""Tests for jaxfix.run.discovery: which files get analysed, and which problems get reported."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix.discovery import DiscoveryError, iter_python_files
+from jaxfix.run.discovery import DiscoveryError, iter_python_files
 
 
 def touch(root: Path, *names: str) -> None:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxfix.diagnostic import TextEdit
-from jaxfix.edits import apply_edits, line_edits, source_lines
+from jaxfix.models.diagnostic import TextEdit
+from jaxfix.models.edits import apply_edits, line_edits, source_lines
 
 LINES = st.lists(
     st.sampled_from(["a", "b", "x = 1", "π = '😀'", "", "\x0c"]).flatmap(

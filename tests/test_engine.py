@@ -11,18 +11,18 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfix import cst_run
-from jaxfix.batch import Job
-from jaxfix.diagnostic import FixSafety
-from jaxfix.edits import apply_edits
-from jaxfix.engine import MAX_FIX_PASSES, FixError, applicable_rules, check_text, fix_text
-from jaxfix.firstpass import InvalidSource
-from jaxfix.options import Options
-from jaxfix.proofs import Case, load_cases
-from jaxfix.registry import all_rules
-from jaxfix.rule import Rule
-from jaxfix.runner import run
-from jaxfix.sourcefile import read_source
+from jaxfix.analysis.firstpass import InvalidSource
+from jaxfix.models.diagnostic import FixSafety
+from jaxfix.models.edits import apply_edits
+from jaxfix.proofs.cases import Case, load_cases
+from jaxfix.rules.registry import all_rules
+from jaxfix.rules.rule import Rule
+from jaxfix.run import cst_run
+from jaxfix.run.engine import MAX_FIX_PASSES, FixError, applicable_rules, check_text, fix_text
+from jaxfix.run.job import Job
+from jaxfix.run.options import Options
+from jaxfix.run.runner import run
+from jaxfix.run.sourcefile import read_source
 from tests.memo import checked
 
 RULES = all_rules()
@@ -527,7 +527,7 @@ def test_a_rule_runs_where_the_text_names_one_of_its_anchors(
     assert (code in {rule.code for rule in applicable_rules(text, all_rules())}) is runs
 
 
-# Host effects after the call (`jaxfix.after_call`), or else in a host callback.
+# Host effects after the call (`jaxfix.fixes.after_call`), or else in a host callback.
 
 AFTER_CALL = """\
 import pickle

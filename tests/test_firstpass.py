@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix import candidates
+from jaxfix.analysis import candidates
 from jaxfix.analysis.file import analyse_file
-from jaxfix.deepstack import call_with_deep_stack
-from jaxfix.engine import check_text
-from jaxfix.firstpass import MAX_DEPTH, InvalidSource, Slice, parse, relevant_slice
-from jaxfix.proofs import load_cases
-from jaxfix.registry import all_rules
+from jaxfix.analysis.firstpass import MAX_DEPTH, InvalidSource, Slice, parse, relevant_slice
+from jaxfix.proofs.cases import load_cases
+from jaxfix.rules.registry import all_rules
+from jaxfix.run.deepstack import call_with_deep_stack
+from jaxfix.run.engine import check_text
 
 RULES = all_rules()
 ROOT = Path(__file__).resolve().parent.parent

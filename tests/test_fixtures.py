@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix.engine import fix_text
-from jaxfix.proofs import (
+from jaxfix.proofs.cases import (
     ENTRY,
     Callbacks,
     Case,
@@ -37,8 +36,9 @@ from jaxfix.proofs import (
     same_output,
     sources,
 )
-from jaxfix.registry import all_rules
-from jaxfix.verify import check_project, fix_project
+from jaxfix.proofs.verify import check_project, fix_project
+from jaxfix.rules.registry import all_rules
+from jaxfix.run.engine import fix_text
 from tests.memo import checked
 
 CASES = load_cases(projects=True)

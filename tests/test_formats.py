@@ -17,14 +17,14 @@ import click
 import jsonschema
 import pytest
 
-from jaxfix.diagnostic import Diagnostic, TextEdit
-from jaxfix.docs import rule_url
-from jaxfix.edits import apply_edits
-from jaxfix.engine import check_text, fix_text
-from jaxfix.formats import FORMATS, STREAMING_FORMATS, FileResult, render, statistics
-from jaxfix.output import finding_line, unified_diff
-from jaxfix.registry import all_rules, find_rule
-from jaxfix.rule import Rule
+from jaxfix.models.diagnostic import Diagnostic, TextEdit
+from jaxfix.models.edits import apply_edits
+from jaxfix.report.docs import rule_url
+from jaxfix.report.formats import FORMATS, STREAMING_FORMATS, FileResult, render, statistics
+from jaxfix.report.output import finding_line, unified_diff
+from jaxfix.rules.registry import all_rules, find_rule
+from jaxfix.rules.rule import Rule
+from jaxfix.run.engine import check_text, fix_text
 from tests.programs import CACHED
 
 ROOT = Path(__file__).parent.parent
@@ -497,8 +497,8 @@ def test_human_formats_do_not_import_libcst() -> None:
     """A run answered from the cache never imports LibCST: nor must printing its findings."""
     code = (
         "import sys\n"
-        "from jaxfix.diagnostic import Diagnostic, FixSafety\n"
-        "from jaxfix.formats import FileResult, render, statistics\n"
+        "from jaxfix.models.diagnostic import Diagnostic, FixSafety\n"
+        "from jaxfix.report.formats import FileResult, render, statistics\n"
         "d = Diagnostic('JF102', 'cache-on-traced', 'm', 1, 0, 1, 1, 'T', FixSafety.SAFE)\n"
         "results = [FileResult('a.py', 'x\\n', [d])]\n"
         "for fmt in ('text', 'full', 'github', 'junit'):\n"

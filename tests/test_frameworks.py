@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from jaxfix.engine import check_text
-from jaxfix.registry import all_rules
+from jaxfix.rules.registry import all_rules
+from jaxfix.run.engine import check_text
 
 RULES = all_rules()
 

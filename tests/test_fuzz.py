@@ -32,10 +32,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, ScopeProvider
 
-from jaxfix.diagnostic import FixSafety
-from jaxfix.engine import FixError, Result, check_text, fix_text
-from jaxfix.firstpass import InvalidSource
-from jaxfix.registry import all_rules
+from jaxfix.analysis.firstpass import InvalidSource
+from jaxfix.models.diagnostic import FixSafety
+from jaxfix.rules.registry import all_rules
+from jaxfix.run.engine import FixError, Result, check_text, fix_text
 from tests.jax_programs import indent, jax_programs
 
 RULES = all_rules()

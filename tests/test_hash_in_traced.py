@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jaxfix.engine import check_text, fix_text
-from jaxfix.registry import find_rule
+from jaxfix.rules.registry import find_rule
+from jaxfix.run.engine import check_text, fix_text
 
 RULE = find_rule("JF106")
 MEMO = """\

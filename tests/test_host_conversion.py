@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix.engine import check_text, fix_text
 from jaxfix.models import numpy_scipy
 from jaxfix.models.numpy_scipy import Behaviour
-from jaxfix.registry import all_rules, find_rule
+from jaxfix.rules.registry import all_rules, find_rule
+from jaxfix.run.engine import check_text, fix_text
 
 RULES = all_rules()
 

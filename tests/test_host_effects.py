@@ -1,6 +1,6 @@
 """A hoist into a host callback races with nothing: the host waits with `jax.effects_barrier()`
 before it reads what the callback writes, statements that use that move with it, and where
-neither can be done there is no fix (`jaxfix.host_effects`, `jaxfix.analysis.effects`)."""
+neither can be done there is no fix (`jaxfix.fixes.host_effects`, `jaxfix.analysis.effects`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix.engine import check_text, fix_text
-from jaxfix.registry import all_rules
+from jaxfix.rules.registry import all_rules
+from jaxfix.run.engine import check_text, fix_text
 
 RULES = all_rules()
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfix.imports import add_imports
-from jaxfix.rule import ImportNeeded
+from jaxfix.fixes.fix import ImportNeeded
+from jaxfix.fixes.imports import add_imports
 
 JAX = ImportNeeded("jax")
 

@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from jaxfix.diagnostic import Diagnostic, FixSafety, TextEdit
-from jaxfix.edits import apply_edits, source_lines
-from jaxfix.engine import check_text, fix_text
-from jaxfix.interactive import EXTRA_DECISIONS, HINT, PROMPT, Review, review_file
-from jaxfix.registry import all_rules
+from jaxfix.models.diagnostic import Diagnostic, FixSafety, TextEdit
+from jaxfix.models.edits import apply_edits, source_lines
+from jaxfix.report.interactive import EXTRA_DECISIONS, HINT, PROMPT, Review, review_file
+from jaxfix.rules.registry import all_rules
+from jaxfix.run.engine import check_text, fix_text
 
 RULES = all_rules()
 NAME = "a.py"

@@ -24,14 +24,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from jaxfix import batch, candidates, collector, engine, firstpass, registry, runner, stamps
+from jaxfix.analysis import candidates, firstpass, flow
 from jaxfix.analysis import file as file_analysis
-from jaxfix.analysis import flow
-from jaxfix.cache import Cache
 from jaxfix.cli import main
 from jaxfix.models.parts import Part
-from jaxfix.proofs import Case, load_cases
-from jaxfix.workers import Workers
+from jaxfix.proofs.cases import Case, load_cases
+from jaxfix.rules import registry
+from jaxfix.run import batch, collector, engine, runner, stamps
+from jaxfix.run.cache import Cache
+from jaxfix.run.workers import Workers
 from tests.programs import CLEAN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -284,7 +285,7 @@ def test_clean_removes_the_cache_and_refuses_other_folders(tmp_path: Path) -> No
 
 def test_a_warm_run_imports_neither_libcst_nor_the_analysis(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(FINDING, encoding="utf-8")
-    heavy = ("libcst", "jaxfix.analysis.flow", "jaxfix.engine")
+    heavy = ("libcst", "jaxfix.analysis.flow", "jaxfix.run.engine")
     script = (
         "import atexit, sys\n"
         "from jaxfix.cli import main\n"
@@ -343,7 +344,8 @@ def test_after_an_edit_only_the_edited_file_is_analysed(
     edited.write_text(edited.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     analysed = counted(monkeypatch, runner, "process")
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
-    # Twice: alone, then with the functions train.py's traced code calls (see jaxfix.project).
+    # Twice: alone, then with the functions train.py's traced code calls (see
+    # jaxfix.analysis.project).
     assert analysed == [edited, edited]
 
 
@@ -445,7 +447,7 @@ def test_cyclic_garbage_of_the_pauses_waits_for_enough_of_it() -> None:
 
 _BACKOFF_PROGRAM = """
 import gc
-from jaxfix import collector
+from jaxfix.run import collector
 
 collector.FULL_AFTER = 20_000
 
@@ -510,7 +512,7 @@ def _first_case_of_each_rule() -> list[Case]:
 @pytest.mark.parametrize("case", _first_case_of_each_rule(), ids=lambda case: case.rule)
 def test_checking_and_fixing_a_file_make_no_reference_cycle_of_jaxfix(case: Case) -> None:
     """A file's analysis, its rules and their fixes are freed by reference counting, not left
-    to the collector (see `jaxfix.collector`). LibCST's scope analysis and `ast.literal_eval`
+    to the collector (see `jaxfix.run.collector`). LibCST's scope analysis and `ast.literal_eval`
     make cycles of their own, which hold nothing of jaxfix's nor a syntax tree of CPython's."""
     text = (case.directory / "before.py").read_text(encoding="utf-8")
     rules = registry.all_rules()

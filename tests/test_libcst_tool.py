@@ -12,9 +12,9 @@ import pytest
 from jaxfix.codemods import cache_on_traced, unused_suppression
 from libcst.codemod import CodemodContext, TransformFailure, TransformSkip, transform_module
 
-from jaxfix import engine
-from jaxfix.proofs import Case, load_cases
-from jaxfix.registry import all_rules
+from jaxfix.proofs.cases import Case, load_cases
+from jaxfix.rules.registry import all_rules
+from jaxfix.run import engine
 
 CASES = load_cases()
 CONFIG = "modules:\n- jaxfix.codemods\n"  # the `.libcst.codemod.yaml` the README documents
@@ -109,7 +109,7 @@ def test_libcst_tool_lists_every_rule(tmp_path: Path) -> None:
 def test_importing_the_rules_does_not_import_libcst_codemod() -> None:
     script = (
         "import sys\n"
-        "from jaxfix.registry import all_rules\n"
+        "from jaxfix.rules.registry import all_rules\n"
         "all_rules()\n"
         "print('libcst.codemod' in sys.modules)\n"
     )

@@ -20,16 +20,16 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
-from jaxfix.diagnostic import FixSafety, TextEdit
-from jaxfix.docs import rule_doc, rule_url
-from jaxfix.engine import fix_text
 from jaxfix.lsp.actions import wanted
 from jaxfix.lsp.analysis import PerVersion, Snapshot
 from jaxfix.lsp.convert import narrow
 from jaxfix.lsp.positions import UTF8, UTF16, UTF32, LineIndex
 from jaxfix.lsp.settings import Settings, read_settings
-from jaxfix.proofs import Case, load_cases
-from jaxfix.registry import all_rules, find_rule, select_rules
+from jaxfix.models.diagnostic import FixSafety, TextEdit
+from jaxfix.proofs.cases import Case, load_cases
+from jaxfix.report.docs import rule_doc, rule_url
+from jaxfix.rules.registry import all_rules, find_rule, select_rules
+from jaxfix.run.engine import fix_text
 from tests.lsp_client import (
     Client,
     apply,

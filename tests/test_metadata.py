@@ -1,5 +1,5 @@
-"""`jaxfix.metadata` gives exactly what LibCST's own scope and expression-context providers give,
-so the rules and fixes read its scopes as if they were LibCST's; its wrapper resolves what
+"""`jaxfix.fixes.metadata` gives exactly what LibCST's own scope and expression-context providers
+give, so the rules and fixes read its scopes as if they were LibCST's; its wrapper resolves what
 LibCST's does."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from jaxfix import metadata
-from jaxfix.metadata import Wrapper
-from jaxfix.proofs import load_cases
+from jaxfix.fixes import metadata
+from jaxfix.fixes.metadata import Wrapper
+from jaxfix.proofs.cases import load_cases
 from tests.test_fuzz import GRAMMAR_PROGRAMS, fuzz_settings
 
 ROOT = Path(__file__).resolve().parent.parent

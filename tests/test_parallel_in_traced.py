@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jaxfix.engine import check_text
-from jaxfix.registry import find_rule
+from jaxfix.rules.registry import find_rule
+from jaxfix.run.engine import check_text
 
 RULE = find_rule("JF105")
 PROGRAM = """\

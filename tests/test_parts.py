@@ -9,13 +9,13 @@ import json
 import textwrap
 from dataclasses import replace
 
-from jaxfix import firstpass
+from jaxfix.analysis import firstpass
 from jaxfix.analysis.flow import analyse, whole_module
-from jaxfix.engine import check_text
+from jaxfix.analysis.project import Entry, ModuleFacts, Place
 from jaxfix.models.parts import Outline, Part
-from jaxfix.options import Options
-from jaxfix.project import Entry, ModuleFacts, Place
-from jaxfix.registry import all_rules
+from jaxfix.rules.registry import all_rules
+from jaxfix.run.engine import check_text
+from jaxfix.run.options import Options
 
 MODULE = textwrap.dedent(
     """\

@@ -14,11 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from jaxfix import engine, runner
-from jaxfix.batch import Job
-from jaxfix.cli import main
-from jaxfix.outcome import Outcome
-from jaxfix.project import (
+from jaxfix.analysis.project import (
     Entry,
     ModuleFacts,
     Place,
@@ -27,6 +23,10 @@ from jaxfix.project import (
     note_top_level,
     place_of,
 )
+from jaxfix.cli import main
+from jaxfix.run import engine, runner
+from jaxfix.run.job import Job
+from jaxfix.run.outcome import Outcome
 
 SAVER = """\
 import pickle
@@ -977,9 +977,9 @@ def entered(a, b):
 
 
 def test_followed_calls_are_the_same_with_and_without_the_slice() -> None:
-    from jaxfix.engine import check_text
-    from jaxfix.options import Options
-    from jaxfix.registry import all_rules
+    from jaxfix.rules.registry import all_rules
+    from jaxfix.run.engine import check_text
+    from jaxfix.run.options import Options
 
     options = Options(
         packages=("pkg",),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix.proofs import Callbacks, Run, effect_differences, run_programs, same_output
+from jaxfix.proofs.cases import Callbacks, Run, effect_differences, run_programs, same_output
 
 CALLBACKS = textwrap.dedent("""\
     import jax

@@ -11,12 +11,12 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfix.docs import readme_with_table, rules_markdown
 from jaxfix.models.sinks import Origin, SinkKind
-from jaxfix.proofs import fixtures_folder, load_cases
-from jaxfix.registry import all_rules
-from jaxfix.rule import Rule, visitor_names
-from jaxfix.rule_index import INDEX, index_text, rule_index
+from jaxfix.proofs.cases import fixtures_folder, load_cases
+from jaxfix.report.docs import readme_with_table, rules_markdown
+from jaxfix.rules.registry import all_rules
+from jaxfix.rules.rule import Rule, visitor_names
+from jaxfix.rules.rule_index import INDEX, index_text, rule_index
 
 ROOT = Path(__file__).parent.parent
 SECTIONS = [
@@ -91,16 +91,16 @@ def test_every_fixture_folder_belongs_to_a_rule() -> None:
 
 def test_generated_docs_are_current() -> None:
     assert (ROOT / "docs" / "rules.md").read_text() == rules_markdown(), (
-        "run `python -m jaxfix.docs`"
+        "run `python -m jaxfix.report.docs`"
     )
     readme = (ROOT / "README.md").read_text()
-    assert readme_with_table(readme) == readme, "run `python -m jaxfix.docs`"
+    assert readme_with_table(readme) == readme, "run `python -m jaxfix.report.docs`"
 
 
 def test_the_rule_index_is_current() -> None:
     """The entries the run stack selects and slices with, without importing the rules."""
     assert INDEX.read_text(encoding="utf-8") == index_text(RULES), (
-        "run `python -m jaxfix.rule_index`"
+        "run `python -m jaxfix.rules.registry`"
     )
     assert [info.load() for info in rule_index()] == list(RULES)
 
@@ -133,15 +133,21 @@ def test_visitor_methods_are_those_libcst_would_find(rule: type[Rule]) -> None:
 
 
 # The run stack: configuration, workers, cache, engine, the codemod-command integration.
-RUN_STACK = ("jaxfix.batch", "jaxfix.config", "jaxfix.engine", "jaxfix.runner", "jaxfix.cache")
+RUN_STACK = (
+    "jaxfix.run.batch",
+    "jaxfix.run.config",
+    "jaxfix.run.engine",
+    "jaxfix.run.runner",
+    "jaxfix.run.cache",
+)
 
 
 def test_rules_sit_below_the_engine_and_the_run_stack() -> None:
     """Importing every rule imports none of the run stack (a fresh interpreter: this one has
     imported everything)."""
     program = (
-        "import sys; from jaxfix.registry import all_rules; all_rules(); "
-        f"print([m for m in {RUN_STACK!r} + ('jaxfix.libcst_command',) if m in sys.modules])"
+        "import sys; from jaxfix.rules.registry import all_rules; all_rules(); "
+        f"print([m for m in {RUN_STACK!r} + ('jaxfix.run.libcst_command',) if m in sys.modules])"
     )
     result = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=True

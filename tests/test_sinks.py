@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from jaxfix.cli import main
-from jaxfix.config import job_for, load, validate
-from jaxfix.engine import check_text
 from jaxfix.models.sinks import Origin, SinkKind, project_sink
-from jaxfix.options import Options
-from jaxfix.registry import all_rules, sink_owner
+from jaxfix.rules.registry import all_rules, sink_owner
+from jaxfix.run.config import job_for, load, validate
+from jaxfix.run.engine import check_text
+from jaxfix.run.options import Options
 from tests.test_config import codes, jaxfix, project
 
 RULES = all_rules()

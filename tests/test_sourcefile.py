@@ -1,4 +1,4 @@
-"""Tests for jaxfix.sourcefile: reading and rewriting must never damage a file."""
+"""Tests for jaxfix.run.sourcefile: reading and rewriting must never damage a file."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix.sourcefile import (
+from jaxfix.run.sourcefile import (
     SourceError,
     SourceFile,
     read_source,

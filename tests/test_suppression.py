@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfix import suppression
-from jaxfix.add_ignore import add_suppressions
 from jaxfix.cli import main
-from jaxfix.engine import check_text
-from jaxfix.registry import all_rules, select_rules
+from jaxfix.rules import suppression
+from jaxfix.rules.registry import all_rules, select_rules
+from jaxfix.run.add_ignore import add_suppressions
+from jaxfix.run.engine import check_text
 
 HEAD = "import pickle\n\nimport jax\n\nBLOBS = []\n\n\n@jax.jit\ndef step(x):\n"
 BARE = "unused suppression: `jaxfix: ignore` without rules silences nothing"

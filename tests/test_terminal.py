@@ -13,8 +13,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from jaxfix.batch import Job, run_paths
-from jaxfix.outcome import Outcome
+from jaxfix.run.batch import run_paths
+from jaxfix.run.job import Job
+from jaxfix.run.outcome import Outcome
 from tests.programs import CACHED, HOISTABLE
 
 PROMPT = (
@@ -246,7 +247,7 @@ def test_run_paths_reports_every_file_of_every_round_before_the_outcomes(
 ) -> None:
     """Analysed, or from the cache after an edit, every round counts; a run the cache replays
     whole has no rounds, nor has one whose edited file tells the run nothing new."""
-    from jaxfix.cache import Cache
+    from jaxfix.run.cache import Cache
 
     for name, text in TRACED_ACROSS.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

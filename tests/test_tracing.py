@@ -1,4 +1,5 @@
-"""Tests for jaxfix.tracing: which functions run under a JAX trace, and which values are tracers.
+"""Tests for jaxfix.fixes.tracing: which functions run under a JAX trace, and which values are
+tracers.
 
 Every source below is a small runnable program, and every expectation is what jax 0.10.2 does when
 it runs it: a parameter is "traced" when jax hands the function a `jax.core.Tracer` (or a container
@@ -16,7 +17,7 @@ import pytest
 from libcst.metadata import MetadataWrapper
 
 from jaxfix.analysis.reasons import Via
-from jaxfix.tracing import FunctionNode, TracedAnalysis
+from jaxfix.fixes.tracing import FunctionNode, TracedAnalysis
 
 # ----- helpers ------------------------------------------------------------------------------
 

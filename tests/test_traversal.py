@@ -1,4 +1,4 @@
-"""The read-only walks of `jaxfix.traversal` make the calls LibCST's visits make, in order."""
+"""The read-only walks of `jaxfix.fixes.traversal` make the calls LibCST's visits make, in order."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper
 
-from jaxfix.traversal import children, visit_batched
+from jaxfix.fixes.traversal import children, visit_batched
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_TYPES = [t for t in vars(cst).values() if inspect.isclass(t) and issubclass(t, cst.CSTNode)]
@@ -74,7 +74,7 @@ SOURCES = {
     "kitchen sink": KITCHEN_SINK,
     **{
         name: (ROOT / "jaxfix" / name).read_text(encoding="utf-8")
-        for name in ("analysis/flow.py", "config.py", "batch.py")
+        for name in ("analysis/flow.py", "run/config.py", "run/batch.py")
     },
 }
 

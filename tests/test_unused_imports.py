@@ -1,5 +1,5 @@
 """The imports a fix leaves unused are removed as LibCST's `RemoveImportsVisitor` removes them,
-judged from CPython's parse instead of LibCST's scopes (`jaxfix.unused_imports`)."""
+judged from CPython's parse instead of LibCST's scopes (`jaxfix.fixes.unused_imports`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
 
-from jaxfix.unused_imports import names_in_use, remove_unused_imports
+from jaxfix.fixes.unused_imports import names_in_use, remove_unused_imports
 
 HEAD = """\
 from __future__ import annotations

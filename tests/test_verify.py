@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from jaxfix import cli
-from jaxfix.proofs import fixtures_folder, load_cases
-from jaxfix.registry import all_rules
-from jaxfix.verify import Verdict, verify
+from jaxfix.proofs.cases import fixtures_folder, load_cases
+from jaxfix.proofs.verify import Verdict, verify
+from jaxfix.rules.registry import all_rules
 
 REAL = fixtures_folder() / "cache_on_traced" / "lru_cache_below_jit"
 PROJECT = fixtures_folder() / "serialize_in_traced" / "harness_two_modules"

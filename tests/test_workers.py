@@ -6,7 +6,7 @@ import os
 import signal
 from collections.abc import Sequence
 
-from jaxfix.workers import Workers, how_it_died
+from jaxfix.run.workers import Workers, how_it_died
 
 FATAL = {5: signal.SIGKILL, 8: signal.SIGTERM}
 

@@ -23,7 +23,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TypeGuard
 
 from jaxfix.analysis.flow import FunctionNode, Module, params_of
 from jaxfix.analysis.names import dotted, of_the_program
@@ -36,9 +36,6 @@ from jaxfix.analysis.statements import (
     target_names,
     walk_code,
 )
-
-if TYPE_CHECKING:
-    from jaxfix.analysis.waits import HeaderCode, Words
 
 _BUILTINS = frozenset(dir(builtins))
 # How many `a = b` steps a key is followed through to the strings it holds.
@@ -117,9 +114,6 @@ class EffectIndex:
         for node in module.binders:
             self._note_binding(node)
         self.own_calls = {f: self.scope_of[f].calls for f in functions.values()}
-        # What each host function's code mentions (`jaxfix.analysis.waits.Words`), found once.
-        self.host_words: dict[ast.AST, Words] = {}
-        self.header_code: dict[ast.stmt, HeaderCode] = {}  # the same, of a statement's header
         self._host_calls: dict[str, list[ast.Call]] | None = None
 
     def _note_binding(self, node: ast.AST) -> None:

@@ -1,6 +1,6 @@
 """Another module's traced call into this one, in plain values: what the analysis enters a
-function with, and what the run sends between modules (`jaxfix.project.Entry`). Its own module,
-so that the run stack can hold one without importing the analysis."""
+function with, and what the run sends between modules (`jaxfix.analysis.project.Entry`). Its
+own module, so that the run stack can hold one without importing the analysis."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """One file's analysis, done once on CPython's tree of the whole file.
 
 The engine analyses the file before it decides whether LibCST is needed at all; the rules then
-see the same facts through `jaxfix.tracing`, also when LibCST parses only a slice of the file
+see the same facts through `jaxfix.fixes.tracing`, also when LibCST parses only a slice of the file
 (its lines map back to the file's). What other modules need of the file (the calls its traced
 code makes into them) is read here too, without LibCST.
 """

@@ -181,7 +181,7 @@ class Entry:
 @dataclass(frozen=True)
 class ImportedEntry:
     """A transform applied to a function imported from another module (`jax.grad(loss)`
-    after `from .losses import loss`): the run enters it there (`jaxfix.project`).
+    after `from .losses import loss`): the run enters it there (`jaxfix.analysis.project`).
     `positions` are the positions it traces (`argnums`), None for every parameter from
     `bound` on (those before are bound by `partial`) but the static ones: its static
     arguments, those `in_axes` leaves unbatched and those `partial` binds."""
@@ -362,8 +362,9 @@ def analyse(
 
     The last analysis of a tree (on this thread) is reused, with the summaries interpreted
     since, while it is `reusable`: a file that other modules trace is analysed again in each
-    round of tracing across modules (`jaxfix.batch`), on the same tree (`jaxfix.engine` keeps
-    the last one parsed), with other modules' calls into it (`reuse=False`: analyse afresh)."""
+    round of tracing across modules (`jaxfix.run.batch`), on the same tree (`jaxfix.run.engine`
+    keeps the last one parsed), with other modules' calls into it (`reuse=False`: analyse
+    afresh)."""
     key = (module, is_package, _items(transforms), traced_only, whole)
     last: tuple[ast.Module, tuple[object, ...], Module] | None = getattr(_last, "analysed", None)
     if reuse and last is not None and last[0] is tree and last[1] == key and last[2].reusable():
@@ -425,8 +426,8 @@ _last = threading.local()
 
 
 # The last tree's declarations: a file that other modules trace is analysed again on the same
-# tree with more of their calls (`jaxfix.batch` rounds, `jaxfix.engine` keeps the tree). Only
-# what the walk finds is shared; every analysis interprets the functions afresh (a summary a
+# tree with more of their calls (`jaxfix.run.batch` rounds, `jaxfix.run.engine` keeps the tree).
+# Only what the walk finds is shared; every analysis interprets the functions afresh (a summary a
 # call cycle leaves unknown depends on the order the tracing asks for the summaries).
 # The walk is kept until what only interpreting needs is drawn from it.
 _last_declared: tuple[ast.Module, tuple[object, ...], Module, _Declarations | None] | None = None
@@ -547,8 +548,8 @@ def function_id(node: ast.AST, qualname: str) -> str:
 
 Work = list[ast.AST | Callable[[], None]]  # nodes to visit, and scope exits to run
 # The kinds of node the walk indexes (`Module.indexed`) for the passes that read the file after
-# the analysis (`jaxfix.candidates`), so that they need not walk it again: what binds, stores
-# or may hash, defines a function or a class, imports, declares names or makes a call. And
+# the analysis (`jaxfix.analysis.candidates`), so that they need not walk it again: what binds,
+# stores or may hash, defines a function or a class, imports, declares names or makes a call. And
 # attributes stored to (`self.x = ...`), not the many that are read.
 INDEXED = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith}

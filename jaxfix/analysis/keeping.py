@@ -4,8 +4,9 @@ when it outlives the trace (`Outliving`), whether a method's `self` is a plain P
 and which statements and calls keep a leaking value in such an object.
 
 These decide where a traced value outlives the trace (`leak-in-traced`). They are answered
-here once, on the whole file, for the rules (through `jaxfix.tracing`) and for the first pass
-that picks the statements LibCST must see (`jaxfix.candidates`): the two can never disagree.
+here once, on the whole file, for the rules (through `jaxfix.fixes.tracing`) and for the first
+pass that picks the statements LibCST must see (`jaxfix.analysis.candidates`): the two can never
+disagree.
 Names are resolved as Python resolves them: a function's own bindings, then the enclosing
 functions' (not class bodies'), then the module's, then the builtins.
 """

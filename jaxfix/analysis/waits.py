@@ -13,6 +13,7 @@ there is no place for a barrier between them.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -220,13 +221,12 @@ class Words:
 
 def _words_of(index: EffectIndex, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Words:
     """`Words` of `function`'s body, found once per index."""
-    words = index.host_words.get(function)
+    memo = _memo_of(index)
+    words = memo.words.get(function)
     if words is None:
         scope = index.scope_of[function]
         called = frozenset(filter(None, (last_name(call.func) for call in scope.calls)))
-        words = index.host_words[function] = Words(
-            scope.names, scope.attributes, called, function.body
-        )
+        words = memo.words[function] = Words(scope.names, scope.attributes, called, function.body)
     return words
 
 
@@ -263,11 +263,12 @@ class HeaderCode:
 
 
 def _header_code(index: EffectIndex, statement: ast.stmt) -> HeaderCode:
-    code = index.header_code.get(statement)
+    memo = _memo_of(index)
+    code = memo.headers.get(statement)
     if code is None:
         nodes = list(walk_code(header(statement)))
         calls = tuple(n for n in nodes if isinstance(n, ast.Call))
-        code = index.header_code[statement] = HeaderCode(
+        code = memo.headers[statement] = HeaderCode(
             _is_barrier(index, statement),
             calls,
             tuple(filter(None, (last_name(call.func) for call in calls))),
@@ -279,6 +280,26 @@ def _header_code(index: EffectIndex, statement: ast.stmt) -> HeaderCode:
             any(map(writes_console, calls)),
         )
     return code
+
+
+@dataclass
+class _Memo:
+    """What the scans of one file's host code found once: each host function's `Words`, each
+    statement's `HeaderCode`."""
+
+    words: dict[ast.AST, Words] = field(default_factory=dict)
+    headers: dict[ast.stmt, HeaderCode] = field(default_factory=dict)
+
+
+# Held with the index, not in it: the index is the analysis' (it knows nothing of the scans).
+_MEMOS: weakref.WeakKeyDictionary[EffectIndex, _Memo] = weakref.WeakKeyDictionary()
+
+
+def _memo_of(index: EffectIndex) -> _Memo:
+    memo = _MEMOS.get(index)
+    if memo is None:
+        memo = _MEMOS[index] = _Memo()
+    return memo
 
 
 @dataclass

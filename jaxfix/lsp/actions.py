@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
-from jaxfix.add_ignore import add_suppressions
-from jaxfix.diagnostic import Diagnostic, FixSafety
-from jaxfix.edits import line_edits
 from jaxfix.lsp import convert
 from jaxfix.lsp.positions import LineIndex
-from jaxfix.suppression import UNUSED_CODE
+from jaxfix.models.diagnostic import Diagnostic, FixSafety
+from jaxfix.models.edits import line_edits
+from jaxfix.rules.suppression import UNUSED_CODE
+from jaxfix.run.add_ignore import add_suppressions
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.jaxfix"
 QUICK_FIX = types.CodeActionKind.QuickFix.value

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from jaxfix.batch import Job
-from jaxfix.config import Config, ConfigError, ConfigFinder, Overrides, job_for, validate
-from jaxfix.diagnostic import Diagnostic, TextEdit
-from jaxfix.edits import EditsWanted
-from jaxfix.outcome import Outcome
-from jaxfix.project import place_of
-from jaxfix.runner import run_job
-from jaxfix.sourcefile import SourceFile
+from jaxfix.analysis.project import place_of
+from jaxfix.models.diagnostic import Diagnostic, TextEdit
+from jaxfix.models.edits import EditsWanted
+from jaxfix.run.config import Config, ConfigError, ConfigFinder, Overrides, job_for, validate
+from jaxfix.run.job import Job
+from jaxfix.run.outcome import Outcome
+from jaxfix.run.runner import run_job
+from jaxfix.run.sourcefile import SourceFile
 
 T = TypeVar("T")
 

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from lsprotocol import types
 
-from jaxfix.diagnostic import Diagnostic, TextEdit
-from jaxfix.docs import rule_url
 from jaxfix.lsp.positions import LineIndex
-from jaxfix.registry import find_rule
-from jaxfix.suppression import UNUSED_CODE
+from jaxfix.models.diagnostic import Diagnostic, TextEdit
+from jaxfix.report.docs import rule_url
+from jaxfix.rules.registry import find_rule
+from jaxfix.rules.suppression import UNUSED_CODE
 
 SOURCE = "jaxfix"
 

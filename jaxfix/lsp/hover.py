@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
-from jaxfix.diagnostic import Diagnostic
-from jaxfix.docs import rule_doc
 from jaxfix.lsp.actions import overlaps
 from jaxfix.lsp.positions import LineIndex
-from jaxfix.registry import find_rule
+from jaxfix.models.diagnostic import Diagnostic
+from jaxfix.report.docs import rule_doc
+from jaxfix.rules.registry import find_rule
 
 
 def hover(

@@ -11,7 +11,7 @@ import bisect
 
 from lsprotocol import types
 
-from jaxfix.edits import line_starts, source_lines
+from jaxfix.models.edits import line_starts, source_lines
 
 UTF8 = types.PositionEncodingKind.Utf8
 UTF16 = types.PositionEncodingKind.Utf16

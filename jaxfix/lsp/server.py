@@ -21,7 +21,6 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from jaxfix import __version__
-from jaxfix.diagnostic import Diagnostic
 from jaxfix.lsp import actions, analysis, convert
 from jaxfix.lsp.analysis import Analysis, FixRequest, PerVersion, Snapshot
 from jaxfix.lsp.hover import hover as hover_at
@@ -29,6 +28,7 @@ from jaxfix.lsp.positions import UTF16, LineIndex
 from jaxfix.lsp.protocol import JaxfixProtocol
 from jaxfix.lsp.settings import Settings, read_settings
 from jaxfix.lsp.workspace import Workspace
+from jaxfix.models.diagnostic import Diagnostic
 
 # Seconds without a change before a changed document is checked: enough to take a burst of
 # changes sent together as one. Typing faster than a check takes queues no work: a document is

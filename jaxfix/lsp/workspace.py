@@ -1,6 +1,6 @@
 """What the other files of the workspace tell an open document.
 
-`jaxfix check` over a project traces across its modules (see `jaxfix.batch`): a function that
+`jaxfix check` over a project traces across its modules (see `jaxfix.run.batch`): a function that
 another file's traced code calls is traced, a decorator that another file defines as a jit
 wrapper traces, and so on. The server gets the same findings by running that check over the
 workspace's files as saved, through the cache (after an edit, only what it can affect is
@@ -16,10 +16,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from jaxfix.batch import Job, project_jobs
-from jaxfix.cache import DEFAULT_FOLDER, Cache
-from jaxfix.config import ConfigFinder, Overrides
-from jaxfix.targets import targets
+from jaxfix.run.batch import project_jobs
+from jaxfix.run.cache import DEFAULT_FOLDER, Cache
+from jaxfix.run.config import ConfigFinder, Overrides
+from jaxfix.run.job import Job
+from jaxfix.run.targets import targets
 
 CACHE_ENV = "JAXFIX_CACHE_DIR"
 

@@ -1,7 +1,7 @@
 """The part of a file that a later round across modules analyses (plain values, no syntax tree).
 
 A file whose functions other modules' traced code calls is analysed again with those calls
-(`jaxfix.batch`, `project.Entry`). What that analysis adds to the first round's depends on the
+(`jaxfix.run.batch`, `project.Entry`). What that analysis adds to the first round's depends on the
 entered functions and on what they can reach by name: the top-level statements that define
 them, the statements defining every name those mention (transitively, through function bodies
 too), the statements using a kept `def` or class at the top level (`f.defjvp(rule)`: its rule
@@ -91,7 +91,7 @@ class Part:
 @dataclass(frozen=True)
 class Outline:
     """A file's top-level statements (as chunks of lines), the chunks to keep with each (see
-    `jaxfix.firstpass.outline`), the chunks defining each top-level name another module can
+    `jaxfix.analysis.firstpass.outline`), the chunks defining each top-level name another module can
     enter, and the import chunks (always kept)."""
 
     spans: tuple[tuple[int, int], ...]

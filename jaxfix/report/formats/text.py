@@ -1,0 +1,51 @@
+"""The `text` format: one line per finding (`path:line:col: CODE message [*]`), a second line
+naming the fix of a fixable one, and with `--show-fixes` the diff of that fix alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jaxfix.models.diagnostic import Diagnostic
+from jaxfix.report.formats.model import FileResult, findings, style
+from jaxfix.report.output import finding_line, unified_diff
+
+INDENT = "    "
+
+
+def render_text(results: Sequence[FileResult], color: bool, show_fixes: bool) -> str:
+    """Every finding as its line, its fix line and (with `show_fixes`) its fix's diff."""
+    parts: list[str] = []
+    for result, diagnostic in findings(results):
+        parts.append(styled_finding_line(result.path, diagnostic, color) + "\n")
+        if diagnostic.fix_safety is not None:
+            parts.append(fix_line(diagnostic, color) + "\n")
+        if show_fixes:
+            parts.append(fix_diff(result, diagnostic, color))
+    return "".join(parts)
+
+
+def styled_finding_line(path: str, diagnostic: Diagnostic, color: bool) -> str:
+    """`jaxfix.report.output.finding_line`, with the path, code and `[*]` styled when `color`."""
+    if not color:
+        return finding_line(path, diagnostic)
+    marker = f" {style('[*]', color, fg='cyan')}" if diagnostic.fix_safety is not None else ""
+    return (
+        f"{style(path, color, bold=True)}:{diagnostic.line}:{diagnostic.column + 1}: "
+        f"{style(diagnostic.code, color, fg='red', bold=True)} {diagnostic.message}{marker}"
+    )
+
+
+def fix_line(diagnostic: Diagnostic, color: bool) -> str:
+    """`    fix (safe): <title>` (or `(unsafe)`); only for a fixable finding."""
+    assert diagnostic.fix_safety is not None
+    safety = f"({diagnostic.fix_safety.value})"
+    shown = style(safety, color, fg="green" if safety == "(safe)" else "yellow")
+    return f"{INDENT}fix {shown}: {diagnostic.fix_title or ''}"
+
+
+def fix_diff(result: FileResult, diagnostic: Diagnostic, color: bool) -> str:
+    """The unified diff of this one fix (empty without edits or source)."""
+    fixed = result.fixed_text(diagnostic)
+    if fixed is None or result.text is None:
+        return ""
+    return unified_diff(result.path, result.text, fixed, color)
