@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from jaxfix.analysis import candidates, firstpass, flow
+from jaxfix.analysis import candidates, declarations, firstpass
 from jaxfix.analysis import file as file_analysis
 from jaxfix.cli import main
 from jaxfix.models.parts import Part
@@ -285,7 +285,7 @@ def test_clean_removes_the_cache_and_refuses_other_folders(tmp_path: Path) -> No
 
 def test_a_warm_run_imports_neither_libcst_nor_the_analysis(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(FINDING, encoding="utf-8")
-    heavy = ("libcst", "jaxfix.analysis.flow", "jaxfix.run.engine")
+    heavy = ("libcst", "jaxfix.analysis.interpreter", "jaxfix.run.engine")
     script = (
         "import atexit, sys\n"
         "from jaxfix.cli import main\n"
@@ -309,7 +309,7 @@ def test_libcst_is_imported_only_for_a_file_whose_rules_run(
     """A file whose first pass leaves no rule anything to look at is analysed (CPython's tree)
     without LibCST, which takes longer to import than such a file takes to check."""
     (tmp_path / "a.py").write_text(text, encoding="utf-8")
-    modules = ("jaxfix.analysis.flow", "libcst")
+    modules = ("jaxfix.analysis.interpreter", "libcst")
     script = (
         "import atexit, sys\n"
         "from jaxfix.cli import main\n"
@@ -362,7 +362,7 @@ def test_a_file_analysed_again_with_more_entries_reuses_what_its_text_alone_deci
     edited.write_text(edited.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     analysed = counted(monkeypatch, runner, "process")
     interpreted = counted(monkeypatch, file_analysis, "analyse")
-    declared = counted(monkeypatch, flow._Declarations, "walk")
+    declared = counted(monkeypatch, declarations._Declarations, "walk")
     reads = counted(monkeypatch, candidates, "_read")
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
     assert analysed == [edited, edited]

@@ -10,7 +10,8 @@ import textwrap
 from dataclasses import replace
 
 from jaxfix.analysis import firstpass
-from jaxfix.analysis.flow import analyse, whole_module
+from jaxfix.analysis.declarations import whole_module
+from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.project import Entry, ModuleFacts, Place
 from jaxfix.models.parts import Outline, Part
 from jaxfix.rules.registry import all_rules

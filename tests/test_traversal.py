@@ -74,7 +74,7 @@ SOURCES = {
     "kitchen sink": KITCHEN_SINK,
     **{
         name: (ROOT / "jaxfix" / name).read_text(encoding="utf-8")
-        for name in ("analysis/flow.py", "run/config.py", "run/batch.py")
+        for name in ("analysis/interpreter.py", "run/config.py", "run/batch.py")
     },
 }
 

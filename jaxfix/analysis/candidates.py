@@ -24,8 +24,9 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple, cast
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
-from jaxfix.analysis.flow import Bindings, wrapped_by
 from jaxfix.analysis.statements import names_bound
+from jaxfix.analysis.summaries import Bindings
+from jaxfix.analysis.transform_arguments import wrapped_by
 from jaxfix.models.transforms import JIT, TRANSFORMS, Wrapped
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

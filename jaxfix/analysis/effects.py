@@ -25,7 +25,6 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeGuard
 
-from jaxfix.analysis.flow import FunctionNode, Module, params_of
 from jaxfix.analysis.names import dotted, of_the_program
 from jaxfix.analysis.statements import (
     DEFINITIONS,
@@ -36,6 +35,7 @@ from jaxfix.analysis.statements import (
     target_names,
     walk_code,
 )
+from jaxfix.analysis.summaries import FunctionNode, Module, params_of
 
 _BUILTINS = frozenset(dir(builtins))
 # How many `a = b` steps a key is followed through to the strings it holds.
@@ -100,7 +100,7 @@ class EffectIndex:
         self.module = module
         self.is_traced = is_traced
         self.tree = module.tree
-        # Everything below comes from the analysis' walk of the module (`flow._Declarations`).
+        # Everything below comes from the analysis' walk of the module (`declarations`).
         functions = {fid: node for fid, node in module.nodes.items() if isinstance(node, FUNCTIONS)}
         in_trace = _nested_in(module, {module.by_node[f] for f in traced if f in module.by_node})
         self.host_functions = [f for fid, f in functions.items() if fid not in in_trace]

@@ -14,13 +14,16 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.bridge import Positions, first_line
+from jaxfix.analysis.calls import DTYPE_QUERIES
 from jaxfix.analysis.effects import EffectIndex
 from jaxfix.analysis.external import KEYWORDS, External
-from jaxfix.analysis.flow import DTYPE_QUERIES, Call, analyse, python_valued_params
+from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.keeping import Keeping, Outliving
 from jaxfix.analysis.keys import Keys
 from jaxfix.analysis.reasons import THROUGH_CALLERS, Via
+from jaxfix.analysis.summaries import Call
 from jaxfix.analysis.tracing import Facts, trace
+from jaxfix.analysis.transform_arguments import python_valued_params
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.models.parts import WholeModule
 from jaxfix.models.transforms import (

@@ -26,7 +26,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from jaxfix.analysis.bridge import first_line
-from jaxfix.analysis.flow import Bindings
+from jaxfix.analysis.summaries import Bindings
 from jaxfix.models.parts import Outline, WholeModule
 
 # LibCST's parser is quadratic in the depth of an expression (a 4,000-term sum takes seconds to

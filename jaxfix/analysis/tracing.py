@@ -15,7 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from jaxfix.analysis.external import KEYWORDS, External
-from jaxfix.analysis.flow import (
+from jaxfix.analysis.reasons import Reason, Via, abstract_only
+from jaxfix.analysis.summaries import (
     Call,
     Entry,
     Module,
@@ -27,7 +28,6 @@ from jaxfix.analysis.flow import (
     parameter_value,
     params_of,
 )
-from jaxfix.analysis.reasons import Reason, Via, abstract_only
 from jaxfix.analysis.values import Kind, Param, Source, Staged, Value
 from jaxfix.models.transforms import CUSTOM_DERIVATIVES
 

@@ -19,7 +19,6 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis.effects import CONSOLE_METHODS, EffectIndex, Keys, writes_console
-from jaxfix.analysis.flow import FunctionNode, params_of
 from jaxfix.analysis.statements import (
     FUNCTIONS,
     branches,
@@ -30,6 +29,7 @@ from jaxfix.analysis.statements import (
     walk_code,
     walk_statements,
 )
+from jaxfix.analysis.summaries import FunctionNode, params_of
 from jaxfix.models.transforms import RUN_AT_ONCE
 
 BARRIER = "jax.effects_barrier"

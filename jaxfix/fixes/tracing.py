@@ -26,7 +26,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from jaxfix.analysis import flow, waits
+from jaxfix.analysis import summaries, waits
 from jaxfix.analysis.bridge import Span
 from jaxfix.analysis.effects import Keys
 from jaxfix.analysis.file import FileAnalysis, analyse_file
@@ -238,7 +238,7 @@ class TracedAnalysis:
             if fid is not None:
                 yield fid, function
 
-    def _ast_function(self, function: FunctionNode) -> flow.FunctionNode | None:
+    def _ast_function(self, function: FunctionNode) -> summaries.FunctionNode | None:
         """The CPython node of a LibCST `def` or lambda."""
         if isinstance(function, cst.FunctionDef):
             start = self._positions[function.name].start
@@ -784,7 +784,7 @@ class TracedAnalysis:
 
     def _ast_statements(
         self, statements: Sequence[Statement]
-    ) -> tuple[list[ast.stmt], flow.FunctionNode | None] | None:
+    ) -> tuple[list[ast.stmt], summaries.FunctionNode | None] | None:
         """The CPython statements at the places of `statements`, and the function whose body
         holds the first (None for module-level code)."""
         found = []

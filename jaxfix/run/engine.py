@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from jaxfix.analysis import candidates, firstpass
+from jaxfix.analysis.declarations import whole_module
 from jaxfix.analysis.file import FileAnalysis, analyse_file
-from jaxfix.analysis.flow import Bindings, whole_module
 from jaxfix.analysis.project import ModuleFacts, Place, note_top_level, traced_calls
+from jaxfix.analysis.summaries import Bindings
 from jaxfix.models.diagnostic import AttachedFix, Diagnostic, TextEdit
 from jaxfix.models.edits import EditsWanted, line_edits
 from jaxfix.models.parts import Part
