@@ -19,6 +19,10 @@ from typing import Any
 import click
 
 from jaxfix import __version__
+
+# Imported where a command needs them, not at every start: the rules' docs and LibCST
+# (`report.docs`), the analysis (`run.runner`, the proofs), pygls (`lsp.server`), and the few
+# milliseconds of `add_ignore`, `interactive` and the NumPy table that a check does without.
 from jaxfix.models.diagnostic import Diagnostic, TextEdit
 from jaxfix.models.edits import apply_edits
 from jaxfix.models.sinks import Sink, SinkKind
@@ -33,9 +37,10 @@ from jaxfix.report.output import (
     unified_diff,
 )
 from jaxfix.report.terminal import echo, wants_color
+from jaxfix.rules.registry import all_rules, find_rule, select_rules, sink_table
 from jaxfix.rules.suppression import UNUSED_CODE
 from jaxfix.run.cache import DEFAULT_FOLDER, clean
-from jaxfix.run.config import Overrides, job_for
+from jaxfix.run.config import ConfigError, ConfigFinder, Overrides, job_for, validate
 from jaxfix.run.job import Job
 from jaxfix.run.outcome import Outcome
 from jaxfix.run.session import STDIN, BadConfig, RunOptions, finder_for, outcomes
@@ -487,7 +492,6 @@ def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None
 def explain(code: str) -> None:
     """Print the documentation of the rule CODE (e.g. JF101 or serialize-in-traced)."""
     from jaxfix.report.docs import rule_doc
-    from jaxfix.rules.registry import find_rule
 
     rule = find_rule(code)
     if rule is None:
@@ -509,7 +513,6 @@ _table_format = click.option(
 def list_rules(output_format: str) -> None:
     """List every rule: code, name, fix safety, whether it runs by default, and summary."""
     from jaxfix.report.docs import default_label, rule_url, safety_label
-    from jaxfix.rules.registry import all_rules
 
     rules = all_rules()
     if output_format == "json":
@@ -558,7 +561,6 @@ def list_sinks(
     """List the sink model: each callable's kind, the rule that reports a traced value reaching
     it, and whether it is built in or the project's (`[tool.jaxfix.sinks]`)."""
     from jaxfix.models import numpy_scipy
-    from jaxfix.rules.registry import sink_table
 
     wanted = {SinkKind(kind) for kind in kinds} or set(SinkKind)
     table = [
@@ -581,7 +583,6 @@ def list_sinks(
 
 def _project_sinks(config: Path | None, isolated: bool) -> tuple[Sink, ...]:
     """The sinks the configuration of the current folder (or `config`) adds."""
-    from jaxfix.run.config import ConfigError, ConfigFinder, validate
 
     try:
         settings = ConfigFinder(Overrides(), config, isolated).for_path(Path.cwd())
@@ -634,7 +635,6 @@ def verify(selected: tuple[str, ...], jobs: int | None, callbacks: str, verbose:
     from jaxfix.proofs.cases import Callbacks, load_cases
     from jaxfix.proofs.verify import Verdict, rule_of
     from jaxfix.proofs.verify import verify as prove
-    from jaxfix.rules.registry import all_rules, find_rule, select_rules
 
     try:
         jax_version = metadata.version("jax")

@@ -34,6 +34,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from jaxfix.proofs.runner import RESULTS, TIMED_OUT
+
 KEYS = {
     "description",
     "codes",
@@ -206,8 +208,6 @@ def run_programs(
 def _run_in_one_interpreter(given: list[str], python: str) -> list[Run]:
     """The runs of the `MODE:PROGRAM`s `given`, up to the first that timed out; then every
     process the interpreter left (a deadlocked fork) is killed."""
-    from jaxfix.proofs.runner import RESULTS, TIMED_OUT  # imports no jax
-
     with tempfile.TemporaryDirectory(prefix="jaxfix-proof-") as workdir:
         command = [python, "-m", "jaxfix.proofs.runner", workdir, *given]
         errors = Path(workdir) / "stderr.txt"

@@ -20,13 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from jaxfix.proofs.cases import Callbacks, Case, Run, problems, run_cases, sources
 from jaxfix.rules.rule import Rule
-
-if TYPE_CHECKING:
-    from jaxfix.run.outcome import Outcome
+from jaxfix.run.config import Overrides
+from jaxfix.run.engine import check_text, fix_text
+from jaxfix.run.outcome import Outcome
+from jaxfix.run.session import RunOptions, finder_for, outcomes
+from jaxfix.run.sourcefile import write_source_atomic
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 
@@ -102,8 +103,6 @@ def _rewrite_problems(case: Case, rules: Sequence[type[Rule]]) -> list[str]:
         codes = check_project(case.before, rules)
         fixed, wanted = fix_project(case.before, rules), sources(expected)
     else:
-        from jaxfix.run.engine import check_text, fix_text
-
         before = case.before.read_text(encoding="utf-8")
         codes = [d.code for d in check_text(before, rules)]
         fixed = {"": fix_text(before, rules, unsafe_fixes=True).text}
@@ -132,8 +131,6 @@ def check_project(folder: Path, rules: Sequence[type[Rule]]) -> list[str]:
 def fix_project(folder: Path, rules: Sequence[type[Rule]]) -> dict[str, str]:
     """The Python files of the project `folder` (`sources`) once `jaxfix apply --unsafe-fixes`
     with `rules` has rewritten them, as one run over the folder (a copy: `folder` is left)."""
-    from jaxfix.run.sourcefile import write_source_atomic
-
     with tempfile.TemporaryDirectory(prefix="jaxfix-case-") as scratch:
         copy = _copied(folder, Path(scratch))
         for outcome in _outcomes(copy, rules, fix=True):
@@ -156,9 +153,6 @@ def _copied(folder: Path, scratch: Path) -> Path:
 def _outcomes(folder: Path, rules: Sequence[type[Rule]], *, fix: bool) -> list[Outcome]:
     """One run of `jaxfix check` (or `apply --unsafe-fixes`) over `folder`: no configuration
     file, no cache, the `rules` named."""
-    from jaxfix.run.config import Overrides
-    from jaxfix.run.session import RunOptions, finder_for, outcomes
-
     overrides = Overrides(select=tuple(rule.code for rule in rules), unsafe_fixes=True)
     options = RunOptions(
         jobs=1, no_cache=True, cache_dir=None, config=None, isolated=True, stdin_filename=None

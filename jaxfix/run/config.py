@@ -23,6 +23,12 @@ from pathspec import GitIgnoreSpec
 
 from jaxfix.models.edits import EditsWanted
 from jaxfix.models.sinks import OPTION_KINDS, Sink, SinkKind, project_sink
+from jaxfix.rules.registry import (
+    find_info,
+    opt_in_left_off,
+    suggestion,
+    unknown_selectors,
+)
 from jaxfix.run.job import Job
 from jaxfix.run.options import Options
 
@@ -437,8 +443,6 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 def validate(configs: Iterable[Config]) -> None:
     """Raise ConfigError for a selector that names no rule, or an option no rule has."""
-    from jaxfix.rules.registry import suggestion, unknown_selectors
-
     for config in configs:
         where = config.path or "command line"
         for table, key, selector in config.selectors():
@@ -457,8 +461,6 @@ def validate(configs: Iterable[Config]) -> None:
 
 def rule_option_problem(table: str, rule_name: str, option: str) -> None:
     """Raise `_Nested` when `rule_name` names no rule or `option` is none of its options."""
-    from jaxfix.rules.registry import find_info, suggestion
-
     rule = find_info(rule_name)
     if rule is None:
         hint = suggestion(rule_name, with_all=False)
@@ -477,8 +479,6 @@ def rule_option_problem(table: str, rule_name: str, option: str) -> None:
 def opt_in_notes(configs: Iterable[Config]) -> list[str]:
     """One warning per opt-in rule that a prefix or `ALL` seems to select but leaves off (it
     runs only when named), for the settings in use."""
-    from jaxfix.rules.registry import opt_in_left_off
-
     notes: dict[str, None] = {}
     for config in configs:
         for selector, rule in opt_in_left_off(

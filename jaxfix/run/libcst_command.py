@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from jaxfix.rules.rule import Rule, command_name
+from jaxfix.run import engine
 from jaxfix.run.config import ConfigFinder, Overrides, job_for
 from jaxfix.run.job import Job
 
@@ -42,8 +43,6 @@ def project_job(filename: str) -> Job:
 def command_for(rule: type[Rule]) -> type[CodemodCommand]:
     """`rule` as a codemod command (one class per rule, so that pickling it by name works)."""
     from libcst.codemod import CodemodCommand, SkipFile
-
-    from jaxfix.run import engine
 
     class Command(CodemodCommand):
         """Applies the rule's allowed fixes with jaxfix's engine, which honours suppression

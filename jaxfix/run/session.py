@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from jaxfix.report.terminal import echo, progress_bar
+from jaxfix.rules.registry import suggestion, unknown_selectors
 from jaxfix.run.batch import run_paths
 from jaxfix.run.cache import DEFAULT_FOLDER, Cache
 from jaxfix.run.config import ConfigError, ConfigFinder, Overrides, job_for, opt_in_notes, validate
@@ -86,8 +87,6 @@ def _validate_overrides(overrides: Overrides) -> None:
     }
     if not any(given.values()):
         return
-    from jaxfix.rules.registry import suggestion, unknown_selectors  # imports the rules, so LibCST
-
     for option, selectors in given.items():
         for selector in unknown_selectors(selectors):
             hint = suggestion(selector)
@@ -97,8 +96,7 @@ def _validate_overrides(overrides: Overrides) -> None:
 
 def _validate_configs(finder: ConfigFinder, cache: Cache | None) -> list[str]:
     """Check the configuration files' rule selectors and options, and return the warnings
-    about the selection (both need the rules, so LibCST), unless an earlier run with the same
-    settings did it."""
+    about the selection, unless an earlier run with the same settings did it."""
     configs, used = finder.loaded(), finder.used()
     if not configs and not any(c.select or c.extend_select for c in used):
         return []

@@ -11,6 +11,7 @@ import click
 
 from jaxfix.models.diagnostic import Diagnostic, TextEdit
 from jaxfix.models.edits import apply_edits
+from jaxfix.rules.registry import find_rule
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,6 @@ def rule_url_of(code: str) -> str | None:
     # Imported here: the registry imports every rule, and so LibCST, which the human formats
     # of a run answered from the cache do without.
     from jaxfix.report.docs import rule_url
-    from jaxfix.rules.registry import find_rule
 
     rule = find_rule(code)
     return rule_url(rule) if rule is not None else None

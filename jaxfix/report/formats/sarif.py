@@ -14,6 +14,7 @@ from urllib.parse import quote
 from jaxfix import __version__
 from jaxfix.models.diagnostic import Diagnostic, TextEdit
 from jaxfix.report.formats.model import FileResult, edit_span, end, findings, fix_description, start
+from jaxfix.rules.registry import all_rules
 
 if TYPE_CHECKING:
     from jaxfix.rules.rule import Rule
@@ -29,7 +30,6 @@ LEVEL = "error"  # every finding is code that fails under jax
 def render_sarif(results: Sequence[FileResult]) -> str:
     """The SARIF log as JSON, indented by 2, with a trailing newline."""
     # Imported here: the registry imports every rule, and so LibCST (see `model.rule_url_of`).
-    from jaxfix.rules.registry import all_rules
 
     rules = all_rules()
     indexes = {rule.code: index for index, rule in enumerate(rules)}
