@@ -1,6 +1,6 @@
 """The walk of a module before anything is interpreted: its scopes and bindings, imports,
-classes and their static fields, functions and the transforms applied to them, the call cycles,
-and the nodes the later passes read (`INDEXED`)."""
+classes and their static fields, functions and the transforms applied to them, and the nodes
+the later passes read (`INDEXED`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a fix is: replacements of a file's LibCST nodes, the imports they need, and what the
 fix planners (`hoist`, `after_call`, `host_effects`) need of the rule whose finding they fix
-(`FixingRule`). The rules sit above the fixes: `jaxfix.rules.rule.FixingRule` is a `FixingRule`."""
+(`FixingRule`). The rules sit above the fixes: `jaxfix.rules.rule.Rule` is a `FixingRule`."""
 
 from __future__ import annotations
 

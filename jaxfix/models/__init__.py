@@ -1,2 +1,3 @@
-"""Sink models as data: tables generated from the libraries they describe, read without
-importing them (the static tool never imports jax, NumPy or SciPy)."""
+"""What jaxfix knows and reports, in plain values: the sink and transform tables (read without
+importing what they describe: the static tool never imports jax, NumPy or SciPy), findings and
+their text edits, the parts of a file an analysis needs."""
