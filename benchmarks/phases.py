@@ -39,7 +39,7 @@ PHASES: tuple[tuple[str, str, str, str | None], ...] = (
     ("CPython's parse", "jaxfix.analysis.firstpass", "parse", None),
     ("analysis", "jaxfix.run.engine", "analyse_file", None),
     ("  of which the declarations walk", "jaxfix.analysis.flow", "declared", "analysis"),
-    ("candidates", "jaxfix.analysis.candidates", "collect", None),
+    ("candidates", "jaxfix.analysis.candidates_read", "collect", None),
     ("facts for other modules", "jaxfix.run.engine", "_note_facts", None),
     ("rules' statements", "jaxfix.analysis.candidates", "Candidates.statements", None),
     ("LibCST and the rules", "jaxfix.run.cst_run", "run_on", None),

@@ -12,7 +12,8 @@ import textwrap
 
 import pytest
 
-from jaxfix.analysis.candidates import HASHED_KEYS, STORES, Candidates, collect
+from jaxfix.analysis.candidates import HASHED_KEYS, STORES, Candidates
+from jaxfix.analysis.candidates_read import collect
 from jaxfix.analysis.file import analyse_file
 from jaxfix.rules.registry import all_rules
 

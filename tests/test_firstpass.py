@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxfix.analysis import candidates
+from jaxfix.analysis import candidates_read
 from jaxfix.analysis.file import analyse_file
 from jaxfix.analysis.firstpass import MAX_DEPTH, InvalidSource, Slice, parse, relevant_slice
 from jaxfix.proofs.cases import load_cases
@@ -31,7 +31,7 @@ def sliced(text: str) -> Slice | None:
 
     def make() -> Slice | None:
         tree = ast.parse(text)
-        found = candidates.collect(tree, analyse_file(tree, text))
+        found = candidates_read.collect(tree, analyse_file(tree, text))
         return relevant_slice(text, tree, found.statements(ANCHORS, True), found.bindings)
 
     return call_with_deep_stack(make)
@@ -128,7 +128,7 @@ def test_callers_are_kept_only_for_the_seeds_whose_rules_read_them() -> None:
         """)
     tree = ast.parse(text)
     analysed = analyse_file(tree, text)
-    found = candidates.collect(tree, analysed)
+    found = candidates_read.collect(tree, analysed)
     seeds = found.statements(ANCHORS, True)
     alone = relevant_slice(text, tree, seeds, found.bindings, users_of=set())
     with_users = relevant_slice(text, tree, seeds, found.bindings, users_of=seeds)

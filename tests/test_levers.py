@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from jaxfix.analysis import candidates, declarations, firstpass
+from jaxfix.analysis import candidates_read, declarations, firstpass
 from jaxfix.analysis import file as file_analysis
 from jaxfix.cli import main
 from jaxfix.models.parts import Part
@@ -363,7 +363,7 @@ def test_a_file_analysed_again_with_more_entries_reuses_what_its_text_alone_deci
     analysed = counted(monkeypatch, runner, "process")
     interpreted = counted(monkeypatch, file_analysis, "analyse")
     declared = counted(monkeypatch, declarations._Declarations, "walk")
-    reads = counted(monkeypatch, candidates, "_read")
+    reads = counted(monkeypatch, candidates_read, "_read")
     assert jaxfix(tree, "check", *cache, "--jobs", "1") == before
     assert analysed == [edited, edited]
     assert (len(interpreted), len(declared), len(reads)) == (2, 1, 1)

@@ -20,16 +20,15 @@ import builtins
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from typing import NamedTuple, cast
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
-from jaxfix.analysis.statements import names_bound
 from jaxfix.analysis.summaries import Bindings
 from jaxfix.analysis.transform_arguments import wrapped_by
 from jaxfix.models.transforms import JIT, TRANSFORMS, Wrapped
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BUILTINS = frozenset(dir(builtins))
 # An anchor that is no callee: the statements whose functions may store to state that outlives
 # them: assign to an attribute or an item of a name that is not a local variable (a parameter,
@@ -86,14 +85,13 @@ _KEYED_TYPES = frozenset(
 # Callees that hash their argument or its elements, and methods that hash their first argument.
 _HASHING_CALLEES = frozenset({"hash", "set", "frozenset", "Counter"})
 _KEY_METHODS = frozenset({"get", "setdefault", "pop", "add", "discard", "remove"})
-_STATIC_KEYWORDS = frozenset({"static_argnums", "static_argnames"})
 # Builtins whose result is a Python value, whatever they receive (`id(x)`, `str(x)`).
 _PYTHON_VALUED = frozenset({"id", "int", "float", "bool", "str", "repr", "len", "type"})
-_DISPLAYS = (ast.Dict, ast.Set, ast.DictComp, ast.SetComp)
+DISPLAYS = (ast.Dict, ast.Set, ast.DictComp, ast.SetComp)
 
 
 @dataclass(eq=False)  # identity: two functions are never equal
-class _Function:
+class CandidateFunction:
     """A def or lambda: the top-level statement holding it, and what its body binds."""
 
     statement: int
@@ -124,9 +122,9 @@ class _Function:
         return self.declared is not None or any(map(self.is_outer, self.store_roots))
 
 
-class _Call(NamedTuple):  # one per call of the file: a named tuple is made fastest
+class CandidateCall(NamedTuple):  # one per call of the file: a named tuple is made fastest
     call: ast.Call
-    owner: _Function | None
+    owner: CandidateFunction | None
     statement: int
 
 
@@ -136,24 +134,24 @@ class _TreeMemo:
     other analyses of the same tree (`collect`)."""
 
     hashing: set[int] | None = None  # statements with a site that hashes a parameter
-    calls_by_owner: dict[_Function | None, list[_Call]] | None = None
+    calls_by_owner: dict[CandidateFunction | None, list[CandidateCall]] | None = None
     # The values and annotations each name is bound with, and whether it is a dict or a set
     # (see `_keyed_name`).
     keyed_values: dict[str, list[ast.expr]] | None = None
     keyed: dict[str, bool] = field(default_factory=dict)
     made_at_top: dict[str, frozenset[str]] | None = None  # see `_made_at_top`
     entered: dict[int, dict[str, set[str]]] = field(default_factory=dict)  # see `_entered_in`
-    full_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # `_full_names`
+    full_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # `full_names`
     callee_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # and builtins
-    loop_names: dict[_Function, set[str]] = field(default_factory=dict)  # `_own_loop_names`
+    loop_names: dict[CandidateFunction, set[str]] = field(default_factory=dict)  # `_own_loop_names`
 
 
 @dataclass
 class Candidates:
     """The facts of one file that decide which statements can hold a finding."""
 
-    functions: list[_Function] = field(default_factory=list)
-    calls: list[_Call] = field(default_factory=list)
+    functions: list[CandidateFunction] = field(default_factory=list)
+    calls: list[CandidateCall] = field(default_factory=list)
     bindings: list[Bindings] = field(default_factory=list)  # one per top-level statement
     imported: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     transforms: Collection[str] = field(default_factory=lambda: TRANSFORMS)
@@ -162,13 +160,13 @@ class Candidates:
     # Possible hashing sites (see `HASHED_KEYS`) with the function whose body holds them, and
     # what decides whether a site hashes: the values and annotations names are bound with, and
     # the names of functions jitted with static arguments.
-    key_sites: list[tuple[ast.expr, _Function | None, int]] = field(default_factory=list)
+    key_sites: list[tuple[ast.expr, CandidateFunction | None, int]] = field(default_factory=list)
     dropped: set[ast.Call] = field(default_factory=set)  # calls whose value is not used
     keyed_bindings: list[tuple[str, ast.expr]] = field(default_factory=list)
     static_jitted: set[str] = field(default_factory=set)
     # The `with` statements of each top-level statement, by its index (see `_entered_in`).
     withs: dict[int, list[ast.With | ast.AsyncWith]] = field(default_factory=dict)
-    _traced: set[_Function] | None = None
+    _traced: set[CandidateFunction] | None = None
     _tree_memo: _TreeMemo = field(default_factory=_TreeMemo)  # shared by the copies
 
     def statements(
@@ -185,7 +183,7 @@ class Candidates:
         call that is given a certainly traced value (any, when not `given_traced`). A dotted
         anchor is a full name, matched through the file's imports (`pickle.dumps`); a plain
         one is a method name, matched on any receiver (`x.tobytes()`). `STORES` stands for
-        the stores of traced values into state that outlives the call (of `_Function.stores`
+        the stores of traced values into state that outlives the call (of `CandidateFunction.stores`
         when not `traced_only`), and `OUTER + name` for a method on a receiver that is not a
         local variable. The `run_time` anchors do not count in functions that never run
         (`Facts.abstract_only`); the `sure` ones only where a call gets a tracer that is no
@@ -207,7 +205,7 @@ class Candidates:
         traced_only: bool,
         given_traced: bool,
         sure: Collection[str],
-        skipped: Collection[_Function] = (),
+        skipped: Collection[CandidateFunction] = (),
         within: Collection[int] | None = None,
     ) -> set[int]:
         """`statements`, with the functions `skipped` taken as not traced."""
@@ -222,7 +220,7 @@ class Candidates:
             # A builtin (`print`) counts also through a name that may shadow it: a candidate.
             return not self._callee_names(func).isdisjoint(qualified)
 
-        def on_outer(call: _Call) -> bool:
+        def on_outer(call: CandidateCall) -> bool:
             func = call.call.func
             if not isinstance(func, ast.Attribute) or func.attr not in outer:
                 return False
@@ -235,7 +233,7 @@ class Candidates:
                 return False
             return self.analysed is None or call.call not in self.analysed.undone_calls()
 
-        def on_bound(call: _Call) -> bool:
+        def on_bound(call: CandidateCall) -> bool:
             func = call.call.func
             if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
                 return False
@@ -245,17 +243,17 @@ class Candidates:
             made = self._made_at_top().get(name, set()) | self._entered_in(call.statement, name)
             return not made.isdisjoint(bound)
 
-        def keeps_traced(call: _Call) -> bool:
+        def keeps_traced(call: CandidateCall) -> bool:
             return on_outer(call) and self._analysis().kept_call(call.call)
 
         # Where `traced_only` is not asked for, the analysis' verdicts are not needed.
         traced = self.traced() - set(skipped) if traced_only else set()
         given = self._analysis().traced_calls() if given_traced and traced_only else None
 
-        def anchored_call(call: _Call) -> bool:
+        def anchored_call(call: CandidateCall) -> bool:
             return anchored(call.call.func) or bool(outer and on_outer(call))
 
-        def reported_at(call: _Call) -> bool:
+        def reported_at(call: CandidateCall) -> bool:
             if (made or bound) and (call.owner in traced or not traced_only):
                 callee = self._callee_names(call.call.func) if made else frozenset()
                 if not callee.isdisjoint(made) and not _opens_to_read(call.call, callee & made):
@@ -288,7 +286,7 @@ class Candidates:
 
         # In traced code only, only the calls traced functions make can be reported.
         calls = self._calls_in(traced) if traced_only else self.calls
-        functions: Iterable[_Function] = traced if traced_only else self.functions
+        functions: Iterable[CandidateFunction] = traced if traced_only else self.functions
         if within is not None:
             calls = [call for call in calls if call.statement in within]
             functions = [function for function in functions if function.statement in within]
@@ -317,7 +315,7 @@ class Candidates:
             found.update(i for node in indexes if (i := index(node)) is not None)
         return found if within is None else found.intersection(within)
 
-    def _fid(self, function: _Function | None) -> str | None:
+    def _fid(self, function: CandidateFunction | None) -> str | None:
         """The analysis' id of `function`, when it knows it."""
         if function is None or function.node is None:
             return None
@@ -358,7 +356,7 @@ class Candidates:
         return memo.made_at_top
 
     def _hashing_statements(
-        self, traced: set[_Function] | None, within: Collection[int] | None = None
+        self, traced: set[CandidateFunction] | None, within: Collection[int] | None = None
     ) -> set[int]:
         """The statements of the sites that may hash a value in `traced` functions; without
         them (what other modules' traced calls could reach), of the sites that read a
@@ -383,7 +381,7 @@ class Candidates:
         return set(memo.hashing)
 
     def _sites_reading_parameters(
-        self, sites: Iterable[tuple[ast.expr, _Function | None, int]]
+        self, sites: Iterable[tuple[ast.expr, CandidateFunction | None, int]]
     ) -> set[int]:
         """The statements of the `sites` that may hash a parameter of their function."""
         found: set[int] = set()
@@ -397,11 +395,11 @@ class Candidates:
                 found.add(statement)
         return found
 
-    def _calls_in(self, functions: Iterable[_Function]) -> list[_Call]:
+    def _calls_in(self, functions: Iterable[CandidateFunction]) -> list[CandidateCall]:
         """The calls made directly in the bodies of `functions`."""
         memo = self._tree_memo
         if memo.calls_by_owner is None:
-            grouped: dict[_Function | None, list[_Call]] = defaultdict(list)
+            grouped: dict[CandidateFunction | None, list[CandidateCall]] = defaultdict(list)
             for call in self.calls:
                 grouped[call.owner].append(call)
             memo.calls_by_owner = dict(grouped)
@@ -428,7 +426,7 @@ class Candidates:
             known = memo.keyed[name] = any(map(self._keyed_binding, bindings))
         return known
 
-    def _hashes(self, site: ast.expr, owner: _Function | None, traced: bool) -> bool:
+    def _hashes(self, site: ast.expr, owner: CandidateFunction | None, traced: bool) -> bool:
         """Whether `site` may hash a tracer (see `_variable`); with `traced`, only one the
         analysis finds traced there, as the rule asks (`jaxfix.analysis.keys`)."""
         if isinstance(site, ast.Call) and not self._may_hash(site.func):
@@ -527,7 +525,7 @@ class Candidates:
             return key.id not in plain
         return not isinstance(key, ast.Constant)
 
-    def _own_loop_names(self, function: _Function | None) -> set[str]:
+    def _own_loop_names(self, function: CandidateFunction | None) -> set[str]:
         """`_loop_names` of the loops of `function`'s own body (asked at each site in it)."""
         if function is None:
             return set()
@@ -553,7 +551,7 @@ class Candidates:
         """Whether `expr` may be a dict or a set: a display, a constructor call, or a name
         bound to one or annotated as one, or an attribute some object is given one in (see
         `_keyed_name`, found only when a site asks)."""
-        if isinstance(expr, _DISPLAYS):
+        if isinstance(expr, DISPLAYS):
             return True
         if isinstance(expr, ast.Call):
             return bool(self._last_names(expr.func) & _KEYED_TYPES)
@@ -563,7 +561,7 @@ class Candidates:
 
     def _keyed_binding(self, expr: ast.expr) -> bool:
         """Whether a value or an annotation (`dict[str, int]`) makes a name a dict or a set."""
-        if isinstance(expr, _DISPLAYS):
+        if isinstance(expr, DISPLAYS):
             return True
         if isinstance(expr, ast.Call | ast.Subscript):
             return self._keyed_binding(expr.func if isinstance(expr, ast.Call) else expr.value)
@@ -577,7 +575,7 @@ class Candidates:
 
     def project_calls(
         self, packages: Collection[str], within: Collection[int] | None = None
-    ) -> Iterator[tuple[_Call, str]]:
+    ) -> Iterator[tuple[CandidateCall, str]]:
         """Each call (in the top-level statements `within`, when given) of a function imported
         from `packages` or by a relative import, with the name it imports (`.io.save`,
         `pkg.io.save`)."""
@@ -620,7 +618,7 @@ class Candidates:
         each with what it does to the functions it wraps."""
         found: dict[str, Wrapped] = {}
         for statement in tree.body:
-            if not isinstance(statement, _FUNCTIONS):
+            if not isinstance(statement, FUNCTIONS):
                 continue
             params = [*statement.args.posonlyargs, *statement.args.args]
             for line in statement.body if params else ():
@@ -646,7 +644,7 @@ class Candidates:
             if name.startswith(".") or name.split(".")[0] in packages
         }
 
-    def traced(self) -> set[_Function]:
+    def traced(self) -> set[CandidateFunction]:
         """Every function that the analysis finds traced."""
         if self._traced is None:
             nodes = self._analysis().traced_function_nodes()
@@ -654,7 +652,7 @@ class Candidates:
         return self._traced
 
     def _callee_names(self, func: ast.expr) -> frozenset[str]:
-        """`_full_names`, and `builtins.<name>` for a plain name (which may be the builtin)."""
+        """`full_names`, and `builtins.<name>` for a plain name (which may be the builtin)."""
         memo = self._tree_memo.callee_names
         found = memo.get(func)
         if found is None:
@@ -670,16 +668,16 @@ class Candidates:
         memo = self._tree_memo.full_names
         found = memo.get(expr)
         if found is None:
-            found = memo[expr] = _full_names(expr, self.imported)
+            found = memo[expr] = full_names(expr, self.imported)
         return found
 
 
-def _full_names(expr: ast.expr, imported: Mapping[str, set[str]]) -> frozenset[str]:
+def full_names(expr: ast.expr, imported: Mapping[str, set[str]]) -> frozenset[str]:
     """What `expr` can name through `imported` (`lax.scan` -> `jax.lax.scan`)."""
     if isinstance(expr, ast.Name):
         return frozenset(imported.get(expr.id, ()))
     if isinstance(expr, ast.Attribute):
-        return frozenset(f"{base}.{expr.attr}" for base in _full_names(expr.value, imported))
+        return frozenset(f"{base}.{expr.attr}" for base in full_names(expr.value, imported))
     return frozenset()
 
 
@@ -695,155 +693,6 @@ def _first_argument(decorator: ast.expr) -> list[ast.expr]:
 
 def _decorated_by(decorator: ast.expr) -> ast.expr:
     return decorator.func if isinstance(decorator, ast.Call) else decorator
-
-
-# The last candidates: they depend on the tree alone, and a file that other modules trace is
-# analysed again in each round of tracing across modules (`jaxfix.run.batch`), with the same tree
-# (`jaxfix.run.engine` keeps the last one parsed) and another analysis.
-_last_found: tuple[ast.Module, frozenset[str], Candidates] | None = None
-
-
-def collect(
-    tree: ast.Module, analysed: FileAnalysis, transforms: Collection[str] = TRANSFORMS
-) -> Candidates:
-    """The file's candidates, from the nodes the analysis' walk indexed (`Module.indexed`);
-    `transforms` are the full names of the functions that trace what they receive. Those of
-    the last tree are kept for its next analysis."""
-    global _last_found
-    key = frozenset(transforms)
-    last = _last_found
-    if last is not None and last[0] is tree and last[1] == key:
-        return replace(last[2], analysed=analysed, _traced=None)
-    found = _read(analysed, transforms)
-    _last_found = (tree, key, found)
-    return found
-
-
-def _read(analysed: FileAnalysis, transforms: Collection[str]) -> Candidates:
-    """The candidates among the indexed nodes, in the order of the analysis' walk (a node
-    after the nodes that hold it). Each top-level statement's `Bindings`, which the slice
-    needs, come from the analysis too."""
-    found = Candidates(transforms=transforms, analysed=analysed)
-    module = analysed.facts.module
-    found.bindings = module.statement_names
-    owners: dict[str, _Function] = {}  # function id -> its candidates' function
-    lambda_names: dict[ast.Lambda, set[str]] = {}
-    framework_classes: dict[ast.stmt, str | None] = {}  # their methods -> `self`
-    for node, fid, statement in module.indexed:
-        owner = owners.get(fid)
-        if owner is not None and type(node) in _BINDER_KINDS:
-            owner.binds.update(_bound_names(cast(ast.stmt, node)))
-        if isinstance(node, _ATTRIBUTES):
-            root = _root_name(node) if isinstance(node.ctx, ast.Store) else None
-            if owner is not None and root is not None:
-                owner.store_roots.add(root)
-            if isinstance(node, ast.Subscript):
-                found.key_sites.append((node, owner, statement))
-        elif isinstance(node, ast.Call):
-            found.calls.append(_Call(node, owner, statement))
-            found.key_sites.append((node, owner, statement))
-        elif isinstance(node, _DISPLAYS):
-            found.key_sites.append((node, owner, statement))
-        elif isinstance(node, ast.Compare):
-            if any(isinstance(op, _MEMBERSHIP) for op in node.ops):
-                found.key_sites.append((node, owner, statement))
-        elif isinstance(node, _FUNCTIONS):
-            function = _Function(statement, {node.name}, node, decorators=list(node.decorator_list))
-            function.binds.update(_plain_parameters(node.args))
-            function.params = _parameters(node.args)
-            _note_keyed(node, found)
-            found.functions.append(function)
-            function.framework_self = framework_classes.pop(node, None)
-            owners[module.by_node[node]] = function
-        elif isinstance(node, ast.Lambda):
-            function = _Function(statement, lambda_names.pop(node, set()), node)
-            function.params = _parameters(node.args)
-            found.functions.append(function)
-            owners[module.by_node[node]] = function
-        elif isinstance(node, ast.ClassDef):
-            if not _may_be_plain(node, found):
-                framework_classes.update(
-                    (child, _first_parameter(child.args))
-                    for child in node.body
-                    if isinstance(child, _FUNCTIONS)
-                )
-        elif isinstance(node, ast.Assign):
-            targets = {t.id for t in node.targets if isinstance(t, ast.Name)}
-            found.keyed_bindings.extend((name, node.value) for name in targets)
-            if isinstance(node.value, ast.Call) and _static_keywords(node.value):
-                found.static_jitted |= targets
-            if isinstance(node.value, ast.Lambda):
-                lambda_names[node.value] = targets
-            elif isinstance(node.value, _DOTTED):  # `my_jit = jax.jit`
-                aliased = _full_names(node.value, found.imported)
-                for name in targets if aliased else ():
-                    found.imported[name] |= aliased
-        elif isinstance(node, _IMPORTS):
-            _record_imports(node, found.imported)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            found.keyed_bindings.append((node.target.id, node.annotation))
-            if node.value is not None:
-                found.keyed_bindings.append((node.target.id, node.value))
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            found.dropped.add(node.value)
-        elif isinstance(node, _LOOPS) and owner is not None:
-            owner.loops.append(node)
-        elif isinstance(node, _DECLARATIONS) and owner is not None:
-            owner.declared = (owner.declared or set()) | set(node.names)
-        elif isinstance(node, _WITHS):
-            found.withs.setdefault(statement, []).append(node)
-    return found
-
-
-_BINDERS = (
-    ast.Assign,
-    ast.AnnAssign,
-    ast.AugAssign,
-    ast.For,
-    ast.AsyncFor,
-    ast.With,
-    ast.AsyncWith,
-)
-# `_read`'s kinds of nodes, as tuples (an `A | B` in `isinstance` is built anew at each call,
-# and checked three times slower).
-_BINDER_KINDS = frozenset(_BINDERS)
-_ATTRIBUTES = (ast.Attribute, ast.Subscript)
-_MEMBERSHIP = (ast.In, ast.NotIn)
-_DOTTED = (ast.Name, ast.Attribute)
-_IMPORTS = (ast.Import, ast.ImportFrom)
-_LOOPS = (ast.For, ast.AsyncFor)
-_DECLARATIONS = (ast.Global, ast.Nonlocal)
-_WITHS = (ast.With, ast.AsyncWith)
-
-
-def _bound_names(node: ast.stmt) -> Iterator[str]:
-    """The names an assignment, a `for` or a `with` binds in the function holding it."""
-    if isinstance(node, ast.Assign):
-        targets: list[ast.expr] = list(node.targets)
-    elif isinstance(node, ast.With | ast.AsyncWith):
-        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
-    else:
-        assert isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor)
-        targets = [node.target]
-    for target in targets:
-        yield from names_bound(target)
-
-
-def _plain_parameters(args: ast.arguments) -> Iterator[str]:
-    """Parameters that only hold what each call passes: not the first (`self`), and without a
-    default (a mutable default outlives the calls)."""
-    positional = [*args.posonlyargs, *args.args]
-    with_default = len(args.defaults)
-    yield from (a.arg for a in positional[1 : len(positional) - with_default])
-    yield from (a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None)
-    yield from (a.arg for a in (args.vararg, args.kwarg) if a is not None)
-
-
-def _root_name(expr: ast.expr) -> str | None:
-    """`a` for `a`, `a.b.c` and `a[0].b`; None for any other base (a call, a literal)."""
-    while isinstance(expr, ast.Attribute | ast.Subscript):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -873,12 +722,7 @@ def _attribute_root(expr: ast.expr) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
-def _parameters(args: ast.arguments) -> set[str]:
-    every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
-    return {arg.arg for arg in every if arg is not None}
-
-
-def _reads_parameter(site: ast.expr, owner: _Function | None) -> bool:
+def _reads_parameter(site: ast.expr, owner: CandidateFunction | None) -> bool:
     return owner is not None and any(
         isinstance(node, ast.Name) and node.id in owner.params for node in ast.walk(site)
     )
@@ -891,72 +735,6 @@ def _loop_targets(target: ast.expr) -> Iterator[str]:
     elif isinstance(target, ast.Tuple | ast.List):
         for element in target.elts:
             yield from _loop_targets(element)
-
-
-def _note_keyed(node: ast.FunctionDef | ast.AsyncFunctionDef, found: Candidates) -> None:
-    """A function's parameters annotated as dicts or sets, and whether it is jitted with
-    static arguments (`@partial(jax.jit, static_argnums=1)`)."""
-    args = node.args
-    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
-        if arg.annotation is not None:
-            found.keyed_bindings.append((arg.arg, arg.annotation))
-    if any(_static_keywords(decorator) for decorator in node.decorator_list):
-        found.static_jitted.add(node.name)
-
-
-def _static_keywords(expr: ast.expr) -> bool:
-    """A call with static arguments in `expr`'s calls and their callees and arguments
-    (`partial(jax.jit, static_argnums=1)(f)`, `checkify(jit(f, static_argnames="n"))`), without
-    walking the displays in between (a module's table of constants)."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if not isinstance(node, ast.Call):
-            continue
-        if any(k.arg in _STATIC_KEYWORDS for k in node.keywords):
-            return True
-        stack.append(node.func)
-        stack.extend(node.args)
-    return False
-
-
-# Bases a plain class may have (what JF103 calls plain: `self` outlives the trace).
-_PLAIN_BASES = frozenset({"object", "ABC", "Generic"})
-
-
-def _may_be_plain(cls: ast.ClassDef, found: Candidates) -> bool:
-    """No decorator, no keyword, and only bases that may be plain: `object`, `ABC`,
-    `Generic[...]`, or a class of the file (not an import)."""
-    if cls.decorator_list or cls.keywords:
-        return False
-    for base in cls.bases:
-        if isinstance(base, ast.Subscript):
-            base = base.value
-        name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
-        if name in _PLAIN_BASES:
-            continue
-        if not isinstance(base, ast.Name) or base.id in found.imported:
-            return False
-    return True
-
-
-def _first_parameter(args: ast.arguments) -> str | None:
-    positional = [*args.posonlyargs, *args.args]
-    return positional[0].arg if positional else None
-
-
-def _record_imports(node: ast.Import | ast.ImportFrom, imported: dict[str, set[str]]) -> None:
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            if alias.asname:
-                imported[alias.asname].add(alias.name)
-            else:
-                head = alias.name.split(".")[0]
-                imported[head].add(head)
-        return
-    module = "." * node.level + (f"{node.module}." if node.module else "")
-    for alias in node.names:
-        imported[alias.asname or alias.name].add(module + alias.name)
 
 
 def _opens_to_read(call: ast.Call, openers: Collection[str]) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jaxfix.analysis import candidates, firstpass
+from jaxfix.analysis import candidates, candidates_read, firstpass
 from jaxfix.analysis.declarations import whole_module
 from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.project import ModuleFacts, Place, note_top_level, traced_calls
@@ -545,7 +545,7 @@ def _check(
     # the calls traced code makes change (`jaxfix.run.batch` keeps the rest).
     noting = follow is not None and not options.entries
     if sliced or follow is not None:
-        found = candidates.collect(tree, analysed, _transforms(options))
+        found = candidates_read.collect(tree, analysed, _transforms(options))
     if noting:
         assert follow is not None
         _note_facts(tree, found, options.packages, follow, analysed)
