@@ -11,6 +11,7 @@ from libcst.metadata import GlobalScope
 from jaxfix.analysis.candidates import HOST_INDEXES, UNRAISED
 from jaxfix.analysis.reasons import abstract_only
 from jaxfix.fixes.call_sites import runs_outside_traces, uses_of
+from jaxfix.fixes.debug_print import FORMAT, SCALARS, literal, print_arguments
 from jaxfix.fixes.fix import Fix, ImportNeeded
 from jaxfix.fixes.hoist import is_host_only_target, jax_module_name, jax_numpy_name
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
@@ -113,13 +114,11 @@ SINKS = tuple(
 )
 PRINT = "builtins.print"
 # Conversions to a Python number: printed, they show what `jax.debug.print` shows of the array.
-SCALARS = frozenset({"builtins.float", "builtins.int"})
 DEVICE_GET = "jax.device_get"
 # Array methods that need the values on the host (both raise `ConcretizationTypeError`).
 CONVERTING_METHODS = frozenset({"item", "tolist"})
 # Calls whose text of a tracer is its name: kept or used, the text holds no value.
 TEXT_BUILTINS = frozenset({"builtins.str", "builtins.repr"})
-FORMAT = "format"
 # Array methods whose result leaves traced computation (the fixed NumPy call must not feed them).
 _HOST_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
 # A `try` catching one of these around a conversion handles the traced case on purpose.
@@ -133,9 +132,6 @@ CONVERSION_ERRORS = frozenset(
         "JAXTypeError",
     }
 )
-# Calls that make a string: printed as they are, they cannot become `jax.debug.print` arguments.
-STRING_BUILTINS = frozenset({"builtins.str", "builtins.repr", "builtins.ascii", "builtins.format"})
-STRING_METHODS = frozenset({"format", "join"})
 # Expressions whose value is still an array when an operand is (or a container of arrays).
 _ARRAY_EXPRESSIONS = (
     cst.BinaryOperation,
@@ -150,11 +146,6 @@ _ARRAY_EXPRESSIONS = (
 _EAGER = "there `jax.numpy` would return a float32 `jax.Array` where NumPy gives float64"
 # Why a namesake is not put in: its result may reach host state, which would keep a tracer.
 _KEPT = " where its result stays in traced code (not rewritten: here it may reach host state)"
-# Values whose printed order `jax.debug.print` does not keep: it flattens its arguments as trees,
-# and a dict's keys come back sorted.
-_UNORDERED = (cst.Dict, cst.DictComp)
-# `jax.debug.print`'s own parameters: a `.format(ordered=...)` keyword would clash.
-_DEBUG_PRINT_PARAMETERS = frozenset({"fmt", "ordered"})
 
 
 class HostConversionInTraced(Rule):
@@ -776,27 +767,8 @@ class HostConversionInTraced(Rule):
             return None
         return self._print_fix(printing)
 
-    def _unwrapped(self, value: cst.BaseExpression) -> cst.BaseExpression:
-        """`x` for `float(x)`, `int(x)` or `x.item()` of a traced `x`: the number that
-        `jax.debug.print` prints as the conversion would; else `value`."""
-        if not isinstance(value, cst.Call):
-            return value
-        func, args = value.func, value.args
-        if not args and isinstance(func, cst.Attribute) and func.attr.value == "item":
-            inner = func.value
-        elif (
-            len(args) == 1
-            and args[0].keyword is None
-            and not args[0].star
-            and self.qualified_names(func) & SCALARS
-        ):
-            inner = args[0].value
-        else:
-            return value
-        return inner if self.traced.is_traced(inner) else value
-
     def _print_fix(self, call: cst.Call) -> Fix | None:
-        converted = self._debug_print_arguments(call)
+        converted = print_arguments(self.traced, call)
         if converted is None:
             return None
         template, args = converted
@@ -811,84 +783,13 @@ class HostConversionInTraced(Rule):
         keywords = [] if self.traced.may_run_sharded() else [ordered]
         new = cst.Call(
             func=cst.parse_expression(f"{jax_name}.debug.print"),
-            args=[cst.Arg(cst.SimpleString(_literal(template))), *args, *keywords],
+            args=[cst.Arg(cst.SimpleString(literal(template))), *args, *keywords],
         )
         statement = self.traced.simple_statement(call)
         if statement is None:
             return self.make_fix({call: new}, imports)
         fix = self._hoists.printed(statement, {call: new}, imports, self.fix_title)
         return fix if isinstance(fix, Fix) else None
-
-    def _debug_print_arguments(self, call: cst.Call) -> tuple[str, list[cst.Arg]] | None:
-        """The format string and arguments of the `jax.debug.print` that prints the same, when
-        every value printed is traced (a static one would print differently)."""
-        if any(arg.keyword is not None or arg.star for arg in call.args):
-            return None
-        if any(
-            isinstance(arg.value, _UNORDERED) or self.traced.reorders(arg.value)
-            for arg in call.args
-        ):
-            return None  # `jax.debug.print` flattens a dict as a tree: its keys come sorted
-        if len(call.args) == 1:
-            formatted = self._format_call(call.args[0].value)
-            if formatted is not None:
-                return formatted
-        pieces: list[str] = []
-        args: list[cst.Arg] = []
-        for arg in call.args:
-            value = arg.value
-            if isinstance(value, cst.SimpleString):
-                text = value.evaluated_value
-                if not isinstance(text, str):
-                    return None
-                pieces.append(text.replace("{", "{{").replace("}", "}}"))
-            elif isinstance(value, cst.FormattedString):
-                converted = _fstring_template(value)
-                if converted is None:
-                    return None
-                pieces.append(converted[0])
-                args.extend(cst.Arg(self._unwrapped(e)) for e in converted[1])
-            elif self._unwrapped(value) is not value:
-                pieces.append("{}")
-                args.append(cst.Arg(self._unwrapped(value)))
-            elif self._makes_string(value):
-                return None  # `"%.3f" % x`, `str(x)`: formatted at trace time
-            else:
-                pieces.append("{}")
-                args.append(cst.Arg(value))
-        if not args or not all(self.traced.is_traced(a.value) for a in args):
-            return None
-        return " ".join(pieces), args
-
-    def _makes_string(self, value: cst.BaseExpression) -> bool:
-        if isinstance(value, cst.BinaryOperation):
-            return isinstance(value.operator, cst.Modulo) and isinstance(value.left, cst.BaseString)
-        if not isinstance(value, cst.Call):
-            return False
-        if isinstance(value.func, cst.Attribute) and value.func.attr.value in STRING_METHODS:
-            return True
-        return bool(self.qualified_names(value.func) & STRING_BUILTINS)
-
-    def _format_call(self, value: cst.BaseExpression) -> tuple[str, list[cst.Arg]] | None:
-        """`"...".format(...)` of traced values: its template and arguments as they are."""
-        if not (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value == FORMAT
-            and isinstance(value.func.value, cst.SimpleString)
-        ):
-            return None
-        template = value.func.value.evaluated_value
-        if not isinstance(template, str) or any(arg.star for arg in value.args):
-            return None
-        if any(
-            arg.keyword is not None and arg.keyword.value in _DEBUG_PRINT_PARAMETERS
-            for arg in value.args
-        ):
-            return None
-        if not value.args or not all(self.traced.is_traced(arg.value) for arg in value.args):
-            return None
-        return template, [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in value.args]
 
 
 @dataclass(frozen=True)
@@ -926,50 +827,6 @@ def _last_name(statement: cst.SimpleStatementLine) -> str:
         if isinstance(func, cst.Attribute):
             return func.attr.value
     return "store"
-
-
-def _fstring_template(value: cst.FormattedString) -> tuple[str, list[cst.BaseExpression]] | None:
-    """An f-string as a `str.format` template and the expressions it interpolates."""
-    if "b" in value.prefix.lower():
-        return None
-    plain_prefix = value.prefix.lower().replace("f", "")
-    quote = value.start[len(value.prefix) :]
-    pieces: list[str] = []
-    expressions: list[cst.BaseExpression] = []
-    for part in value.parts:
-        if isinstance(part, cst.FormattedStringText):
-            # `{{` stays `{{`: a literal brace in an f-string and in a format template alike.
-            try:
-                text = cst.parse_expression(f"{plain_prefix}{quote}{part.value}{quote}")
-            except cst.ParserSyntaxError:  # pragma: no cover - the text came from a string
-                return None
-            if not isinstance(text, cst.SimpleString):  # pragma: no cover
-                return None
-            evaluated = text.evaluated_value
-            if not isinstance(evaluated, str):
-                return None
-            pieces.append(evaluated)
-            continue
-        assert isinstance(part, cst.FormattedStringExpression)
-        if part.equal is not None:
-            return None
-        spec = ""
-        for spec_part in part.format_spec or ():
-            if not isinstance(spec_part, cst.FormattedStringText):
-                return None  # a nested `{width}`
-            spec += spec_part.value
-        conversion = f"!{part.conversion}" if part.conversion else ""
-        pieces.append("{" + conversion + (f":{spec}" if spec else "") + "}")
-        expressions.append(part.expression)
-    return "".join(pieces), expressions
-
-
-def _literal(text: str) -> str:
-    """`text` as a string literal, in double quotes when it needs no more escapes."""
-    literal = repr(text)
-    if literal.startswith("'") and '"' not in text:
-        literal = '"' + literal[1:-1].replace("\\'", "'") + '"'
-    return literal
 
 
 # `HostConversionInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).
