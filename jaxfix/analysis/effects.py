@@ -36,6 +36,7 @@ from jaxfix.analysis.statements import (
     walk_code,
 )
 from jaxfix.analysis.summaries import FunctionNode, Module, params_of
+from jaxfix.models.loggers import LOGGER_METHODS
 
 _BUILTINS = frozenset(dir(builtins))
 # How many `a = b` steps a key is followed through to the strings it holds.
@@ -268,9 +269,6 @@ class EffectIndex:
 
 
 # What writes to the console: `print` (to no other file), a logger's methods, the streams.
-CONSOLE_METHODS = frozenset(
-    {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
-)
 _STREAMS = frozenset({"stdout", "stderr"})
 
 
@@ -288,7 +286,7 @@ def writes_console(call: ast.Call) -> bool:
     name = (last_name(receiver) or "").lower().strip("_")
     if call.func.attr == "write":
         return name in _STREAMS
-    return call.func.attr in CONSOLE_METHODS and name.endswith(("log", "logger", "logging"))
+    return call.func.attr in LOGGER_METHODS and name.endswith(("log", "logger", "logging"))
 
 
 def _is_stream(node: ast.expr) -> bool:

@@ -312,12 +312,9 @@ class Keeping:
         outlives every trace. (A library's attributes are its code and constants.)"""
         if isinstance(node, ast.Name):
             bindings = self.bindings(node.id, fid)
-            imported = bindings and all(binding.imported for binding in bindings)
-            return (
-                bool(imported)
-                and "." in self.module.imports.get(node.id, "")
-                and (of_the_program(self.module.imports.get(node.id)))
-            )
+            full = self.module.imports.get(node.id, "")
+            imported = bool(bindings) and all(binding.imported for binding in bindings)
+            return imported and "." in full and of_the_program(full)  # not `import pkg`
         return isinstance(node, ast.Attribute) and of_the_program(self.full_name(node, fid))
 
     def is_container(self, node: ast.expr, fid: str) -> bool:

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from jaxfix.analysis.effects import CONSOLE_METHODS, EffectIndex, Keys, writes_console
+from jaxfix.analysis.effects import EffectIndex, Keys, writes_console
 from jaxfix.analysis.statements import (
     FUNCTIONS,
     branches,
@@ -30,6 +30,7 @@ from jaxfix.analysis.statements import (
     walk_statements,
 )
 from jaxfix.analysis.summaries import FunctionNode, params_of
+from jaxfix.models.loggers import LOGGER_METHODS
 from jaxfix.models.transforms import RUN_AT_ONCE
 
 BARRIER = "jax.effects_barrier"
@@ -40,7 +41,7 @@ _MAKERS = frozenset({"__init__", "__new__", "__post_init__"})
 # turn some from "none pending" to "unsure").
 _MAX_PASSES = 20
 # The last names of the calls that may write to the console (`effects.writes_console`).
-_CONSOLE_CALLS = CONSOLE_METHODS | {"print", "write"}
+_CONSOLE_CALLS = LOGGER_METHODS | {"print", "write"}
 
 
 @dataclass(frozen=True)
