@@ -8,7 +8,7 @@ from typing import ClassVar
 import libcst as cst
 
 from jaxfix.analysis.candidates import BOUND, MADE
-from jaxfix.fixes.after_call import rewrite_imported_sites
+from jaxfix.fixes.after_call_sites import rewrite_imported_sites
 from jaxfix.fixes.fix import Fix
 from jaxfix.fixes.hoist import is_host_only_target
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers

@@ -31,7 +31,8 @@ from libcst.metadata import GlobalScope
 
 from jaxfix.analysis.effects import Keys
 from jaxfix.analysis.project import ORIGIN, WAITS, ModuleFacts, ReturnChange
-from jaxfix.fixes.after_call import AfterCall, FunctionMoves, Wrapping, plan_after_call
+from jaxfix.fixes.after_call import AfterCall, FunctionMoves, plan_after_call
+from jaxfix.fixes.after_call_sites import Wrapping
 from jaxfix.fixes.fix import Fix, FixingRule, ImportNeeded, Replacement
 from jaxfix.fixes.hoist import bound_names, fresh_name, hoist_statements, jax_module_name
 from jaxfix.fixes.tracing import Statement, TracedAnalysis, names_read
