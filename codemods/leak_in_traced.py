@@ -10,8 +10,8 @@ from jaxfix.fixes.after_call_sites import rewrite_imported_sites
 from jaxfix.fixes.fix import Fix
 from jaxfix.fixes.hoist import is_host_only_target
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
-from jaxfix.fixes.syntax import source_of
-from jaxfix.fixes.tracing import FunctionNode, TracedAnalysis
+from jaxfix.fixes.syntax import FunctionNode, source_of
+from jaxfix.fixes.tracing import TracedAnalysis
 from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.loggers import LEVELS, LOGGER_METHODS, METRICS_METHODS
 from jaxfix.models.sinks import EVERY, SinkKind, names_of, rows

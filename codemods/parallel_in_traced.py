@@ -10,8 +10,8 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from jaxfix.analysis.candidates import BOUND
-from jaxfix.fixes.fix import Fix, ImportNeeded
-from jaxfix.fixes.syntax import ReplaceNodes, calls_in, source_of
+from jaxfix.fixes.fix import Fix, ImportNeeded, ReplaceNodes
+from jaxfix.fixes.syntax import calls_in, source_of
 from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.sinks import Sink, SinkKind, names_of
 from jaxfix.rules.rule import Rule, command_hooks

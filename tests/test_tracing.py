@@ -17,7 +17,8 @@ import pytest
 from libcst.metadata import MetadataWrapper
 
 from jaxfix.analysis.reasons import Via
-from jaxfix.fixes.tracing import FunctionNode, TracedAnalysis
+from jaxfix.fixes.syntax import FunctionNode
+from jaxfix.fixes.tracing import TracedAnalysis
 
 # ----- helpers ------------------------------------------------------------------------------
 

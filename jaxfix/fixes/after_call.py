@@ -84,8 +84,8 @@ from jaxfix.fixes.hoist import (
     reordered_dict,
     values_of,
 )
-from jaxfix.fixes.syntax import calls_in
-from jaxfix.fixes.tracing import Statement, TracedAnalysis, names_read
+from jaxfix.fixes.syntax import calls_in, names_read
+from jaxfix.fixes.tracing import Statement, TracedAnalysis
 from jaxfix.models.diagnostic import Diagnostic
 from jaxfix.models.transforms import HOST_CALLBACKS, JIT
 

@@ -23,7 +23,8 @@ from jaxfix.fixes.fix import FixingRule, ImportNeeded, Replacement
 from jaxfix.fixes.hoist import (
     jax_module_name,
 )
-from jaxfix.fixes.tracing import Statement, TracedAnalysis, names_read
+from jaxfix.fixes.syntax import names_read
+from jaxfix.fixes.tracing import Statement, TracedAnalysis
 
 # What to wrap in a moving statement (`y` -> `jax.device_get(y)`), given the name of `jax`.
 Wrapping = Callable[[Statement, str], Mapping[cst.BaseExpression, cst.BaseExpression]]

@@ -13,7 +13,8 @@ import libcst as cst
 from libcst.metadata import Assignment, BuiltinAssignment, FunctionScope, Scope
 
 from jaxfix.fixes.fix import ImportNeeded
-from jaxfix.fixes.tracing import Statement, TracedAnalysis, names_read, parameter_names
+from jaxfix.fixes.syntax import names_read, parameter_names
+from jaxfix.fixes.tracing import Statement, TracedAnalysis
 from jaxfix.fixes.traversal import children
 
 _HOST_TARGETS = (cst.Attribute, cst.Subscript)

@@ -35,7 +35,8 @@ from jaxfix.fixes.after_call import AfterCall, FunctionMoves, plan_after_call
 from jaxfix.fixes.after_call_sites import Wrapping
 from jaxfix.fixes.fix import Fix, FixingRule, ImportNeeded, Replacement
 from jaxfix.fixes.hoist import bound_names, fresh_name, hoist_statements, jax_module_name
-from jaxfix.fixes.tracing import Statement, TracedAnalysis, names_read
+from jaxfix.fixes.syntax import names_read
+from jaxfix.fixes.tracing import Statement, TracedAnalysis
 
 CONSOLE = Keys(console=True)  # what `jax.debug.print` writes
 WAIT_TITLE = "Wait for its host callbacks (`jax.effects_barrier()`) before the read"

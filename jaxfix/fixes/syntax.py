@@ -1,15 +1,16 @@
-"""Small LibCST helpers the rules share: a node's source, the calls under a node, the
-arguments a sink takes its value from, and the replacement of nodes by others."""
+"""Small LibCST helpers the rules and fixes share: a node's source, the calls under a node, the
+arguments a sink takes its value from, the names a function binds or reads."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator
 
 import libcst as cst
 
-from jaxfix.fixes.fix import Replacement
 from jaxfix.fixes.traversal import children
 from jaxfix.models.sinks import Payload
+
+FunctionNode = cst.FunctionDef | cst.Lambda
 
 
 def source_of(node: cst.CSTNode) -> str:
@@ -39,38 +40,61 @@ def payload_of(call: cst.Call, payload: Payload) -> list[cst.BaseExpression]:
     return []
 
 
-class ReplaceNodes(cst.CSTTransformer):
-    """Replace nodes (the originals, by identity) with what `replacements` gives them.
-
-    Only the nodes above a replaced one are entered and rebuilt: the rest of the tree stays the
-    same objects (a LibCST visit would rebuild and validate every node, most of a fix's time)."""
-
-    def __init__(self, replacements: Mapping[cst.CSTNode, Replacement]) -> None:
-        super().__init__()
-        self.replacements = replacements
-        self._above: set[cst.CSTNode] | None = None  # known at the first node visited
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._above is None:
-            self._above = _above(node, self.replacements)
-        return node in self._above
-
-    def on_leave(  # type: ignore[override]
-        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
-    ) -> Replacement:
-        return self.replacements.get(original_node, updated_node)
+def own_names(function: FunctionNode) -> set[str]:
+    """The parameters of `function` and the names its body binds by assignment or `for`."""
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    names = {p.name.value for p in every}
+    for node in descendants(function.body):
+        if isinstance(node, cst.AssignTarget | cst.AugAssign | cst.AnnAssign | cst.For):
+            names.update(n.value for n in descendants(node.target) if isinstance(n, cst.Name))
+    return names
 
 
-def _above(root: cst.CSTNode, wanted: Mapping[cst.CSTNode, object]) -> set[cst.CSTNode]:
-    """The nodes of `root`'s tree (`root` included) that hold a node of `wanted` below them."""
-    found: set[cst.CSTNode] = set()
-    path: list[cst.CSTNode] = []
-    todo: list[tuple[cst.CSTNode, int]] = [(root, 0)]
+def descendants(node: cst.CSTNode, skip: Collection[cst.CSTNode] = ()) -> list[cst.CSTNode]:
+    """`node` and every node under it, less those under `skip`."""
+    found, todo = [], [node]
     while todo:
-        node, depth = todo.pop()
-        del path[depth:]
-        if node in wanted:
-            found.update(path)
-        path.append(node)
-        todo.extend((child, depth + 1) for child in children(node))
+        current = todo.pop()
+        if any(current is s for s in skip):
+            continue
+        found.append(current)
+        todo.extend(children(current))
     return found
+
+
+def first_parameter(function: cst.FunctionDef) -> str | None:
+    params = [*function.params.posonly_params, *function.params.params]
+    return params[0].name.value if params else None
+
+
+def _params(function: FunctionNode) -> Iterator[cst.Param]:
+    p = function.params
+    yield from p.posonly_params
+    yield from p.params
+    if isinstance(p.star_arg, cst.Param):
+        yield p.star_arg
+    yield from p.kwonly_params
+    if p.star_kwarg is not None:
+        yield p.star_kwarg
+
+
+def parameter_names(function: FunctionNode) -> set[str]:
+    """The names of `function`'s parameters, `*args` and `**kwargs` included."""
+    return {param.name.value for param in _params(function)}
+
+
+def names_read(node: cst.CSTNode) -> Iterator[cst.Name]:
+    """Every Name under `node` that is not an attribute name, a keyword or a parameter."""
+    if isinstance(node, cst.Name):
+        yield node
+        return
+    if isinstance(node, cst.Attribute):
+        yield from names_read(node.value)
+        return
+    for child in children(node):
+        if isinstance(child, cst.Arg):
+            yield from names_read(child.value)
+        elif not isinstance(child, cst.Param):
+            yield from names_read(child)

@@ -34,10 +34,10 @@ from jaxfix.analysis.keeping import Outliving
 from jaxfix.analysis.project import Entry, ProjectContext
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.values import Kind, Param, Staged
-from jaxfix.fixes.traversal import children
+from jaxfix.fixes.module_walk import NOTHING_OWNED, AttributeValues, ModuleWalk, Owned
+from jaxfix.fixes.syntax import FunctionNode, descendants, first_parameter, names_read, own_names
 from jaxfix.models.transforms import TRANSFORMS, TransformSpec
 
-FunctionNode = cst.FunctionDef | cst.Lambda
 Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 # How many `a = b` aliases a name is followed through (a cycle `a = b; b = a` ends there).
 MAX_ALIASES = 8
@@ -84,90 +84,6 @@ class HostReads:
     blocked: int | None = None
 
 
-@dataclass
-class _Owned:
-    """What the module collector found directly inside one function body."""
-
-    global_names: set[str] = field(default_factory=set)  # declared `global`
-    nonlocal_names: set[str] = field(default_factory=set)  # declared `nonlocal`
-
-
-_NOTHING = _Owned()
-
-
-class _Collector:
-    """One walk over the module: `global` / `nonlocal` names, by the function that owns them;
-    the attributes of each name, and the names they are read on; and each node's parent.
-
-    It walks with `traversal.children`, not a LibCST visit, which rebuilds every node (twice
-    the time). A function's decorators, defaults and annotations belong to the enclosing
-    function, its body to the function."""
-
-    def __init__(self, module: cst.Module) -> None:
-        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.receivers: dict[str, set[str]] = defaultdict(set)  # `r.attr`: attr -> names r
-        self.attributes: dict[str, list[cst.Attribute]] = defaultdict(list)  # attr -> `x.attr`s
-        self.owned: dict[FunctionNode | None, _Owned] = {None: _Owned()}
-        self.functions: list[FunctionNode] = []
-        parents = self.parents
-        todo: list[tuple[cst.CSTNode, FunctionNode | None]] = [(module, None)]
-        while todo:
-            node, owner = todo.pop()
-            body = None
-            # By exact type: LibCST's node classes have no subclasses, and `isinstance` goes
-            # through `ABCMeta` (a third of this walk).
-            if type(node) is cst.FunctionDef or type(node) is cst.Lambda:
-                self.functions.append(node)
-                self.owned[node] = _Owned()
-                body = node.body
-            elif type(node) is cst.Attribute:
-                self.attributes[node.attr.value].append(node)
-                if type(node.value) is cst.Name:
-                    self.receivers[node.attr.value].add(node.value.value)
-            elif type(node) is cst.Global:
-                self.owned[owner].global_names.update(n.name.value for n in node.names)
-            elif type(node) is cst.Nonlocal:
-                self.owned[owner].nonlocal_names.update(n.name.value for n in node.names)
-            for child in children(node):
-                parents[child] = node
-                todo.append((child, node if child is body else owner))  # type: ignore[arg-type]
-
-
-class _AttributeValues(cst.CSTVisitor):
-    """The values a method's code gives `receiver.name` (see `instance_attribute_values`)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.receiver: str | None = None
-        self.values: list[cst.BaseExpression] = []
-        self.unknown = False
-
-    def _is_ours(self, target: cst.BaseExpression) -> bool:
-        return (
-            isinstance(target, cst.Attribute)
-            and target.attr.value == self.name
-            and isinstance(target.value, cst.Name)
-            and target.value.value == self.receiver
-        )
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            if self._is_ours(target.target):
-                self.values.append(node.value)
-            elif isinstance(target.target, cst.Tuple | cst.List):
-                self.unknown |= any(
-                    isinstance(e, cst.Element | cst.StarredElement) and self._is_ours(e.value)
-                    for e in target.target.elements
-                )
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if self._is_ours(node.target) and node.value is not None:
-            self.values.append(node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.unknown |= self._is_ours(node.target)
-
-
 class TracedAnalysis:
     """The traced functions of one module and the traced values inside them."""
 
@@ -192,7 +108,7 @@ class TracedAnalysis:
         # Asked of the scopes for the nodes that need them: what `QualifiedNameProvider`
         # answers, without its traversal of every node.
         self._qualified: dict[cst.CSTNode, Collection[QualifiedName]] = {}
-        collector = _Collector(self.module)
+        collector = ModuleWalk(self.module)
         self._collected = collector
         self._parents = collector.parents
         self._all_names: set[str] | None = None
@@ -301,8 +217,8 @@ class TracedAnalysis:
         """`is_jax_code` of a `def` or lambda, less the statements `skip`."""
         if depth > MAX_CALL_DEPTH:
             return False
-        own = _own_names(node)
-        for child in _descendants(node.body, skip):
+        own = own_names(node)
+        for child in descendants(node.body, skip):
             if isinstance(child, cst.Global | cst.Nonlocal | cst.Del | cst.Yield | cst.Await):
                 return False
             target = (
@@ -510,11 +426,11 @@ class TracedAnalysis:
         owned = self._owned(function)
         return owned.global_names | owned.nonlocal_names
 
-    def _owned(self, function: cst.CSTNode | None) -> _Owned:
+    def _owned(self, function: cst.CSTNode | None) -> Owned:
         """What the body of `function` holds (nothing, for what is not a function)."""
         if isinstance(function, cst.FunctionDef | cst.Lambda):
-            return self._collected.owned.get(function, _NOTHING)
-        return _NOTHING
+            return self._collected.owned.get(function, NOTHING_OWNED)
+        return NOTHING_OWNED
 
     def guessed_parameter(self, expr: cst.BaseExpression) -> bool:
         """Whether `expr` is a parameter that is a tracer only by a guess (see
@@ -671,12 +587,12 @@ class TracedAnalysis:
             return None
         block = self._parents.get(method)  # the class body holding the method
         owner = self._parents.get(block) if block is not None else None
-        if not isinstance(owner, cst.ClassDef) or attribute.value.value != _first_parameter(method):
+        if not isinstance(owner, cst.ClassDef) or attribute.value.value != first_parameter(method):
             return None
-        found = _AttributeValues(attribute.attr.value)
+        found = AttributeValues(attribute.attr.value)
         for statement in owner.body.body:
-            if isinstance(statement, cst.FunctionDef) and _first_parameter(statement):
-                found.receiver = _first_parameter(statement)
+            if isinstance(statement, cst.FunctionDef) and first_parameter(statement):
+                found.receiver = first_parameter(statement)
                 statement.body.visit(found)
         return None if found.unknown else found.values
 
@@ -844,66 +760,3 @@ class TracedAnalysis:
 
 def _same_line(line: int) -> int:
     return line
-
-
-def _own_names(function: FunctionNode) -> set[str]:
-    """The parameters of `function` and the names its body binds by assignment or `for`."""
-    params = function.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-    names = {p.name.value for p in every}
-    for node in _descendants(function.body):
-        if isinstance(node, cst.AssignTarget | cst.AugAssign | cst.AnnAssign | cst.For):
-            names.update(n.value for n in _descendants(node.target) if isinstance(n, cst.Name))
-    return names
-
-
-def _descendants(node: cst.CSTNode, skip: Collection[cst.CSTNode] = ()) -> list[cst.CSTNode]:
-    """`node` and every node under it, less those under `skip`."""
-    found, todo = [], [node]
-    while todo:
-        current = todo.pop()
-        if any(current is s for s in skip):
-            continue
-        found.append(current)
-        todo.extend(children(current))
-    return found
-
-
-def _first_parameter(function: cst.FunctionDef) -> str | None:
-    params = [*function.params.posonly_params, *function.params.params]
-    return params[0].name.value if params else None
-
-
-# ----- syntax helpers -----------------------------------------------------------------------
-
-
-def _params(function: FunctionNode) -> Iterator[cst.Param]:
-    p = function.params
-    yield from p.posonly_params
-    yield from p.params
-    if isinstance(p.star_arg, cst.Param):
-        yield p.star_arg
-    yield from p.kwonly_params
-    if p.star_kwarg is not None:
-        yield p.star_kwarg
-
-
-def parameter_names(function: FunctionNode) -> set[str]:
-    """The names of `function`'s parameters, `*args` and `**kwargs` included."""
-    return {param.name.value for param in _params(function)}
-
-
-def names_read(node: cst.CSTNode) -> Iterator[cst.Name]:
-    """Every Name under `node` that is not an attribute name, a keyword or a parameter."""
-    if isinstance(node, cst.Name):
-        yield node
-        return
-    if isinstance(node, cst.Attribute):
-        yield from names_read(node.value)
-        return
-    for child in children(node):
-        if isinstance(child, cst.Arg):
-            yield from names_read(child.value)
-        elif not isinstance(child, cst.Param):
-            yield from names_read(child)

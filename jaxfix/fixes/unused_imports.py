@@ -22,8 +22,7 @@ from collections.abc import Collection, Iterator
 import libcst as cst
 from libcst.helpers import get_absolute_module_from_package_for_import
 
-from jaxfix.fixes.fix import Replacement
-from jaxfix.fixes.syntax import ReplaceNodes
+from jaxfix.fixes.fix import Replacement, ReplaceNodes
 from jaxfix.fixes.traversal import children
 
 _WORD = re.compile(r"[A-Za-z_]\w*")

@@ -16,10 +16,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from jaxfix.analysis import firstpass
 from jaxfix.analysis.file import FileAnalysis
 from jaxfix.analysis.project import ModuleFacts, ProjectContext
-from jaxfix.fixes.fix import Fix, Replacement
+from jaxfix.fixes.fix import Fix, Replacement, ReplaceNodes
 from jaxfix.fixes.imports import add_imports, has_docstring
 from jaxfix.fixes.metadata import Wrapper
-from jaxfix.fixes.syntax import ReplaceNodes
 from jaxfix.fixes.tracing import OutsideSlice, TracedAnalysis
 from jaxfix.fixes.traversal import visit_batched
 from jaxfix.fixes.unused_imports import names_in_use, remove_unused_imports
