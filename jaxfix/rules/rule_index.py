@@ -66,7 +66,7 @@ def rule_index() -> tuple[RuleInfo, ...]:
 
 
 def info_of(rule: type[Rule]) -> RuleInfo:
-    """The entry `jaxfix/rules.json` would hold for `rule`."""
+    """The entry `jaxfix/rules/rules.json` would hold for `rule`."""
     return _info(entry_of(rule))
 
 
@@ -79,7 +79,7 @@ def _info(entry: dict[str, Any]) -> RuleInfo:
 
 
 def entry_of(rule: type[Rule]) -> dict[str, Any]:
-    """The rule's entry, as `jaxfix/rules.json` holds it."""
+    """The rule's entry, as `jaxfix/rules/rules.json` holds it."""
     return {
         "module": rule.__module__,
         "class_name": rule.__name__,
@@ -101,5 +101,5 @@ def entry_of(rule: type[Rule]) -> dict[str, Any]:
 
 
 def index_text(rules: Iterable[type[Rule]]) -> str:
-    """The contents of `jaxfix/rules.json` for `rules`."""
+    """The contents of `jaxfix/rules/rules.json` for `rules`."""
     return json.dumps([entry_of(rule) for rule in rules], indent=1) + "\n"
