@@ -25,8 +25,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-
 from tests.project_programs import (  # noqa: E402
     AFTER_ERROR,
     APPLY_ERROR,
@@ -38,9 +36,8 @@ from tests.project_programs import (  # noqa: E402
     UNCHANGED,
     UNFIXED,
     Checked,
-    Project,
     check_projects,
-    projects,
+    drawn,
 )
 
 # The statuses that fail the run: a fixed project that does not do what its concrete run does.
@@ -48,30 +45,10 @@ FAILING = (DIFFER, AFTER_ERROR, UNFIXED)
 _DETAILS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\d+|/\S+")
 
 
-def generate(chunk_seed: int, count: int) -> list[Project]:
-    """`count` projects, the same for the same seed."""
-    found: list[Project] = []
-
-    @seed(chunk_seed)
-    @settings(
-        max_examples=count,
-        database=None,
-        deadline=None,
-        phases=(Phase.generate,),
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(projects())
-    def collect(project: Project) -> None:
-        found.append(project)
-
-    collect()
-    return found
-
-
 def run_chunk(chunk_seed: int, count: int) -> tuple[list[Checked], float]:
     """The checks of one chunk's projects, and the seconds they took."""
     started = time.perf_counter()
-    checked = check_projects(generate(chunk_seed, count))
+    checked = check_projects(drawn(count, chunk_seed))
     return checked, time.perf_counter() - started
 
 

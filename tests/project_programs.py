@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import DrawFn
 
@@ -125,6 +126,13 @@ class Effect:
     literal: bool  # the file name spelled as a literal, not a module constant
     key: str  # the store's key
     level: str  # the log call: info or warning
+
+    def state_in(self, module: _Module, style: str) -> str:
+        """How `module`'s code spells the state it writes: its file name as a literal, or the
+        name of its list, dict or file name (importing it, in `style`); "" when it has none."""
+        if self.literal:
+            return f'"{self.path}"'
+        return module.refer(self.home, self.name, style) if self.name else ""
 
     @property
     def own(self) -> str:
@@ -234,13 +242,7 @@ def projects(draw: DrawFn) -> Project:
 
     # Each host statement, on `v` (a helper's parameter) or on the body's value.
     def statement(effect: Effect, module: _Module, v: str) -> Lines:
-        target = (
-            f'"{effect.path}"'
-            if effect.literal
-            else module.refer(effect.home, effect.name, import_style)
-            if effect.name
-            else ""
-        )
+        target = effect.state_in(module, import_style)
         if effect.kind in ("pickle_list", "pickle_file"):
             module.plain.add("import pickle")
         if effect.kind == "np_save":
@@ -350,13 +352,7 @@ def _main(draw: DrawFn, effects: list[Effect], entry: str, rows: bool, style: st
         basic = ""
 
     def read(effect: Effect) -> Lines:
-        target = (
-            f'"{effect.path}"'
-            if effect.literal
-            else main.refer(effect.home, effect.name, style)
-            if effect.name
-            else ""
-        )
+        target = effect.state_in(main, style)
         if effect.kind == "np_save":
             return [f"print(r(np.load({target})))"]
         if effect.kind == "pickle_list":
@@ -513,6 +509,27 @@ def _spaced(run: Run) -> Run:
         return _PADDING.sub("", _SPACES.sub(" ", text))
 
     return dataclasses.replace(run, stdout=spaced(run.stdout), logs=tuple(map(spaced, run.logs)))
+
+
+def drawn(count: int, chunk_seed: int | None = None) -> list[Project]:
+    """`count` projects as Hypothesis draws them (`projects`), generated only: with
+    `chunk_seed`, the same for the same seed (`scripts/fuzz_effects.py`'s chunks); without, a
+    fixed sample (`derandomize`, no database: the suite's)."""
+    found: list[Project] = []
+
+    def collect(project: Project) -> None:
+        found.append(project)
+
+    run = settings(
+        max_examples=count,
+        derandomize=chunk_seed is None,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate,),
+        suppress_health_check=list(HealthCheck),
+    )(given(projects())(collect))
+    (run if chunk_seed is None else seed(chunk_seed)(run))()
+    return found
 
 
 def check_project(project: Project) -> Checked:

@@ -20,7 +20,6 @@ import hashlib
 import os
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 from tests.project_programs import (
     AFTER_ERROR,
@@ -33,7 +32,7 @@ from tests.project_programs import (
     Checked,
     Project,
     check_projects,
-    projects,
+    drawn,
 )
 
 pytestmark = pytest.mark.jax
@@ -45,32 +44,12 @@ EXAMPLES = int(os.environ.get("JAXFIX_FUZZ_EFFECTS") or DEFAULT_EXAMPLES)
 FAILING = (DIFFER, AFTER_ERROR, UNFIXED, APPLY_ERROR, RUNNER_ERROR)
 
 
-def sample(count: int) -> list[Project]:
-    """The first `count` projects Hypothesis draws with a fixed seed."""
-    found: list[Project] = []
-
-    @settings(
-        max_examples=count,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=(Phase.generate,),
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(projects())
-    def collect(project: Project) -> None:
-        found.append(project)
-
-    collect()
-    return found
-
-
 def digest(project: Project) -> str:
     return hashlib.sha256(project.show().encode()).hexdigest()[:12]
 
 
 def test_fixed_projects_keep_the_effects_of_their_concrete_run() -> None:
-    checked = check_projects(sample(EXAMPLES))
+    checked = check_projects(drawn(EXAMPLES))
     failing = {digest(c.project): c for c in checked if c.status in FAILING}
     compared = [c for c in checked if c.status in (EQUAL, *FAILING, BEFORE_ERROR)]
     # The sample exercises the property: most of its projects are fixed and run.
