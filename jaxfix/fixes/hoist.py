@@ -276,10 +276,15 @@ def _keeping_key_order(
         for payload, wrapped in payload_wrapping.items()
         if not (isinstance(payload, cst.Name) and payload.value in restored)
     }
-    dropped = [w for p, w in payload_wrapping.items() if p not in wrapping]
-    wrapper = next((w.func for w in dropped if isinstance(w, cst.Call)), None)
+    wrappers = {
+        payload.value: wrapped.func
+        for payload, wrapped in payload_wrapping.items()
+        if payload not in wrapping
+        and isinstance(payload, cst.Name)
+        and isinstance(wrapped, cst.Call)
+    }
     taken = [*given, *frozen]
-    return wrapping, _in_key_order(analysis, statements[0], restored, taken, wrapper)
+    return wrapping, _in_key_order(analysis, statements[0], restored, taken, wrappers)
 
 
 def _in_key_order(
@@ -287,23 +292,23 @@ def _in_key_order(
     first: Statement,
     names: Sequence[str],
     taken: Sequence[str],
-    wrapper: cst.BaseExpression | None,
+    wrappers: Mapping[str, cst.BaseExpression],
 ) -> dict[str, tuple[cst.BaseStatement, list[cst.BaseStatement]]]:
     """For each of `names`, parameters of the host function that may receive a dict whose keys
     are out of sorted order (`reordered_dict`: jax hands a callback a dict rebuilt with its keys
     sorted), by the name that keeps its keys: the statement that keeps them at trace time,
     where the dict is still the caller's, and the first statement of the host function, which
     puts them back in that order (after checking that it is a dict, where the analysis cannot
-    be sure), once the dict is given to `wrapper` (`jax.device_get`, which sorts them) when
-    the statements wrap it."""
+    be sure), once the dict is given to what the statements wrapped it in (`wrappers`:
+    `jax.device_get`, which sorts them)."""
     found: dict[str, tuple[cst.BaseStatement, list[cst.BaseStatement]]] = {}
     used = list(taken)
     for name in names:
         keys = fresh_name(analysis, f"{name}_keys", used)
         used.append(keys)
         restores: list[cst.BaseStatement] = []
-        if wrapper is not None:
-            call = cst.Call(wrapper, [cst.Arg(cst.Name(name))])
+        if name in wrappers:
+            call = cst.Call(wrappers[name], [cst.Arg(cst.Name(name))])
             restores.append(
                 cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], call)])
             )

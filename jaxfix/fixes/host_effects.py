@@ -133,6 +133,7 @@ class Hoists:
         (`jax.debug.print`): on an accelerator after the call has returned, so the host's
         later lines on the console wait for it, in this module and the others of the run."""
         planned = with_waits(self.rule.traced, [statement], CONSOLE, replacements, imports)
+        # Why not is not remembered for the statement: the rule may still hoist it (`fix`).
         return planned if isinstance(planned, str) else self._made(statement, planned, title)
 
     def _made(self, statement: Statement, planned: Hoist | str, title: str) -> Fix | str:
