@@ -229,6 +229,16 @@ def test_unsafe_fixes_are_not_applied_by_default() -> None:
     assert result.diagnostics[0].fix.safety is FixSafety.UNSAFE
 
 
+def test_a_file_no_fix_applies_to_comes_back_as_it_was_to_its_last_blank() -> None:
+    """LibCST's code of a module drops the blank lines at its end: a file with findings and no
+    allowed fix is not LibCST's code of it."""
+    source = TRACED.replace("return x", "OUT.append(x)\n    return x") + "\n\n \n "
+    source = "OUT = []\n" + source
+    result = fix_text(source, RULES)
+    assert [d.code for d in result.diagnostics] == ["JF103"] and not result.fixed
+    assert result.text == source
+
+
 def test_cache_removal_keeps_an_import_still_in_use() -> None:
     source = textwrap.dedent("""\
         import functools

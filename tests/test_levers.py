@@ -377,9 +377,9 @@ def test_the_cycle_collector_is_paused_only_while_a_file_is_analysed(
 
     def observing(*args: object, **kwargs: object) -> object:
         seen.append(gc.isenabled())
-        return engine.check_text(*args, **kwargs)  # type: ignore[arg-type]
+        return engine.run_text(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runner, "check_text", observing)
+    monkeypatch.setattr(runner, "run_text", observing)
     assert gc.isenabled()
     code, stdout, _ = jaxfix(tmp_path, "check", "--no-cache", "--jobs", "1")
     assert code == 1 and "JF101" in stdout  # the same finding with the collector paused

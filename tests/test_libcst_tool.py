@@ -121,7 +121,7 @@ def test_a_fix_error_fails_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args: object, **kwargs: object) -> engine.Result:
         raise engine.FixError("fix for JF102 produced invalid code")
 
-    monkeypatch.setattr(engine, "fix_text", broken)
+    monkeypatch.setattr(engine, "run_text", broken)
     source = next(c for c in CASES if c.rule == "cache_on_traced" and c.fixed).before.read_text()
     result = transform_module(cache_on_traced.CacheOnTracedCommand(CodemodContext()), source)
     assert isinstance(result, TransformFailure)

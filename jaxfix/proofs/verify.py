@@ -24,7 +24,7 @@ from pathlib import Path
 from jaxfix.proofs.cases import Callbacks, Case, Run, problems, run_cases, sources
 from jaxfix.rules.rule import Rule
 from jaxfix.run.config import Overrides
-from jaxfix.run.engine import check_text, fix_text
+from jaxfix.run.engine import run_text
 from jaxfix.run.outcome import Outcome
 from jaxfix.run.session import RunOptions, finder_for, outcomes
 from jaxfix.run.sourcefile import write_source_atomic
@@ -104,8 +104,8 @@ def _rewrite_problems(case: Case, rules: Sequence[type[Rule]]) -> list[str]:
         fixed, wanted = fix_project(case.before, rules), sources(expected)
     else:
         before = case.before.read_text(encoding="utf-8")
-        codes = [d.code for d in check_text(before, rules)]
-        fixed = {"": fix_text(before, rules, unsafe_fixes=True).text}
+        codes = [d.code for d in run_text(before, rules).diagnostics]
+        fixed = {"": run_text(before, rules, fix=True, unsafe_fixes=True).text}
         wanted = {"": expected.read_text(encoding="utf-8")}
     found: list[str] = []
     if codes != case.codes:

@@ -1,12 +1,12 @@
-"""Check and fix one source text: a cheap first pass (CPython's parser and the candidate pass)
-cuts out the statements a rule can depend on; LibCST parses only those, and every selected rule
-runs in one batched traversal (`jaxfix.run.cst_run`, imported only then: a file the first pass
-clears never imports LibCST); suppression comments then silence what they name. Fixing parses
-the whole file (only when a fix applies), applies non-overlapping fixes, re-parses, and repeats
-until nothing changes.
+"""One source text's road through jaxfix, `run_text`: a cheap first pass (CPython's parser, the
+analysis and its candidate pass) cuts out the statements a rule can depend on; LibCST parses
+only those, and every selected rule runs in one batched traversal (`jaxfix.run.cst_run`,
+imported only then: a file the first pass clears never imports LibCST); suppression comments
+then silence what they name. Fixing runs the rules over the whole file, applies non-overlapping
+fixes, re-parses, and repeats until nothing changes.
 
-Pure functions of text and settings (no I/O), so that the CLI, the language server and worker
-processes can all call them.
+A pure function of text and settings (no I/O): the CLI's workers, the language server, the
+LibCST codemod commands, `jaxfix verify` and the tests all call it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import dataclasses
 import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jaxfix.analysis import candidates, candidates_read, firstpass
 from jaxfix.analysis.declarations import whole_module
@@ -87,12 +87,15 @@ class _Selection:
         seeds = {i for i, (first, last) in spans.items() if any(first <= n <= last for n in lines)}
         return dataclasses.replace(self, seeds=seeds, users_of=self.users_of & seeds)
 
-    def slice(self, text: str, for_fixes: Collection[str] | None = None) -> firstpass.Slice | None:
-        """The part of `text` the rules depend on (see `firstpass.relevant_slice`)."""
+    def slice(
+        self, text: str, for_fixes: Collection[str] | None = None, whole: bool = False
+    ) -> firstpass.Slice | None:
+        """The part of `text` the rules depend on (see `firstpass.relevant_slice`); all of it,
+        when `whole`."""
         return firstpass.relevant_slice(
             text,
             self.tree,
-            self.seeds,
+            None if whole else self.seeds,
             self.bindings,
             users_of=self.users_of,
             for_fixes=for_fixes,
@@ -172,32 +175,54 @@ def _words(anchors: frozenset[str]) -> tuple[frozenset[bytes], frozenset[str]]:
     return names, fragments
 
 
-def check_text(
+def run_text(
     text: str,
     rules: Sequence[RuleRef],
     *,
+    fix: bool = False,
+    unsafe_fixes: bool = False,
+    edits: EditsWanted = False,
     filename: str = "<unknown>",
     options: Options = DEFAULT,
-    edits: EditsWanted = False,
-    slicing: bool = True,
     place: Place | None = None,
     facts: ModuleFacts | None = None,
-) -> list[Diagnostic]:
-    """Findings of `rules` in `text`, less the suppressed ones; with `edits`, each fixable
-    finding carries its fix as text edits (a fix costs a LibCST parse). `edits` as a set of
-    lines asks for the findings starting on those lines only, an editor's quick fixes at its
-    cursor: the rules then look at the statements that hold them alone. Raises
-    `firstpass.InvalidSource` when CPython rejects the text, `libcst.ParserSyntaxError` when
-    LibCST does. `slicing=False` analyses the whole file (the same findings, slower: for tests
-    of the first pass). With `place` (where the file sits in the run), what it tells the run of
-    the calls into the run's packages (`options.packages`) is added to `facts`. With
-    `options.part`, that part of the file alone is analysed when it finds nothing (see
-    `jaxfix.models.parts`)."""
+    slicing: bool = True,
+) -> Result:
+    """The road of one file's text, once and in order: CPython's tree, the rules that could
+    fire, the analysis and its candidates, the rules' run over LibCST's tree of the slice they
+    depend on, the suppression comments and the project's fixability; then what is asked.
+
+    - nothing more: the findings (`check_text`);
+    - `edits`: each fixable finding carries its fix as text edits (a fix costs a LibCST
+      parse); a set of lines asks for the findings starting on those lines only, an editor's
+      quick fixes at its cursor, and the rules then look at the statements that hold them;
+    - `fix`: every allowed fix (`unsafe_fixes` too) applied until none is left (`fix_text`).
+      The rules' run is then over the whole file, whose tree the fixes edit; each fixed text
+      runs the rules again.
+
+    Raises `firstpass.InvalidSource` when CPython rejects the text, `libcst.ParserSyntaxError`
+    when LibCST does, and `FixError` (nothing changed) when a fix breaks the code or the fixes
+    do not converge. `slicing=False` analyses the whole file (the same findings, slower: for
+    tests of the first pass). With `place` (where the file sits in the run), what it tells the
+    run of the calls into the run's packages (`options.packages`) is added to `facts` (those of
+    `text`, before any fix). With `options.part` and only findings asked, that part of the file
+    alone is analysed when it finds nothing (see `jaxfix.models.parts`): a later round across
+    modules, with new facts."""
     if options.part is not None:
-        if _nothing_in_part(text, rules, filename, options, edits, place, facts):
-            return []
+        if not fix and _nothing_in_part(text, rules, filename, options, edits, place, facts):
+            return Result([], text)
         options = dataclasses.replace(options, part=None)
-    return _check_text(text, rules, filename, options, edits, slicing, place, facts)
+    return _road(text, rules, filename, options, place, facts, slicing, edits, fix, unsafe_fixes)
+
+
+def check_text(text: str, rules: Sequence[RuleRef], **settings: Any) -> list[Diagnostic]:
+    """The findings of `rules` in `text` (`run_text`, asking for nothing more)."""
+    return run_text(text, rules, **settings).diagnostics
+
+
+def fix_text(text: str, rules: Sequence[RuleRef], **settings: Any) -> Result:
+    """`text` with every allowed fix applied, and the findings left (`run_text` with `fix`)."""
+    return run_text(text, rules, fix=True, **settings)
 
 
 def _nothing_in_part(
@@ -219,9 +244,8 @@ def _nothing_in_part(
     told = ModuleFacts(partial=True)
     part = options.part.text(text)
     tree = _part_tree(text, filename, options.part)
-    if _check_text(part, rules, filename, options, False, True, place, told, tree):
-        return False
-    if told.return_changes or told.call_sites:
+    checked = _road(part, rules, filename, options, place, told, True, False, False, False, tree)
+    if checked.diagnostics or told.return_changes or told.call_sites:
         return False
     if facts is not None:
         for name in (f.name for f in dataclasses.fields(ModuleFacts)):
@@ -229,31 +253,37 @@ def _nothing_in_part(
     return True
 
 
-def _check_text(
+def _road(
     text: str,
     rules: Sequence[RuleRef],
     filename: str,
     options: Options,
-    edits: EditsWanted,
-    slicing: bool,
     place: Place | None,
     facts: ModuleFacts | None,
+    slicing: bool,
+    edits: EditsWanted,
+    fix: bool,
+    unsafe_fixes: bool,
     tree: ast.Module | None = None,
-) -> list[Diagnostic]:
+) -> Result:
     tree = _parse(text, filename, options, place, facts, tree)
     active = applicable_rules(text, _analysers(rules), options)
     follow = _follows_calls(text, rules, options, place, facts)
     lines = edits if isinstance(edits, frozenset) and edits else None  # empty: no edits
     if not active and follow is None:
-        return _on(lines, _unsuppressed(text, [], rules))
+        return Result(_on(lines, _unsuppressed(text, [], rules)), text)
     # Cut out as fixes need it, the rules' run can give the edits too (see `_with_edits`).
-    found, selection = _check(text, tree, active, options, slicing, follow, bool(edits), lines)
+    found, selection = _check(
+        text, tree, active, options, slicing, follow, bool(edits), lines, whole=fix
+    )
     kept = _unsuppressed(text, found, rules)
     _withhold_suppressed(found, kept, facts)
     diagnostics = _on(lines, _fixable(kept, options))
+    if fix:
+        return _fixed(text, selection, diagnostics, active, rules, filename, options, unsafe_fixes)
     if edits and any(d.fix_safety is not None for d in diagnostics):
         diagnostics = _with_edits(text, selection, diagnostics, active, filename, options)
-    return diagnostics
+    return Result(diagnostics, text)
 
 
 def _on(lines: Collection[int] | None, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -261,52 +291,38 @@ def _on(lines: Collection[int] | None, diagnostics: list[Diagnostic]) -> list[Di
     return diagnostics if lines is None else [d for d in diagnostics if d.line in lines]
 
 
-def fix_text(
+def _fixed(
     text: str,
+    selection: _Selection,
+    diagnostics: list[Diagnostic],
+    active: Sequence[RuleRef],
     rules: Sequence[RuleRef],
-    *,
-    unsafe_fixes: bool = False,
-    filename: str = "<unknown>",
-    options: Options = DEFAULT,
-    place: Place | None = None,
-    facts: ModuleFacts | None = None,
+    filename: str,
+    options: Options,
+    unsafe_fixes: bool,
 ) -> Result:
-    """Apply every allowed fix of an unsuppressed finding until none is left. Raises `FixError`
-    (the input untouched) when a fix breaks the code or the fixes do not converge, and what
-    `check_text` raises on a text it rejects. `place` and `facts` as for `check_text` (those of
-    the text before the fixes); fixes need the whole file (no `options.part`)."""
-    options = dataclasses.replace(options, part=None)
-    tree = _parse(text, filename, options, place, facts)
-    active = applicable_rules(text, _analysers(rules), options)
-    follow = _follows_calls(text, rules, options, place, facts)
-    if not active and follow is None:
-        return Result(_unsuppressed(text, [], rules), text)
-    found, selection = _check(text, tree, active, options, follow=follow)
-    kept = _unsuppressed(text, found, rules)
-    _withhold_suppressed(found, kept, facts)
-    diagnostics = _fixable(kept, options)
-    if not any(d.fix is not None and _allowed(d.fix, unsafe_fixes) for d in diagnostics):
+    """The text with the allowed fixes of `diagnostics` (found over the whole file) applied,
+    non-overlapping ones together, and the rules run again over each fixed text until no
+    allowed fix is left."""
+    checked = selection.checked
+    if checked is None:  # no rule had anything to look at
         return Result(diagnostics, text)
-    firstpass.check_depth(selection.tree.body)  # the whole file is parsed now, not only the slice
     from jaxfix.run import cst_run
 
-    fixed: list[Diagnostic] = []
-    codes: list[str] = []
-    wrapper = cst_run.wrapped(text)
-    analysed: FileAnalysis | None = selection.analysed  # of `text`; each fixed text anew
+    assert checked.piece.whole, "fixes edit the whole file's tree"
+    # The text as it is, not LibCST's code of it: that drops blank lines at the end of a file.
+    code, wrapper, fixed, codes = text, checked.wrapper, list[Diagnostic](), list[str]()
     for _ in range(MAX_FIX_PASSES):
-        found = cst_run.run(wrapper, active, options, None, analysed)
-        code = wrapper.module.code
-        diagnostics = _fixable(_unsuppressed(code, found, rules), options)
         fixes = [f for f in map(cst_run.fix_of, diagnostics) if f and _allowed(f, unsafe_fixes)]
         if not fixes:
             return Result(diagnostics, code, fixed)
         chosen = cst_run.non_overlapping(wrapper, fixes)
-        new_code = cst_run.apply_fixes(wrapper, chosen, options.packages)
+        code = cst_run.apply_fixes(wrapper, chosen, options.packages)
         codes = sorted({d.code for d in diagnostics if d.fix in chosen})
-        wrapper = _reparse(new_code, filename, codes)
-        analysed = None
         fixed.extend(d for d in diagnostics if cst_run.contains(chosen, cst_run.fix_of(d)))
+        wrapper = _reparse(code, filename, codes)
+        found = cst_run.run(wrapper, active, options)
+        diagnostics = _fixable(_unsuppressed(code, found, rules), options)
     raise FixError(f"fixes for {', '.join(codes)} did not converge after {MAX_FIX_PASSES} passes")
 
 
@@ -521,18 +537,20 @@ def _check(
     follow: _FollowCalls | None = None,
     for_fixes: bool = False,
     around: Collection[int] | None = None,
+    whole: bool = False,
 ) -> tuple[list[Diagnostic], _Selection]:
     """Findings in the slice of `text` the rules depend on, in the file's line numbers (none,
     without LibCST, when the first pass rules them out). Their fixes refer to the slice's syntax
-    tree: only `fix_text` applies fixes, on the whole file. `slicing=False` analyses it all;
-    `for_fixes` cuts the slice as fixes need it (`firstpass.relevant_slice`); `around`, to the
-    statements that hold those lines. With `follow`, the calls traced code makes into the
-    run's packages are added to `follow.calls_out` (from the analysis, without LibCST)."""
+    tree; `whole` runs the rules over the whole file, whose tree fixes edit. `slicing=False`
+    analyses it all; `for_fixes` cuts the slice as fixes need it (`firstpass.relevant_slice`);
+    `around`, to the statements that hold those lines. With `follow`, the calls traced code
+    makes into the run's packages are added to `follow.calls_out` (from the analysis, without
+    LibCST)."""
     try:
         traced_only = all(rule.traced_only for rule in rules)
-        whole = options.part.whole if options.part is not None else None
+        outer = options.part.whole if options.part is not None else None
         analysed = analyse_file(
-            tree, text, _transforms(options), options.entries, traced_only, whole
+            tree, text, _transforms(options), options.entries, traced_only, outer
         )
     except RecursionError:
         firstpass.check_depth(tree.body)  # says where the code is too deep to analyse
@@ -573,7 +591,7 @@ def _check(
             rules = [rule for rule in rules if by_rule[rule] & (selection.seeds or set())]
     if not rules:
         return [], selection
-    piece = selection.slice(text, for_fixes=() if for_fixes else None)
+    piece = selection.slice(text, for_fixes=() if for_fixes else None, whole=whole)
     if piece is None:
         return [], selection
     from jaxfix.run import cst_run  # LibCST, from here on only

@@ -67,9 +67,10 @@ def command_for(rule: type[Rule]) -> type[CodemodCommand]:
         def transform_module_impl(self, tree: cst.Module) -> cst.Module:
             filename = self.context.filename or "<unknown>"
             job = project_job(filename)
-            result = engine.fix_text(
+            result = engine.run_text(
                 tree.code,
                 [rule],
+                fix=True,
                 unsafe_fixes=self.unsafe_fixes or job.unsafe_fixes,
                 filename=filename,
                 options=job.options,

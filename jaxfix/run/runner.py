@@ -14,7 +14,7 @@ from jaxfix.rules.registry import select_rules
 from jaxfix.rules.rule_index import RuleRef
 from jaxfix.run import collector
 from jaxfix.run.deepstack import call_with_deep_stack
-from jaxfix.run.engine import FixError, Result, check_text, fix_text
+from jaxfix.run.engine import FixError, check_text, run_text
 from jaxfix.run.job import Job
 from jaxfix.run.options import Options
 from jaxfix.run.outcome import Outcome
@@ -66,33 +66,22 @@ def run(
     options = job.options
     with collector.paused():
         try:
-            if job.fix:
-                result: Result = call_with_deep_stack(
-                    lambda: fix_text(
-                        source.text,
-                        rules,
-                        unsafe_fixes=job.unsafe_fixes,
-                        filename=name,
-                        options=options,
-                        place=place,
-                        facts=outcome.facts,
-                    )
+            result = call_with_deep_stack(
+                lambda: run_text(
+                    source.text,
+                    rules,
+                    fix=job.fix,
+                    unsafe_fixes=job.unsafe_fixes,
+                    edits=job.edits,
+                    filename=name,
+                    options=options,
+                    place=place,
+                    facts=outcome.facts,
                 )
-                outcome.diagnostics, outcome.fixed = result.diagnostics, result.fixed
-                if result.text != source.text:
-                    outcome.new_text = result.text
-            else:
-                outcome.diagnostics = call_with_deep_stack(
-                    lambda: check_text(
-                        source.text,
-                        rules,
-                        filename=name,
-                        options=options,
-                        edits=job.edits,
-                        place=place,
-                        facts=outcome.facts,
-                    )
-                )
+            )
+            outcome.diagnostics, outcome.fixed = result.diagnostics, result.fixed
+            if result.text != source.text:
+                outcome.new_text = result.text
         except InvalidSource as error:
             outcome.error = f"{name}:{error}"
         except _libcst_syntax_error() as error:  # valid for CPython, not for LibCST
