@@ -614,14 +614,25 @@ def _dies_on_killer(real: Callable[..., Outcome]) -> Callable[..., Outcome]:
     return process
 
 
+def _forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the run's worker processes forks of this one, whatever the platform's default start
+    method (`forkserver` from Python 3.14): they then get the patched analysis."""
+    fork = multiprocessing.get_context("fork")
+    real = multiprocessing.get_context
+    monkeypatch.setattr(
+        multiprocessing, "get_context", lambda method=None: fork if method is None else real(method)
+    )
+
+
 @pytest.mark.skipif(
-    multiprocessing.get_start_method() != "fork",
-    reason="the workers get the patched analysis by being forked from this process",
+    "fork" not in multiprocessing.get_all_start_methods(),
+    reason="the workers get the patched analysis by being forked, and this platform cannot fork",
 )
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_file_whose_worker_dies_is_one_error_and_the_run_goes_on(
     tmp_path: Path, command: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _forking(monkeypatch)
     monkeypatch.setattr(runner, "process", _dies_on_killer(runner.process))
     (tmp_path / "killer.py").write_text(GOOD, encoding="utf-8")
     write_good(tmp_path)
