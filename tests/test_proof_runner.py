@@ -7,12 +7,22 @@ numbers within a backend's precision, integers exactly."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from jaxfix.proofs.cases import Callbacks, Run, effect_differences, run_programs, same_output
+from jaxfix.proofs.cases import (
+    Callbacks,
+    Case,
+    Run,
+    effect_differences,
+    load_cases,
+    problems,
+    run_programs,
+    same_output,
+)
 
 CALLBACKS = textwrap.dedent("""\
     import jax
@@ -245,3 +255,44 @@ def test_a_program_past_its_limit_times_out_and_the_next_one_runs(
     assert ran == Run("ran\n", None)
     status = Path(f"/proc/{pid.read_text()}/status")
     assert not status.exists() or "State:\tZ" in status.read_text()  # gone, or not yet reaped
+
+
+def _case(directory: Path, **keys: object) -> Case:
+    """A case folder with these `expect.toml` keys, loaded the way the fixtures are."""
+    folder = directory / "rule" / "case"
+    folder.mkdir(parents=True)
+    (folder / "before.py").write_text("raise RuntimeError('boom')\n")
+    lines = [f"{key} = {value!r}".replace("'", '"') for key, value in keys.items()]
+    lines = [line.replace("True", "true").replace("False", "false") for line in lines]
+    (folder / "expect.toml").write_text("\n".join(lines) + "\n")
+    return load_cases(directory)[0]
+
+
+@pytest.mark.jax
+def test_an_expected_error_is_matched_in_its_message_not_in_the_traceback(tmp_path: Path) -> None:
+    """The traceback's frames name the runner's own file: "runner" is not in the message."""
+    keys = {"description": "d", "codes": [], "fixed": False, "error": "RuntimeError"}
+    in_message = _case(tmp_path / "a", **keys, error_match="boom")
+    in_traceback = _case(tmp_path / "b", **keys, error_match="runner")
+    runs = run_programs([in_message.before, in_traceback.before])
+    assert problems(in_message, runs[:1]) == []
+    assert problems(in_traceback, runs[1:]) == [
+        "before.py's RuntimeError does not mention 'runner'"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("keys", "refused"),
+    [
+        pytest.param(
+            {"error": "RuntimeError"}, "`error` needs an `error_match`", id="error without match"
+        ),
+        pytest.param({"fixed": True}, "a fixed case needs the `error`", id="fixed, never judged"),
+        pytest.param({"colour": "red"}, "unknown keys ['colour']", id="unknown key"),
+    ],
+)
+def test_a_case_whose_proof_could_not_fail_is_refused(
+    tmp_path: Path, keys: dict[str, object], refused: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(refused)):
+        _case(tmp_path, **{"description": "d", "codes": [], "fixed": False, **keys})

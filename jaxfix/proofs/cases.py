@@ -155,9 +155,7 @@ def load_cases(folder: Path | None = None, *, projects: bool = False) -> list[Ca
         if (directory / "before").is_dir() and not projects:
             continue
         data = tomllib.loads((directory / "expect.toml").read_text(encoding="utf-8"))
-        unknown = set(data) - KEYS
-        if unknown:
-            raise ValueError(f"{directory}/expect.toml: unknown keys {sorted(unknown)}")
+        _check_keys(directory, data)
         cases.append(
             Case(
                 rule=directory.parent.name,
@@ -174,6 +172,21 @@ def load_cases(folder: Path | None = None, *, projects: bool = False) -> list[Ca
             )
         )
     return cases
+
+
+def _check_keys(directory: Path, data: Mapping[str, Any]) -> None:
+    """Refuse an `expect.toml` whose proof could not fail where it should: unknown keys, an
+    `error` without the `error_match` that only the documented failure's message holds (its
+    class alone is raised by unrelated mistakes too), or a fixed case whose `before` is
+    expected neither to fail nor to print (its `after` would never be judged)."""
+    where = f"{directory}/expect.toml"
+    unknown = set(data) - KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+    if "error" in data and "error_match" not in data:
+        raise ValueError(f"{where}: `error` needs an `error_match` from the failure's message")
+    if data.get("fixed") and "error" not in data and "before_stdout" not in data:
+        raise ValueError(f"{where}: a fixed case needs the `error` or `before_stdout` of before")
 
 
 @dataclass(frozen=True)

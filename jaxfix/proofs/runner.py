@@ -40,7 +40,6 @@ import re
 import runpy
 import sys
 import threading
-import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -136,7 +135,7 @@ def run_one(program: Path, workdir: Path, mode: str) -> dict[str, object]:
                     names = runpy.run_path(str(program), run_name="__main__")
                 jax.effects_barrier()  # type: ignore[no-untyped-call]  # the program's end
             except BaseException as exc:  # the program's failure is the result
-                error = (type(exc).__name__, f"{exc}\n{traceback.format_exc(limit=3)}")
+                error = (type(exc).__name__, str(exc))  # what `error_match` is looked for in
                 with contextlib.suppress(BaseException):  # nothing is left for the next program
                     jax.effects_barrier()  # type: ignore[no-untyped-call]
         # While the program's modules are still imported: its pickles may name their classes.
