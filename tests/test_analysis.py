@@ -62,6 +62,160 @@ def f(x):
         total = total + 1
     pickle.dumps(total)  # traced
 """,
+    "a loop whose state settles in the second round": """
+@jax.jit
+def f(x):
+    a = x
+    b = x
+    for _ in range(3):
+        a = b  # from the second round on, `b` is 0.0 here
+        b = 0.0
+    pickle.dumps(a)  # silent
+    c = x
+    d = x
+    for _ in range(3):
+        c = d
+        d = d + 1.0
+    pickle.dumps(c)  # traced
+""",
+    "a while loop's state settles too, and its else sees it": """
+@jax.jit
+def f(x, n: int = 3):
+    a = x
+    b = x
+    while n:
+        a = b
+        b = 0.0
+        n -= 1
+    else:
+        pickle.dumps(a)  # silent
+    c = x
+    while n:
+        c = c * 2
+        n -= 1
+    else:
+        pickle.dumps(c)  # traced
+""",
+    "a handler starts where the try body may have stopped": """
+def risky():
+    pass
+
+@jax.jit
+def f(x):
+    y = x
+    try:
+        y = 0.0
+        risky()
+    except ValueError:
+        pickle.dumps(y)  # silent
+    z = x
+    try:
+        risky()
+    except ValueError:
+        pickle.dumps(z)  # traced
+""",
+    "a try's else runs after its whole body, its finally after either path": """
+def risky():
+    pass
+
+@jax.jit
+def f(x):
+    y = x
+    try:
+        y = 0.0
+    except ValueError:
+        pass
+    else:
+        pickle.dumps(y)  # silent
+    z = 0.0
+    try:
+        z = x
+    except ValueError:
+        z = x + 1
+    else:
+        pickle.dumps(z)  # traced
+    finally:
+        pickle.dumps(z)  # traced
+    w = x
+    try:
+        risky()
+    except ValueError:
+        w = 0.0
+    finally:
+        pickle.dumps(w)  # silent
+""",
+    "break leaves the loop with its own state, skipping the else": """
+@jax.jit
+def f(x, items: tuple = (1, 2)):
+    y = 0.0
+    while True:
+        y = x
+        break
+    pickle.dumps(y)  # traced
+    z = 0.0
+    for item in items:
+        z = x
+        break
+    pickle.dumps(z)  # silent
+    w = x
+    for item in items:
+        w = 0.0
+        break
+    else:
+        pickle.dumps(w)  # traced
+""",
+    "continue goes back to the loop's head, leaving the rest of the round": """
+@jax.jit
+def f(x, items: tuple = (1, 2)):
+    y = x
+    for item in items:
+        if item:
+            continue
+        y = 0.0
+    pickle.dumps(y)  # silent
+    z = x
+    for item in items:
+        z = z + 1
+        continue
+        z = 0.0
+    pickle.dumps(z)  # traced
+""",
+    "a block under contextlib.suppress may stop anywhere": """
+import contextlib
+
+def risky():
+    pass
+
+@jax.jit
+def f(x):
+    y = 0.0
+    with contextlib.suppress(ValueError):
+        risky()
+        y = x
+    pickle.dumps(y)  # silent
+    z = 0.0
+    with open("log.txt") as handle:
+        z = x
+    pickle.dumps(z)  # traced
+""",
+    "a match whose last arm matches anything leaves no path around it": """
+@jax.jit
+def f(x, mode: str = "a"):
+    y = 0.0
+    match mode:
+        case "a":
+            y = x
+        case _:
+            y = x + 1
+    pickle.dumps(y)  # traced
+    z = 0.0
+    match mode:
+        case "a":
+            z = x
+        case other if other:
+            z = x + 1
+    pickle.dumps(z)  # silent
+""",
     "a match statement that may match no case keeps what came before it": """
 match {"protocol": 5}:
     case {"protocol": protocol}:

@@ -7,6 +7,7 @@ import ast
 import contextlib
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from jaxfix.analysis import values as v
 from jaxfix.analysis.declarations import (
@@ -47,11 +48,24 @@ COMPILE_TIME_EVAL = "jax.ensure_compile_time_eval"
 
 
 class _Exit(Exception):
-    """Not an error: the branch returned or raised (nothing after it runs)."""
+    """Not an error: the branch returned, raised, broke out or went on to the next round
+    (nothing after it runs)."""
+
+
+@dataclass
+class _LoopExits:
+    """Where the paths of one round of a loop's body that leave it early went: `break`s to
+    after the loop (skipping its `else`), `continue`s back to its head."""
+
+    breaks: list[Env] = field(default_factory=list)
+    continues: list[Env] = field(default_factory=list)
 
 
 class Interpreter(Evaluator):
     """Interprets one function body; nested functions get interpreters of their own."""
+
+    # The loops around the statement interpreted, innermost last (`break`, `continue`).
+    loop_exits: list[_LoopExits]
 
     # -- running ---------------------------------------------------------------------------
 
@@ -63,6 +77,7 @@ class Interpreter(Evaluator):
                 frozenset({Param(self.summary.id, name)}),
                 qualified=f"<instance>.{class_name}",
             )
+        self.loop_exits = []
         node = self.summary.node
         running = self.module.running
         running.add(self.summary.id)
@@ -302,26 +317,45 @@ class Interpreter(Evaluator):
                 env[name] = UNKNOWN
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While, env: Env) -> None:
+        """Round after round until the state at the loop's head settles (a name rebound from
+        another that the previous round rebound takes a second round); after the loop, what
+        holds where its test fails (or its iterable ends: also before any round) and at each
+        `break`. A `while True:` is left by its `break`s alone."""
         state = dict(env)
+        exits = _LoopExits()
         for _ in range(MAX_LOOP_ROUNDS):
             inner = dict(state)
             if isinstance(node, ast.For | ast.AsyncFor):
                 self.bind(node.target, self._element(self.expr(node.iter, inner)), inner, node)
             else:
                 self._bool(node.test, self.expr(node.test, inner))
-            after = self.branch(node.body, inner)
-            if after is None:
+            exits = _LoopExits()
+            self.loop_exits.append(exits)
+            try:
+                after = self.branch(node.body, inner)
+            finally:
+                self.loop_exits.pop()
+            ends = [side for side in (after, *exits.continues) if side is not None]
+            if not ends:
                 break
             merged = dict(state)
-            self._join_into(merged, state, after)
+            self._join_into(merged, state, *ends)
             if merged == state:
                 break
             state = merged
-        env.clear()
-        env.update(state)
-        end = self.branch(node.orelse, env)
-        if end is not None:
-            env.update(end)
+        endless = isinstance(node, ast.While) and _always_true(node.test)
+        normal = None if endless else self.branch(node.orelse, state)
+        self._join_into(env, normal, *exits.breaks)
+
+    def s_Break(self, node: ast.Break, env: Env) -> None:
+        if self.loop_exits:
+            self.loop_exits[-1].breaks.append(dict(env))
+        raise _Exit
+
+    def s_Continue(self, node: ast.Continue, env: Env) -> None:
+        if self.loop_exits:
+            self.loop_exits[-1].continues.append(dict(env))
+        raise _Exit
 
     s_For = s_AsyncFor = s_While = _loop
 
@@ -350,30 +384,35 @@ class Interpreter(Evaluator):
     s_TryStar = s_Try
 
     def s_With(self, node: ast.With | ast.AsyncWith, env: Env) -> None:
-        compile_time = 0
+        managers: set[str | None] = set()
         for item in node.items:
             value = self.expr(item.context_expr, env)
-            if (
-                isinstance(item.context_expr, ast.Call)
-                and self._callee_name(item.context_expr.func, env) == COMPILE_TIME_EVAL
-            ):
-                compile_time = 1
+            if isinstance(item.context_expr, ast.Call):
+                managers.add(self._callee_name(item.context_expr.func, env))
             if item.optional_vars is not None:
                 self.bind(
                     item.optional_vars, UNKNOWN if value.kind is Kind.TRACED else value, env, node
                 )
+        compile_time = int(COMPILE_TIME_EVAL in managers)
         self.compile_time += compile_time
         try:
-            self.block(node.body, env)
+            if managers & _SWALLOWING:
+                # The body may stop anywhere, and the code after the block goes on.
+                self._join_into(env, dict(env), self.branch(node.body, env))
+            else:
+                self.block(node.body, env)
         finally:
             self.compile_time -= compile_time
 
     s_AsyncWith = s_With
 
     def s_Match(self, node: ast.Match, env: Env) -> None:
+        """Each arm on its own; the code after the block also runs when no arm matched, unless
+        the last arm matches anything (`case _:`, `case name:` without a guard)."""
         self.expr(node.subject, env)
         sides = [self.branch(case.body, env) for case in node.cases]
-        self._join_into(env, env if len(node.cases) else None, *sides)
+        exhaustive = bool(node.cases) and _irrefutable(node.cases[-1])
+        self._join_into(env, None if exhaustive else env, *sides)
 
     def s_Import(self, node: ast.Import | ast.ImportFrom, env: Env) -> None:
         for alias in node.names:
@@ -443,3 +482,18 @@ class Interpreter(Evaluator):
 
 
 _STATEMENTS = methods_by_type(Interpreter, "s_")
+# Context managers that may swallow the exception that stops their block.
+_SWALLOWING = frozenset({"contextlib.suppress"})
+
+
+def _always_true(test: ast.expr) -> bool:
+    """`while True:`, `while 1:`: a loop its test never ends."""
+    return isinstance(test, ast.Constant) and bool(test.value)
+
+
+def _irrefutable(case: ast.match_case) -> bool:
+    """A `match` arm that matches every subject: a wildcard or a bare capture, unguarded."""
+    pattern = case.pattern
+    while isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+        pattern = pattern.pattern
+    return case.guard is None and isinstance(pattern, ast.MatchAs) and pattern.pattern is None
