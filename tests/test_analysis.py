@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import gc
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -215,6 +216,133 @@ def f(x, mode: str = "a"):
         case other if other:
             z = x + 1
     pickle.dumps(z)  # silent
+    w = 0.0
+    match mode:
+        case "a":
+            w = x
+        case (other as alias):
+            w = x + 1
+    pickle.dumps(w)  # traced
+""",
+    "a for loop binds each element of what it iterates": """
+@jax.jit
+def f(x):
+    for row in x:
+        pickle.dumps(row)  # traced
+    for name in ("a", "b"):
+        pickle.dumps(name)  # silent
+""",
+    "a handler may start before the try body's first store": """
+def risky(value):
+    return value
+
+@jax.jit
+def f(x):
+    y = 0.0
+    try:
+        y = risky(x)
+    except ValueError:
+        pickle.dumps(y)  # silent
+""",
+    "after a try, the body's path and each handler's join": """
+def risky():
+    pass
+
+@jax.jit
+def f(x):
+    y = 0.0
+    try:
+        risky()
+    except ValueError:
+        y = x
+    pickle.dumps(y)  # silent
+    z = 0.0
+    try:
+        z = x
+    finally:
+        pass
+    pickle.dumps(z)  # traced
+    w = x
+    try:
+        risky()
+    except ValueError as w:
+        pickle.dumps(w)  # silent
+""",
+    "annotated and augmented assignments bind as assignments do": """
+@jax.jit
+def f(x):
+    y: float = x * 2
+    pickle.dumps(y)  # traced
+    z: float = 1.0
+    pickle.dumps(z)  # silent
+    a = 0.0
+    a += x
+    pickle.dumps(a)  # traced
+    b = x
+    b += 1.0
+    pickle.dumps(b)  # traced
+    c = 1.0
+    c += 2.0
+    pickle.dumps(c)  # silent
+""",
+    "del unbinds a name, a global one too": """
+G = 1.0
+
+@jax.jit
+def f(x):
+    y = x
+    del y
+    pickle.dumps(y)  # silent
+    global G
+    del G
+    pickle.dumps(x)  # traced
+""",
+    "with ... as binds what the manager gives, never a tracer": """
+import contextlib
+
+@jax.jit
+def f(x):
+    y = x
+    with open("log.txt") as y:
+        pickle.dumps(y)  # silent
+    with contextlib.nullcontext(x) as z:
+        pickle.dumps(z)  # silent
+""",
+    "a with block nested in compile-time evaluation is evaluated at compile time too": """
+@jax.jit
+def f(x):
+    with jax.ensure_compile_time_eval():
+        with open("log.txt"):
+            y = jnp.zeros(3)
+        pickle.dumps(y)  # silent
+    z = jnp.zeros(3)
+    pickle.dumps(z)  # traced
+""",
+    "a function's returns join": """
+def pick(flag, value):
+    if flag:
+        return value
+    return 0.0
+
+def same(flag, value):
+    if flag:
+        return value * 2
+    return value
+
+@jax.jit
+def f(x, flag: bool = True):
+    pickle.dumps(pick(flag, x))  # silent
+    pickle.dumps(same(flag, x))  # traced
+""",
+    "a method sees its instance traced when the instance is": """
+class Scaler:
+    def scale(self, value):
+        pickle.dumps(self)  # traced
+        return value
+
+@jax.jit
+def f(s: Scaler, x):
+    return s.scale(x)
 """,
     "a match statement that may match no case keeps what came before it": """
 match {"protocol": 5}:
@@ -965,6 +1093,25 @@ def test_a_reused_analysis_gives_what_a_fresh_one_gives(case: Case) -> None:
         tree = ast.parse(source)
         for index in order:
             assert _signature(source, tree, runs[index]) == fresh[index]
+
+
+def test_the_last_analysis_of_a_tree_answers_the_same_question_again() -> None:
+    """Reused only for the same tree and the same question (module, package, transforms...);
+    run on a thread of its own, which has analysed nothing yet."""
+    source = HEADER + "@jax.jit\ndef f(x):\n    pickle.dumps(x)\n"
+
+    def ask() -> None:
+        tree = ast.parse(source)
+        first = analyse(tree)
+        assert analyse(tree, "", is_package=False) is first and first.reused
+        assert analyse(ast.parse(source)) is not first  # another tree
+        again = analyse(tree, "pkg.mod")
+        assert again is not first and analyse(tree, "pkg.mod") is again
+        assert analyse(tree, "pkg.mod", is_package=True) is not again
+        assert analyse(tree, "pkg.mod", is_package=True, reuse=False) is not again
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(ask).result()
 
 
 def test_mutually_recursive_functions_have_the_same_summaries_whichever_is_asked_first() -> None:
