@@ -243,6 +243,8 @@ class Evaluator(CallEvaluator):
             values.append(self.expr(operand, inner))
             if inner is not env:  # what a `:=` bound meanwhile
                 env.update((k, x) for k, x in inner.items() if k not in narrowed)
+            if operand is node.values[-1]:
+                break
             guard = self._tracer_guard(operand, inner)
             if guard is not None and guard.concrete_when is holds:
                 narrowed[guard.name] = guard.narrowed_value()
