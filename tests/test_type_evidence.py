@@ -265,7 +265,8 @@ def f(x):
 @jax.jit
 def g(x):
     closed = jax.make_jaxpr(jax.numpy.sin)(x)
-    return interpret_by_value(closed.jaxpr, x)
+    compiled = {closed.jaxpr: closed}
+    return interpret_by_value(closed.jaxpr, x), compiled
 """
 
 # JAX's objects by their class and their makers: a variable narrowed by `isinstance`, a treedef.
@@ -291,6 +292,44 @@ def f(x, tree):
     cache[leaves[0]] = 2  # JF106
     cache[jax.tree_util.tree_structure(tree)] = 3
     return depends(x, None)
+
+
+def double(y):
+    return y * 2
+
+
+@jax.make_jaxpr
+def halve(y):
+    return y / 2
+
+
+@jax.jit
+def g(x):
+    closed = jax.make_jaxpr(double)(x)
+    table = {closed: 1}
+    table[halve(x)] = 2
+    table[double(x)] = 3  # JF106
+    return table
+"""
+
+
+# A jaxpr that no model makes (another library's helper gives it): what only a jaxpr and its
+# equations have (`.eqns`, `.invars`, `.outvars`) says what it is.
+WALKED = """\
+import jax
+from mylib import trace_to_jaxpr
+
+
+@jax.jit
+def f(x):
+    jaxpr = trace_to_jaxpr(x)
+    env = {}
+    for eqn in jaxpr.eqns:
+        key = eqn.outvars[0]
+        env[key] = x
+        env[x] = 1  # JF106
+    env[jaxpr.invars[0]] = 2
+    return env
 """
 
 
@@ -304,6 +343,7 @@ def f(x, tree):
         pytest.param(COMPREHENSION, id="comprehension-filter"),
         pytest.param(INTERPRETER, id="jaxpr-interpreter"),
         pytest.param(OBJECTS, id="jax-objects"),
+        pytest.param(WALKED, id="jaxpr-attributes"),
     ],
 )
 def test_only_values_without_evidence_of_a_non_array_type_are_reported(text: str) -> None:
