@@ -116,6 +116,17 @@ def f(x, d):
         seen[x] = 0
     if isinstance(x, (Config, str)):
         seen[x] = 0
+    if type(x) is Config:
+        seen[x] = 0
+    if type(x) != Config:
+        return x
+    seen[x] = 0
+    return x
+
+
+@jax.jit
+def h(x):
+    seen = {}
     if not isinstance(x, Config):
         return x
     seen[x] = 0
@@ -137,7 +148,9 @@ def g(x):
         seen[x] = 5  # JF106
     if isinstance(x, (Config, np.ndarray)):
         seen[x] = 6  # JF106
-    seen[x] = 7  # JF106
+    if type(x) is np.ndarray:
+        seen[x] = 7  # JF106
+    seen[x] = 8  # JF106
     return x
 """
 

@@ -88,17 +88,16 @@ class Evaluator(CallEvaluator):
     def _tested(self, test: ast.expr, env: Env) -> tuple[str | None, bool, bool, Value | None]:
         """The name a single test asks about and what it tells (see `Guard`)."""
         nothing = (None, False, False, None)
-        if (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.In)
-            and isinstance(test.left, ast.Call)
-            and isinstance(test.left.func, ast.Name)
-            and test.left.func.id == "type"
-            and len(test.left.args) == 1
-            and isinstance(test.left.args[0], ast.Name)
-        ):
-            return test.left.args[0].id, True, False, None  # `type(x) in python_scalar_types`
+        typed = _type_of(test.left) if isinstance(test, ast.Compare) else None
+        if isinstance(test, ast.Compare) and typed is not None and len(test.ops) == 1:
+            op = test.ops[0]
+            if isinstance(op, ast.In):
+                return typed, True, False, None  # `type(x) in python_scalar_types`
+            if isinstance(op, ast.Is | ast.Eq | ast.IsNot | ast.NotEq):  # `type(x) is C`
+                instance = self._narrowed(test.comparators[0], self.name(typed, env), env)
+                holds = isinstance(op, ast.Is | ast.Eq)
+                return nothing if instance is None else (typed, holds, False, instance)
+            return nothing
         if not isinstance(test, ast.Call) or not test.args:
             return nothing
         subject = test.args[0]
@@ -379,6 +378,19 @@ class Evaluator(CallEvaluator):
 
 
 _EXPRESSIONS = methods_by_type(Evaluator, "e_")
+
+
+def _type_of(node: ast.expr) -> str | None:
+    """The name `x` of `type(x)`."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+    ):
+        return node.args[0].id
+    return None
 
 
 def _asks_array_attribute(test: ast.Call) -> bool:
