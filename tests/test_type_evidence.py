@@ -81,8 +81,10 @@ def f(tree):
 
 # The class tested decides: the module's plain classes and Python types narrow; array types,
 # names imported from elsewhere (an alias of an array type?), `object`, a class deriving from an
-# array type or a `Protocol`, and a tuple holding any of them do not.
+# array type or a `Protocol`, an ABC the module registers a class into, and a tuple holding any
+# of them do not.
 NARROWING = """\
+import abc
 from typing import Protocol
 
 import jax
@@ -104,6 +106,13 @@ class Wrapped(jax.Array):
 
 class HasShape(Protocol):
     shape: tuple
+
+
+class ArrayLike(abc.ABC):
+    pass
+
+
+ArrayLike.register(jax.Array)
 
 
 @jax.jit
@@ -150,6 +159,8 @@ def g(x):
         seen[x] = 6  # JF106
     if type(x) is np.ndarray:
         seen[x] = 7  # JF106
+    if isinstance(x, ArrayLike):
+        seen[x] = 9  # JF106
     seen[x] = 8  # JF106
     return x
 """
@@ -361,3 +372,9 @@ def f(x):
 )
 def test_only_values_without_evidence_of_a_non_array_type_are_reported(text: str) -> None:
     assert _found(text) == _expected(text)
+
+
+@pytest.mark.parametrize("text", [UNBIND, NARROWING, MATCH, INTERPRETER, OBJECTS])
+def test_the_slice_of_a_file_narrows_as_the_whole_file(text: str) -> None:
+    whole = {(d.line, d.code) for d in check_text(text, RULES, slicing=False)}
+    assert _found(text) == whole

@@ -55,14 +55,15 @@ def _instance(
 
 def may_be_array_class(name: str, module: Module) -> bool:
     """Whether an array may be an instance of the module's class `name`: it derives (through
-    the module's classes) from an array or tracer type or a `Protocol`, or its metaclass may
-    answer `isinstance` as it likes."""
+    the module's classes) from an array or tracer type or a `Protocol`, its metaclass may
+    answer `isinstance` as it likes, or the module registers a virtual subclass of it
+    (`Base.register(jax.Array)`)."""
     seen: set[str] = set()
     work = [name]
     while work:
         current = work.pop()
         cls = module.classes.get(current)
-        if cls is None:
+        if cls is None or _registers(current, module):
             return True
         seen.add(current)
         for keyword in cls.keywords:
@@ -79,4 +80,20 @@ def may_be_array_class(name: str, module: Module) -> bool:
             full = qualified_name(head, module)
             if full in ARRAY_TYPES or TRACER_TEST.search(full):
                 return True
+    return False
+
+
+def _registers(name: str, module: Module) -> bool:
+    """Whether a top-level statement of the module calls `name.register(...)` (an ABC's
+    virtual subclass, which `isinstance` accepts)."""
+    for statement in module.tree.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "register"
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == name
+        ):
+            return True
     return False
