@@ -38,11 +38,20 @@ from jaxfix.analysis.transform_arguments import (
 )
 from jaxfix.analysis.values import (
     HOST,
+    JAX_OBJECT,
+    JAX_OBJECT_MAKER,
     STATIC,
     UNKNOWN,
     Kind,
     Staged,
     Value,
+)
+from jaxfix.models.jax_objects import (
+    OBJECT_AT,
+    OBJECT_CLASSES,
+    OBJECT_MAKERS,
+    OBJECT_RESULTS,
+    OBJECT_TRANSFORMS,
 )
 from jaxfix.models.transforms import (
     ABSTRACT_TRANSFORMS,
@@ -137,6 +146,8 @@ class CallEvaluator:
         self.is_module = isinstance(node, ast.Module)
 
     def _element(self, iterable: Value) -> Value:
+        if iterable == JAX_OBJECT:
+            return iterable  # `for eqn in jaxpr.eqns`
         if iterable.element is not None:
             return iterable.element
         if iterable.elements:
@@ -188,6 +199,8 @@ class CallEvaluator:
     def _result(self, call: Call, func: Value, env: Env) -> Value:
         callee = call.callee
         operands = [*call.values(), *([call.receiver] if call.receiver else [])]
+        if func == JAX_OBJECT_MAKER:
+            return JAX_OBJECT  # `jax.make_jaxpr(f)(x)`: a closed jaxpr
         if func.qualified is not None and func.qualified.startswith("<class>."):
             instance = func.qualified.replace("<class>", "<instance>")
             fields = self._fields(instance.removeprefix("<instance>."), call)
@@ -197,6 +210,10 @@ class CallEvaluator:
                 return STATIC
             if callee.rsplit(".", 1)[-1] in _STATIC_BY_NAME:
                 return STATIC
+            if callee in OBJECT_CLASSES or callee in OBJECT_MAKERS:
+                return JAX_OBJECT
+            if callee in OBJECT_AT:
+                return _with_object(_unresolved(operands), *OBJECT_AT[callee])
             if callee in self.transforms:
                 return self._transform(call)
             if callee == PARTIAL and call.args and call.args[0].function:
@@ -233,6 +250,8 @@ class CallEvaluator:
                 return v.combine(operands) if callee in _ARRAY_BUILTINS else UNKNOWN
             return _unresolved(operands)
         if func.function is not None:
+            if self._makes_objects(func):
+                return JAX_OBJECT
             if func.function in self.module.transformed:
                 # A jitted function called from this code: traced when this code is.
                 return v.traced(v.sources_of(operands) | {Staged(self.summary.id)})
@@ -281,6 +300,16 @@ class CallEvaluator:
         given = bind_arguments(summary, call)
         return substitute(summary.returns, target, given, self.summary.id)
 
+    def _makes_objects(self, func: Value) -> bool:
+        """Whether `func` is a function of the module transformed into one that returns JAX's
+        objects (`@jax.make_jaxpr` on its `def`)."""
+        entries = self.module.entries
+        return (
+            func.entry is not None
+            and func.entry < len(entries)
+            and entries[func.entry].transform in OBJECT_TRANSFORMS
+        )
+
     def _encloses(self, target: str) -> bool:
         """Whether `target` is a function whose body defines this one (at any depth): it is
         being interpreted, as far as it has gone, whoever asked for it."""
@@ -307,11 +336,13 @@ class CallEvaluator:
         for keyword, value in call.keywords.items():
             if keyword in spec.fun_keywords:
                 self._enter(call.node, call.callee, spec, value, call.node)
+        if call.callee in OBJECT_RESULTS:
+            return JAX_OBJECT  # `jax.eval_shape(f, x)`: shape structs
         first = call.args[0] if call.args else None
         if first is not None and first.function is not None:
             entry = len(self.module.entries) - 1 if self.module.entries else None
             return Value(Kind.UNKNOWN, function=first.function, entry=entry)
-        return UNKNOWN
+        return JAX_OBJECT_MAKER if call.callee in OBJECT_TRANSFORMS else UNKNOWN
 
     def _iterator(self, callee: str, call: Call) -> Value:
         """`enumerate(x)` gives an int and an element of x; `zip(a, b)` an element of each."""
@@ -577,6 +608,13 @@ def _unresolved(operands: list[Value]) -> Value:
         if any(o.kind is Kind.TRACED or o.elements or o.fields for o in operands)
         else UNKNOWN
     )
+
+
+def _with_object(rest: Value, size: int, position: int) -> Value:
+    """A tuple of `size` items, JAX's object at `position` and `rest` at the others
+    (`leaves, treedef = jax.tree_util.tree_flatten(x)`)."""
+    items = tuple(JAX_OBJECT if index == position else rest for index in range(size))
+    return Value(Kind.UNKNOWN, elements=items)
 
 
 def instance_class(value: Value) -> str | None:

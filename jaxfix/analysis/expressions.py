@@ -10,7 +10,6 @@ import builtins
 from jaxfix.analysis import values as v
 from jaxfix.analysis.calls import (
     ARRAY_ATTRIBUTES,
-    PYTHON_TYPE_NAMES,
     CallEvaluator,
     instance_class,
     sorted_strings,
@@ -19,6 +18,7 @@ from jaxfix.analysis.declarations import (
     methods_by_type,
 )
 from jaxfix.analysis.names import dotted
+from jaxfix.analysis.narrowing import narrowed
 from jaxfix.analysis.summaries import (
     TRACER_TEST,
     Call,
@@ -27,12 +27,14 @@ from jaxfix.analysis.summaries import (
 )
 from jaxfix.analysis.values import (
     HOST,
+    JAX_OBJECT,
     STATIC,
     UNKNOWN,
     Guard,
     Kind,
     Value,
 )
+from jaxfix.models.jax_objects import ARRAY_VALUED_ATTRIBUTES, OBJECT_ATTRIBUTES
 from jaxfix.models.transforms import (
     CALL_WRAPPERS,
     HOST_CALLBACKS,
@@ -74,25 +76,28 @@ class Evaluator(CallEvaluator):
                 if inner is not None and inner.concrete_when is holds:
                     return inner._replace(tracer_otherwise=False)
             return None
-        subject, concrete_when, tracer_otherwise = self._tested(test)
+        subject, concrete_when, tracer_otherwise, narrowed_to = self._tested(test, env)
         if subject is None:
             return None
-        return Guard(subject, concrete_when, tracer_otherwise, env.get(subject))
+        return Guard(subject, concrete_when, tracer_otherwise, env.get(subject), narrowed_to)
 
-    def _tested(self, test: ast.expr) -> tuple[str | None, bool, bool]:
+    def _narrowed(self, types: ast.expr, subject: Value, env: Env) -> Value | None:
+        """What `subject` holds as an instance of `types` (see `narrowing.narrowed`)."""
+        return narrowed(types, subject, self.module, lambda name: self.name(name, env))
+
+    def _tested(self, test: ast.expr, env: Env) -> tuple[str | None, bool, bool, Value | None]:
         """The name a single test asks about and what it tells (see `Guard`)."""
-        nothing = (None, False, False)
-        if (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.In)
-            and isinstance(test.left, ast.Call)
-            and isinstance(test.left.func, ast.Name)
-            and test.left.func.id == "type"
-            and len(test.left.args) == 1
-            and isinstance(test.left.args[0], ast.Name)
-        ):
-            return test.left.args[0].id, True, False  # `type(x) in python_scalar_types`
+        nothing = (None, False, False, None)
+        typed = _type_of(test.left) if isinstance(test, ast.Compare) else None
+        if isinstance(test, ast.Compare) and typed is not None and len(test.ops) == 1:
+            op = test.ops[0]
+            if isinstance(op, ast.In):
+                return typed, True, False, None  # `type(x) in python_scalar_types`
+            if isinstance(op, ast.Is | ast.Eq | ast.IsNot | ast.NotEq):  # `type(x) is C`
+                instance = self._narrowed(test.comparators[0], self.name(typed, env), env)
+                holds = isinstance(op, ast.Is | ast.Eq)
+                return nothing if instance is None else (typed, holds, False, instance)
+            return nothing
         if not isinstance(test, ast.Call) or not test.args:
             return nothing
         subject = test.args[0]
@@ -102,17 +107,16 @@ class Evaluator(CallEvaluator):
         callee = ".".join(parts)
         if callee.endswith("isinstance") and len(test.args) == 2:
             if TRACER_TEST.search(ast.unparse(test.args[1])):
-                return subject.id, False, True
-            if _python_types(test.args[1]):
-                return subject.id, True, False
-            return nothing
+                return subject.id, False, True, None
+            instance = self._narrowed(test.args[1], self.name(subject.id, env), env)
+            return nothing if instance is None else (subject.id, True, False, instance)
         if callee in ("hasattr", "getattr") and _asks_array_attribute(test):
-            return subject.id, False, False  # every tracer has a `dtype`
+            return subject.id, False, False, None  # every tracer has a `dtype`
         if TRACER_TEST.search(callee):
             concrete = "concrete" in callee.lower() or callee.lower().split(".")[-1].startswith(
                 "not"
             )
-            return subject.id, concrete, True
+            return subject.id, concrete, True, None
         return nothing
 
     # -- expressions -----------------------------------------------------------------------
@@ -166,6 +170,8 @@ class Evaluator(CallEvaluator):
 
     def e_Attribute(self, node: ast.Attribute, env: Env) -> Value:
         base = self.expr(node.value, env)
+        if base == JAX_OBJECT:
+            return UNKNOWN if node.attr in ARRAY_VALUED_ATTRIBUTES else JAX_OBJECT
         if base.qualified is not None and base.qualified.startswith("<instance>."):
             method = self._method(base.qualified.removeprefix("<instance>."), node.attr)
             if method is not None:
@@ -175,16 +181,22 @@ class Evaluator(CallEvaluator):
             return Value(base.kind, qualified=f"{base.qualified}.{node.attr}")
         if node.attr in STATIC_ATTRIBUTES or node.attr in self.module.static_fields:
             return STATIC
+        if node.attr in OBJECT_ATTRIBUTES:
+            return JAX_OBJECT  # only a jaxpr and its equations have them (`jaxpr.eqns`)
         given = base.field(node.attr)
         if given is not None:
             return given
         if base.kind is Kind.TRACED:
             return base
+        if base.sources and instance_class(base) is not None:
+            return v.traced(base.sources)  # a field of an instance narrowed from a traced value
         return HOST if base.kind is Kind.HOST else (STATIC if base.kind is Kind.STATIC else UNKNOWN)
 
     def e_Subscript(self, node: ast.Subscript, env: Env) -> Value:
         base = self.expr(node.value, env)
         key = self.expr(node.slice, env)
+        if base == JAX_OBJECT:
+            return base  # `eqn.invars[0]`, `eqn.params["jaxpr"]`
         if base.elements is not None and isinstance(node.slice, ast.Constant):
             index = node.slice.value
             if isinstance(index, int) and -len(base.elements) <= index < len(base.elements):
@@ -214,17 +226,35 @@ class Evaluator(CallEvaluator):
         return self.expr(node.value, env)
 
     def e_BoolOp(self, node: ast.BoolOp, env: Env) -> Value:
-        values = [self.expr(e, env) for e in node.values]
+        values = self._operands(node, env)
         for operand, value in zip(node.values[:-1], values[:-1], strict=True):
             self._bool(operand, value)
         return v.combine(values) if all(x.kind is Kind.STATIC for x in values) else UNKNOWN
+
+    def _operands(self, node: ast.BoolOp, env: Env) -> list[Value]:
+        """The operands' values, each evaluated where the ones before it let it run:
+        `isinstance(v, C) and v in seen` tests `v` as an instance of `C`."""
+        holds = isinstance(node.op, ast.And)
+        values: list[Value] = []
+        narrowed: dict[str, Value] = {}
+        for operand in node.values:
+            inner = {**env, **narrowed} if narrowed else env
+            values.append(self.expr(operand, inner))
+            if inner is not env:  # what a `:=` bound meanwhile
+                env.update((k, x) for k, x in inner.items() if k not in narrowed)
+            if operand is node.values[-1]:
+                break
+            guard = self._tracer_guard(operand, inner)
+            if guard is not None and guard.concrete_when is holds:
+                narrowed[guard.name] = guard.narrowed_value()
+        return values
 
     def e_IfExp(self, node: ast.IfExp, env: Env) -> Value:
         self._bool(node.test, self.expr(node.test, env))
         guard = self._tracer_guard(node.test, env)
         if guard is None:
             return v.join(self.expr(node.body, env), self.expr(node.orelse, env))
-        concrete = {**env, guard.name: STATIC}
+        concrete = {**env, guard.name: guard.narrowed_value()}
         body, orelse = (concrete, env) if guard.concrete_when else (env, concrete)
         return v.join(self.expr(node.body, body), self.expr(node.orelse, orelse))
 
@@ -253,6 +283,9 @@ class Evaluator(CallEvaluator):
             )
             for test in generator.ifs:
                 self._bool(test, self.expr(test, inner))
+                guard = self._tracer_guard(test, inner)  # `if isinstance(x, C)`: narrows `x`
+                if guard is not None and guard.concrete_when:
+                    inner[guard.name] = guard.narrowed_value()
         if isinstance(node, ast.DictComp):  # keys in the order of the iteration
             self.expr(node.key, inner)
             return v.combine([self.expr(node.value, inner)])._replace(reorders=True)
@@ -347,6 +380,19 @@ class Evaluator(CallEvaluator):
 _EXPRESSIONS = methods_by_type(Evaluator, "e_")
 
 
+def _type_of(node: ast.expr) -> str | None:
+    """The name `x` of `type(x)`."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+    ):
+        return node.args[0].id
+    return None
+
+
 def _asks_array_attribute(test: ast.Call) -> bool:
     """`hasattr(x, "dtype")`, or `getattr(x, "dtype", None)` (falsy without the attribute)."""
     args = test.args
@@ -358,11 +404,3 @@ def _asks_array_attribute(test: ast.Call) -> bool:
         return isinstance(test.func, ast.Name) and test.func.id == "hasattr"
     default = args[2]
     return len(args) == 3 and isinstance(default, ast.Constant) and not default.value
-
-
-def _python_types(node: ast.expr) -> bool:
-    """Whether `node` names only types whose instances are never tracers (`int`, `type`,
-    `(float, np.dtype)`)."""
-    elements = node.elts if isinstance(node, ast.Tuple) else [node]
-    names = [dotted(e) for e in elements]
-    return all(parts is not None and parts[-1] in PYTHON_TYPE_NAMES for parts in names)

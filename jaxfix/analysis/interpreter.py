@@ -282,7 +282,8 @@ class Interpreter(Evaluator):
             return
         name = guard.name
         concrete = dict(env)
-        concrete[name] = STATIC
+        narrowed = guard.narrowed_value()
+        concrete[name] = narrowed
         concrete_body = guard.concrete_when
         guards = int(guard.tracer_otherwise)
         self.guarded += guards
@@ -296,7 +297,7 @@ class Interpreter(Evaluator):
             tracer_side is not None
             and concrete_side is not None
             and original is not None
-            and concrete_side.get(name) == STATIC  # narrowed only: both paths go on with it
+            and concrete_side.get(name) == narrowed  # narrowed only: both paths go on with it
         ):
             concrete_side[name] = original
         self._join_into(env, tracer_side, concrete_side)
@@ -407,12 +408,37 @@ class Interpreter(Evaluator):
     s_AsyncWith = s_With
 
     def s_Match(self, node: ast.Match, env: Env) -> None:
-        """Each arm on its own; the code after the block also runs when no arm matched, unless
-        the last arm matches anything (`case _:`, `case name:` without a guard)."""
-        self.expr(node.subject, env)
-        sides = [self.branch(case.body, env) for case in node.cases]
+        """Each arm on its own, its subject narrowed by a class pattern; the code after the
+        block also runs when no arm matched, unless the last arm matches anything (`case _:`,
+        `case name:` without a guard)."""
+        subject = self.expr(node.subject, env)
+        sides = []
+        for case in node.cases:
+            narrowed, names = self._case_narrowing(node.subject, case.pattern, subject, env)
+            inner = {**env, **dict.fromkeys(names, narrowed)} if narrowed is not None else env
+            side = self.branch(case.body, inner)
+            for name in names:  # narrowed only: after the `match` it holds what it held
+                if side is not None and name in env and side.get(name) == narrowed:
+                    side[name] = env[name]
+            sides.append(side)
         exhaustive = bool(node.cases) and _irrefutable(node.cases[-1])
         self._join_into(env, None if exhaustive else env, *sides)
+
+    def _case_narrowing(
+        self, subject_node: ast.expr, pattern: ast.pattern, subject: Value, env: Env
+    ) -> tuple[Value | None, list[str]]:
+        """What a `case C():` (`case C() as c`, `case A() | B()`) tells of the subject: its
+        value as an instance of the classes, and the names that hold it in the case (the
+        subject's name, the `as` name); None when a class may be an array type."""
+        names = [subject_node.id] if isinstance(subject_node, ast.Name) else []
+        if isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+            names += [pattern.name] if pattern.name else []
+            pattern = pattern.pattern
+        alternatives = pattern.patterns if isinstance(pattern, ast.MatchOr) else [pattern]
+        if not all(isinstance(p, ast.MatchClass) for p in alternatives):
+            return None, []
+        classes = ast.Tuple([p.cls for p in alternatives if isinstance(p, ast.MatchClass)])
+        return self._narrowed(classes, subject, env), names
 
     def s_Import(self, node: ast.Import | ast.ImportFrom, env: Env) -> None:
         for alias in node.names:

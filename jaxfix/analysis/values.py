@@ -95,11 +95,24 @@ class Guard(NamedTuple):
     concrete_when: bool
     tracer_otherwise: bool
     subject: Value | None
+    # What the name holds under `concrete_when`: a Python value (None), an instance of a class
+    # that is no array type, one of JAX's own objects (see `narrowed_value`).
+    narrowed: Value | None = None
+
+    def narrowed_value(self) -> Value:
+        """What the name holds where the test says it holds no tracer."""
+        return STATIC if self.narrowed is None else self.narrowed
 
 
 STATIC = Value(Kind.STATIC)
 HOST = Value(Kind.HOST)
 UNKNOWN = Value(Kind.UNKNOWN)
+# One of JAX's own objects that are never arrays (`jaxfix.models.jax_objects`): a jaxpr, one of
+# its equations or variables, a treedef, a sharding. A Python value at trace time; the mark
+# follows its attributes, elements and items (`jaxpr.eqns[0].invars`).
+JAX_OBJECT = Value(Kind.STATIC, qualified="<jax object>")
+# A function that returns such objects when called (`jax.make_jaxpr(f)`).
+JAX_OBJECT_MAKER = Value(Kind.UNKNOWN, qualified="<jax object maker>")
 
 
 def traced(sources: Iterable[Source]) -> Value:
