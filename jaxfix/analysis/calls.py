@@ -49,10 +49,14 @@ from jaxfix.models.transforms import (
     CALL_WRAPPERS,
     CUSTOM_DERIVATIVES,
     CUSTOM_RULE_METHODS,
+    FLATTENS,
+    FLATTENS_WITH_PATH,
+    LEAVES_WITH_PATH,
     PARTIAL,
     STAGED_ARRAY_NAMESPACES,
     STATIC_QUERIES,
     STRING_METHODS,
+    STRUCTURE_QUERIES,
     TransformSpec,
 )
 
@@ -193,8 +197,10 @@ class CallEvaluator:
             fields = self._fields(instance.removeprefix("<instance>."), call)
             return Value(Kind.UNKNOWN, qualified=instance, fields=fields)
         if callee is not None:
-            if callee in STATIC_QUERIES or callee in _PYTHON_VALUED:
+            if callee in STATIC_QUERIES or callee in _PYTHON_VALUED or callee in STRUCTURE_QUERIES:
                 return STATIC
+            if callee in FLATTENS or callee in FLATTENS_WITH_PATH or callee in LEAVES_WITH_PATH:
+                return _flattened(callee, operands)
             if callee.rsplit(".", 1)[-1] in _STATIC_BY_NAME:
                 return STATIC
             if callee in self.transforms:
@@ -577,6 +583,18 @@ def _unresolved(operands: list[Value]) -> Value:
         if any(o.kind is Kind.TRACED or o.elements or o.fields for o in operands)
         else UNKNOWN
     )
+
+
+def _flattened(callee: str, operands: list[Value]) -> Value:
+    """What a flatten gives: its leaves as given (arrays made from them), the structure (a
+    `PyTreeDef`) a Python value, and each leaf's path (its keys) a Python value too."""
+    leaves = _unresolved(operands)
+    if callee in FLATTENS:
+        return Value(Kind.UNKNOWN, elements=(leaves, STATIC))
+    pairs = Value(Kind.UNKNOWN, element=Value(Kind.UNKNOWN, elements=(STATIC, leaves)))
+    if callee in LEAVES_WITH_PATH:
+        return pairs
+    return Value(Kind.UNKNOWN, elements=(pairs, STATIC))
 
 
 def instance_class(value: Value) -> str | None:
