@@ -5,10 +5,14 @@ Each look-alike that must stay silent has a traced twin that must still be flagg
 
 from __future__ import annotations
 
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from jaxfix.cli import main
 from jaxfix.rules.registry import all_rules
 from jaxfix.run.engine import check_text
 
@@ -118,3 +122,130 @@ def test_a_tree_structure_is_a_python_value(key: str) -> None:
 def test_the_leaves_of_a_flatten_stay_traced() -> None:
     found = codes(STRUCTURE.format(key="leaves[0]"))
     assert (9, "JF106") in found
+
+
+# -- static fields across the modules of a run -----------------------------------------------
+
+BASE = """\
+from typing import Any
+import jax
+from flax import struct
+
+
+@struct.dataclass
+class Base:
+    tag: str = struct.field(pytree_node=False)
+
+
+@struct.dataclass
+class System(Base):
+    masses: jax.Array
+    model: Any = struct.field(pytree_node=False, default=None)
+"""
+
+CHECKS = """\
+import numpy as np
+
+
+def validate(model):
+    if np.any(np.asarray(model.limits) > 3):
+        raise ValueError("bad")
+"""
+
+PIPELINE = """\
+from typing import Optional
+import jax
+from pkg import checks
+{imports}
+
+
+@jax.jit
+def init(sys: {annotation}, q: jax.Array):
+    checks.validate(sys.{field})
+    print(sys.tag)
+    return q
+"""
+
+
+def project_findings(root: Path, files: dict[str, str]) -> list[str]:
+    """`file:line CODE` of each finding of a run over the package `files` make."""
+    for name, text in {"pkg/__init__.py": "", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--exit-zero", str(root / "pkg")])
+    return [
+        f"{Path(path).relative_to(root).as_posix()}:{line} {code}"
+        for path, line, code in re.findall(r"^(\S+?):(\d+):\d+: (JF\d+)", result.stdout, re.M)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("imports", "annotation"),
+    [
+        ("from pkg.base import System", "System"),
+        ("from .base import System", "System"),
+        ("from pkg import base", "base.System"),
+        ("from . import base as b", "b.System"),
+        ("from pkg.base import System", "Optional[System]"),
+        ("from pkg.base import System", "System | None"),
+    ],
+)
+def test_a_static_field_declared_in_another_module_is_static(
+    tmp_path: Path, imports: str, annotation: str
+) -> None:
+    pipeline = PIPELINE.format(imports=imports, annotation=annotation, field="model")
+    files = {"pkg/base.py": BASE, "pkg/checks.py": CHECKS, "pkg/pipeline.py": pipeline}
+    assert project_findings(tmp_path, files) == []
+
+
+def test_a_data_field_of_a_class_of_another_module_stays_traced(tmp_path: Path) -> None:
+    pipeline = PIPELINE.format(
+        imports="from pkg.base import System", annotation="System", field="masses"
+    )
+    files = {"pkg/base.py": BASE, "pkg/checks.py": CHECKS, "pkg/pipeline.py": pipeline}
+    assert project_findings(tmp_path, files) == ["pkg/checks.py:5 JF104"]
+
+
+def test_without_the_annotation_a_field_of_that_name_is_not_taken_for_static(
+    tmp_path: Path,
+) -> None:
+    pipeline = PIPELINE.format(imports="", annotation="object", field="model")
+    files = {"pkg/base.py": BASE, "pkg/checks.py": CHECKS, "pkg/pipeline.py": pipeline}
+    assert project_findings(tmp_path, files) == [
+        "pkg/checks.py:5 JF104",
+        "pkg/pipeline.py:10 JF104",
+    ]
+
+
+MADE = """\
+import jax
+from pkg import checks
+from pkg.base import System
+
+
+@jax.jit
+def init(masses, model):
+    sys = System({arguments})
+    checks.validate(sys.model)
+    return sys.masses
+"""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ('tag="s", masses=masses', []),  # `model` keeps its default
+        ('tag="s", masses=masses, model=None', []),
+        ('tag="s", masses=masses, model=model', ["pkg/checks.py:5 JF104"]),  # given a tracer
+        ('"s", masses, model', ["pkg/checks.py:5 JF104"]),  # which field gets what: unknown
+    ],
+)
+def test_an_instance_made_from_an_imported_class_holds_what_it_is_given(
+    tmp_path: Path, arguments: str, expected: list[str]
+) -> None:
+    files = {
+        "pkg/base.py": BASE,
+        "pkg/checks.py": CHECKS,
+        "pkg/pipeline.py": MADE.format(arguments=arguments),
+    }
+    assert project_findings(tmp_path, files) == expected

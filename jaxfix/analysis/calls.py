@@ -197,6 +197,13 @@ class CallEvaluator:
             fields = self._fields(instance.removeprefix("<instance>."), call)
             return Value(Kind.UNKNOWN, qualified=instance, fields=fields)
         if callee is not None:
+            if callee in self.module.static_classes and not call.args:
+                # `System(mass=m)`, of a class another module declares metadata fields of:
+                # each field holds what it is given (by keyword: by position, which field is
+                # given what is unknown), the others their defaults.
+                fields = tuple(call.keywords.items()) if "**" not in call.keywords else None
+                made = _unresolved(operands)
+                return made._replace(qualified=f"<instance>.{callee}", fields=fields)
             if callee in STATIC_QUERIES or callee in _PYTHON_VALUED or callee in STRUCTURE_QUERIES:
                 return STATIC
             if callee in FLATTENS or callee in FLATTENS_WITH_PATH or callee in LEAVES_WITH_PATH:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from jaxfix.analysis import values as v
 from jaxfix.analysis.declarations import (
     methods_by_type,
+    qualified_name,
 )
 from jaxfix.analysis.expressions import Evaluator
 from jaxfix.analysis.names import dotted
@@ -27,6 +28,7 @@ from jaxfix.analysis.summaries import (
     static_method,
 )
 from jaxfix.analysis.transform_arguments import (
+    is_constant,
     python_valued_params,
 )
 from jaxfix.analysis.values import (
@@ -95,7 +97,27 @@ class Interpreter(Evaluator):
                 and annotation.id not in self.module.imports
             ):
                 found[param.arg] = annotation.id
+            elif (imported := self._static_class(annotation)) is not None:
+                found[param.arg] = imported
         return found
+
+    def _static_class(self, annotation: ast.expr | None) -> str | None:
+        """The class of another module of the run with metadata fields that `annotation`
+        names (`System`, `base.System`, `System | None`, `Optional[System]`), as imported."""
+        if not self.module.static_classes or annotation is None:
+            return None
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            if is_constant(annotation.right, None):
+                return self._static_class(annotation.left)
+            if is_constant(annotation.left, None):
+                return self._static_class(annotation.right)
+            return None
+        if isinstance(annotation, ast.Subscript) and qualified_name(
+            annotation.value, self.module
+        ) in ("typing.Optional", "Optional"):
+            return self._static_class(annotation.slice)
+        name = qualified_name(annotation, self.module)
+        return name if name in self.module.static_classes else None
 
     def block(self, body: list[ast.stmt], env: Env) -> None:
         """Interpret `body` in place on `env`; raises `_Exit` when every path leaves."""

@@ -37,6 +37,14 @@ def static_fields_by_class(module: Module) -> dict[str, frozenset[str]]:
     return found
 
 
+def top_level_static_classes(tree: ast.Module, module: Module) -> dict[str, list[str]]:
+    """The classes defined at the top level of `tree` that declare metadata fields, with
+    their names: what the module tells the other modules of a run."""
+    top = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    found = static_fields_by_class(module)
+    return {name: sorted(fields) for name, fields in found.items() if name in top}
+
+
 def static_attribute_names(module: Module) -> set[str]:
     """Every attribute name some pytree class of the module declares as metadata, and those
     a `register_dataclass` call of the module names (whatever class it registers)."""
