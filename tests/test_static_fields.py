@@ -249,3 +249,54 @@ def test_an_instance_made_from_an_imported_class_holds_what_it_is_given(
         "pkg/pipeline.py": MADE.format(arguments=arguments),
     }
     assert project_findings(tmp_path, files) == expected
+
+
+# -- a method of a pytree class whose result is made of its static fields --------------------
+
+SLOTS = """\
+import dataclasses
+import functools
+import jax
+import jax.numpy as jnp
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["value"], meta_fields=["label"])
+@dataclasses.dataclass
+class Var:
+    value: jax.Array
+    label: str
+
+    def get_slot(self):
+        return ("slot", self.{field})
+
+
+def bind(tree, variables):
+    table = {{}}
+    for var in variables:
+        slot = var.get_slot()
+        if slot in table:
+            raise ValueError(slot)
+        table[slot] = var
+    return {{name: table[("slot", name)].value * t for name, t in tree.items()}}
+
+
+def inner(tree, variables):
+    return bind(tree, variables)
+
+
+print(jax.jit(inner)({{"w": 2.0}}, {given}))
+"""
+
+
+def test_a_method_made_of_static_fields_of_instances_given_in_a_list_is_static() -> None:
+    assert codes(SLOTS.format(field="label", given='[Var(jnp.ones(2), "w")]')) == []
+
+
+def test_a_method_made_of_a_data_field_stays_traced() -> None:
+    found = codes(SLOTS.format(field="value", given='[Var(jnp.ones(2), "w")]'))
+    assert (21, "JF106") in found
+
+
+def test_a_list_of_other_values_tells_nothing_of_its_elements() -> None:
+    found = codes(SLOTS.format(field="label", given='[Var(jnp.ones(2), "w"), jnp.ones(2)]'))
+    assert (21, "JF106") in found

@@ -27,6 +27,8 @@ from jaxfix.models.transforms import (
 )
 
 _BUILTINS = frozenset(dir(builtins))
+# After a class's name in `Module.instance_params`: the parameter holds a sequence of instances.
+ELEMENTS = "[]"
 
 
 # The last tree's declarations: a file that other modules trace is analysed again on the same
@@ -361,7 +363,8 @@ def _static_fields(module: Module) -> set[str]:
 
 def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     """Parameters that every call of their function in the module gives an instance of the
-    same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on.
+    same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on;
+    or a list or tuple of such instances only (`[C(...), C(...)]`: the class, then `ELEMENTS`).
     A call through a transform (`eqx.filter_grad(loss)(model, x)`) counts as a call."""
     if not module.classes.keys() - module.imports.keys():
         return {}  # the module makes no instance of its own classes
@@ -384,7 +387,7 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     bound: dict[tuple[str, str], set[str | None]] = {}  # (function id, name) -> classes
     for fid, scope in module.scopes.items():
         for assign in scope.assigns:
-            made = _class_made(assign.value, module)
+            made = _made(assign.value, module)
             for target in assign.targets:
                 for name in names_bound(target):
                     bound.setdefault((fid, name), set()).add(made)
@@ -400,7 +403,7 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
                     )
                     held = found.get(caller, {}).get(arg.id)
                     given.setdefault(key, set()).update({held} if held else classes)
-                elif (made := _class_made(arg, module)) is not None:  # `step(MLP(...), x)`
+                elif (made := _made(arg, module)) is not None:  # `step(MLP(...), x)`
                     given.setdefault(key, set()).add(made)
         new: dict[str, dict[str, str]] = {}
         for (fid, param), classes in given.items():
@@ -420,6 +423,15 @@ def whole_module(module: Module) -> WholeModule:
         tuple(sorted(static_fields)),
         tuple((fid, tuple(sorted(ps.items()))) for fid, ps in sorted(instance_params.items())),
     )
+
+
+def _made(value: ast.expr, module: Module) -> str | None:
+    """`C` for `C(...)`, `C[]` (`ELEMENTS`) for a list or tuple display of `C(...)` only,
+    where C is a class of the module."""
+    if isinstance(value, ast.List | ast.Tuple) and value.elts:
+        made = {_class_made(element, module) for element in value.elts}
+        return f"{made.pop()}{ELEMENTS}" if len(made) == 1 and None not in made else None
+    return _class_made(value, module)
 
 
 def _class_made(value: ast.expr, module: Module) -> str | None:

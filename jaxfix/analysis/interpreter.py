@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from jaxfix.analysis import values as v
 from jaxfix.analysis.declarations import (
+    ELEMENTS,
     methods_by_type,
     qualified_name,
 )
@@ -60,10 +61,12 @@ class Interpreter(Evaluator):
     def run(self) -> Env:
         env: Env = {p: parameter_value(Param(self.summary.id, p)) for p in self.summary.params}
         for name, class_name in self._instance_params().items():
-            env[name] = Value(
-                Kind.TRACED,
-                frozenset({Param(self.summary.id, name)}),
-                qualified=f"<instance>.{class_name}",
+            sources = frozenset({Param(self.summary.id, name)})
+            held = class_name.removesuffix(ELEMENTS)
+            instance = Value(Kind.TRACED, sources, qualified=f"<instance>.{held}")
+            # A sequence of instances (`[Var(...)]`) gives one when iterated.
+            env[name] = (
+                instance if held == class_name else Value(Kind.TRACED, sources, element=instance)
             )
         node = self.summary.node
         running = self.module.running
