@@ -217,6 +217,68 @@ def test_without_the_annotation_a_field_of_that_name_is_not_taken_for_static(
     ]
 
 
+OTHER_BASES = {
+    "equinox": """\
+import equinox as eqx
+import jax
+
+
+class System(eqx.Module):
+    masses: jax.Array
+    tag: str = eqx.field(static=True)
+    model: object = eqx.field(static=True, default=None)
+""",
+    "register_dataclass": """\
+import dataclasses
+import jax
+
+
+@dataclasses.dataclass
+class System:
+    masses: jax.Array
+    tag: str
+    model: object = None
+
+
+jax.tree_util.register_dataclass(System, data_fields=["masses"], meta_fields=["tag", "model"])
+""",
+    "tree_flatten": """\
+import jax
+
+
+@jax.tree_util.register_pytree_node_class
+class System:
+    def __init__(self, masses, tag, model=None):
+        self.masses, self.tag, self.model = masses, tag, model
+
+    def tree_flatten(self):
+        return (self.masses,), (self.tag, self.model)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children[0], *aux)
+""",
+}
+
+
+@pytest.mark.parametrize("declared", sorted(OTHER_BASES))
+@pytest.mark.parametrize(
+    ("field", "expected"), [("model", []), ("masses", ["pkg/checks.py:5 JF104"])]
+)
+def test_metadata_declared_any_way_is_known_in_another_module(
+    tmp_path: Path, declared: str, field: str, expected: list[str]
+) -> None:
+    pipeline = PIPELINE.format(
+        imports="from pkg.base import System", annotation="System", field=field
+    )
+    files = {
+        "pkg/base.py": OTHER_BASES[declared],
+        "pkg/checks.py": CHECKS,
+        "pkg/pipeline.py": pipeline,
+    }
+    assert project_findings(tmp_path, files) == expected
+
+
 MADE = """\
 import jax
 from pkg import checks
