@@ -362,3 +362,62 @@ def test_a_method_made_of_a_data_field_stays_traced() -> None:
 def test_a_list_of_other_values_tells_nothing_of_its_elements() -> None:
     found = codes(SLOTS.format(field="label", given='[Var(jnp.ones(2), "w"), jnp.ones(2)]'))
     assert (21, "JF106") in found
+
+
+# -- a pytree whose every field is metadata holds no tracer ----------------------------------
+
+INDEX = """\
+import dataclasses
+import functools
+import jax
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields={data}, meta_fields={meta})
+@dataclasses.dataclass(frozen=True)
+class Index:
+    n: int
+"""
+
+USES = """\
+import jax
+{imports}
+
+TABLES = {{}}
+
+
+@jax.jit
+def table(index: Index, x):
+    TABLES.setdefault(index, 0)
+    return x * index.n
+"""
+
+
+def test_an_instance_of_a_metadata_only_pytree_is_a_python_value() -> None:
+    source = INDEX.format(data="[]", meta='["n"]') + USES.format(imports="")
+    assert codes(source) == []
+
+
+def test_an_instance_of_a_pytree_with_a_data_field_stays_traced() -> None:
+    source = INDEX.format(data='["n"]', meta="[]") + USES.format(imports="")
+    assert (18, "JF106") in codes(source)
+
+
+@pytest.mark.parametrize(
+    ("data", "meta", "expected"),
+    [("[]", '["n"]', []), ('["n"]', "[]", ["pkg/uses.py:9 JF106"])],
+)
+def test_a_metadata_only_pytree_of_another_module_is_a_python_value(
+    tmp_path: Path, data: str, meta: str, expected: list[str]
+) -> None:
+    files = {
+        "pkg/index.py": INDEX.format(data=data, meta=meta),
+        "pkg/uses.py": USES.format(imports="from pkg.index import Index"),
+    }
+    assert project_findings(tmp_path, files) == expected
+
+
+def test_a_class_that_fills_its_own_fields_is_not_taken_for_metadata_only() -> None:
+    source = INDEX.format(data="[]", meta='["n"]').replace(
+        "    n: int\n", "    n: int\n\n    def __init__(self, n):\n        self.n = n\n"
+    ) + USES.format(imports="")
+    assert (21, "JF106") in codes(source)

@@ -16,6 +16,7 @@ from jaxfix.analysis.declarations import (
 )
 from jaxfix.analysis.expressions import Evaluator
 from jaxfix.analysis.names import dotted
+from jaxfix.analysis.pytree_fields import METADATA_ONLY, metadata_only_classes
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.summaries import (
     TRACER_TEST,
@@ -61,13 +62,14 @@ class Interpreter(Evaluator):
     def run(self) -> Env:
         env: Env = {p: parameter_value(Param(self.summary.id, p)) for p in self.summary.params}
         for name, class_name in self._instance_params().items():
-            sources = frozenset({Param(self.summary.id, name)})
             held = class_name.removesuffix(ELEMENTS)
-            instance = Value(Kind.TRACED, sources, qualified=f"<instance>.{held}")
+            # An instance of a class whose every field is metadata holds no tracer.
+            leafless = self._metadata_only(held)
+            sources = frozenset() if leafless else frozenset({Param(self.summary.id, name)})
+            kind = Kind.STATIC if leafless else Kind.TRACED
+            instance = Value(kind, sources, qualified=f"<instance>.{held}")
             # A sequence of instances (`[Var(...)]`) gives one when iterated.
-            env[name] = (
-                instance if held == class_name else Value(Kind.TRACED, sources, element=instance)
-            )
+            env[name] = instance if held == class_name else Value(kind, sources, element=instance)
         node = self.summary.node
         running = self.module.running
         running.add(self.summary.id)
@@ -103,6 +105,13 @@ class Interpreter(Evaluator):
             elif (imported := self._static_class(annotation)) is not None:
                 found[param.arg] = imported
         return found
+
+    def _metadata_only(self, class_name: str) -> bool:
+        """Whether every field of the class (of the module, or as imported from another
+        module of the run) is metadata."""
+        if METADATA_ONLY in self.module.static_classes.get(class_name, ()):
+            return True
+        return class_name in metadata_only_classes(self.module)
 
     def _static_class(self, annotation: ast.expr | None) -> str | None:
         """The class of another module of the run with metadata fields that `annotation`

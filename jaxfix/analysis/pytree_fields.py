@@ -12,7 +12,11 @@ from collections.abc import Iterator
 from jaxfix.analysis.names import dotted
 from jaxfix.analysis.summaries import Module
 from jaxfix.analysis.transform_arguments import is_constant, literal_elements
-from jaxfix.models.transforms import PARTIAL
+from jaxfix.models.transforms import FIELDLESS_PYTREE_BASES, PARTIAL
+
+# Among a class's metadata fields told to other modules: every field of the class is one (no
+# field is named so).
+METADATA_ONLY = "*"
 
 _STATIC_FIELD_MAKERS = frozenset({"static_field", "field"})
 _REGISTER = "register_dataclass"
@@ -37,12 +41,67 @@ def static_fields_by_class(module: Module) -> dict[str, frozenset[str]]:
     return found
 
 
+def metadata_only_classes(module: Module) -> frozenset[str]:
+    """The classes of the module whose every field is metadata: an instance holds no leaf, so
+    no tracer (`register_dataclass(data_fields=[], meta_fields=[...])`, a `flax.struct`
+    dataclass of `pytree_node=False` fields only). Not one that defines its own `__init__` or
+    `tree_flatten` (what it holds is not its declared fields), nor one with a base that is
+    not such a class of the module nor a pytree base without fields."""
+    if module.metadata_only is None:
+        module.metadata_only = frozenset(
+            name
+            for name, static in static_fields_by_class(module).items()
+            if _metadata_only(name, static, module)
+        )
+    return module.metadata_only
+
+
+def _metadata_only(name: str, static: frozenset[str], module: Module) -> bool:
+    lineage = [module.classes[c] for c in _lineage(name, module)]
+    for cls in lineage:
+        if any(
+            _qualified(b, module) not in FIELDLESS_PYTREE_BASES for b in _outer_bases(cls, module)
+        ):
+            return False
+        if any(
+            isinstance(s, ast.FunctionDef) and s.name in ("__init__", "tree_flatten")
+            for s in cls.body
+        ):
+            return False
+    fields = {f for cls in lineage for f in _declared_fields(cls)}
+    return bool(fields) and fields <= static
+
+
+def _outer_bases(cls: ast.ClassDef, module: Module) -> Iterator[ast.expr]:
+    """The bases of `cls` that are not classes of the module (by name)."""
+    for base in cls.bases:
+        if not (isinstance(base, ast.Name) and base.id in module.classes):
+            yield base
+
+
+def _declared_fields(cls: ast.ClassDef) -> Iterator[str]:
+    """The names a class body annotates (a dataclass's fields), but for `ClassVar`s."""
+    for statement in cls.body:
+        if (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and "ClassVar" not in ast.unparse(statement.annotation)
+        ):
+            yield statement.target.id
+
+
 def top_level_static_classes(tree: ast.Module, module: Module) -> dict[str, list[str]]:
     """The classes defined at the top level of `tree` that declare metadata fields, with
-    their names: what the module tells the other modules of a run."""
+    their names (and `METADATA_ONLY` for a class whose every field is metadata): what the
+    module tells the other modules of a run."""
     top = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
     found = static_fields_by_class(module)
-    return {name: sorted(fields) for name, fields in found.items() if name in top}
+    only = metadata_only_classes(module)
+    return {
+        name: sorted(fields | ({METADATA_ONLY} if name in only else set()))
+        for name, fields in found.items()
+        if name in top
+    }
 
 
 def static_attribute_names(module: Module) -> set[str]:

@@ -161,6 +161,8 @@ class Module:
     # The classes of other modules of the run with metadata fields, by their names as the
     # module imports them (`brax.base.System`, `.base.System`): their static fields.
     static_classes: dict[str, frozenset[str]] = field(default_factory=dict)
+    # The module's classes whose every field is metadata (found on demand: `pytree_fields`).
+    metadata_only: frozenset[str] | None = None
     whole_read: bool = False  # the two above were drawn from the walk (not for every module)
     by_node: dict[ast.AST, str] = field(default_factory=dict)  # function node -> its id
     nodes: dict[str, FunctionNode] = field(default_factory=dict)  # id -> function node

@@ -273,6 +273,10 @@ FLATTENS_WITH_PATH = frozenset(
 )
 LEAVES_WITH_PATH = frozenset({"jax.tree_util.tree_leaves_with_path", "jax.tree.leaves_with_path"})
 
+# Bases of pytree classes that declare no field of their own: a class deriving from them holds
+# the fields it declares.
+FIELDLESS_PYTREE_BASES = frozenset({"flax.struct.PyTreeNode", "equinox.Module", "object"})
+
 # Methods of `str` (a tracer has none): what they return is a Python value.
 STRING_METHODS = frozenset(
     {"split", "rsplit", "strip", "lstrip", "rstrip", "lower", "upper", "replace"}
