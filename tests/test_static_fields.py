@@ -421,3 +421,21 @@ def test_a_class_that_fills_its_own_fields_is_not_taken_for_metadata_only() -> N
         "    n: int\n", "    n: int\n\n    def __init__(self, n):\n        self.n = n\n"
     ) + USES.format(imports="")
     assert (21, "JF106") in codes(source)
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [("jax.typeof(x)", []), ("jax.core.get_aval(x)", []), ("x", [(7, "JF106")])],
+)
+def test_an_abstract_value_is_a_python_value(key: str, expected: list[tuple[int, str]]) -> None:
+    source = f"""\
+        import jax
+
+        KERNELS = {{}}
+
+        @jax.jit
+        def f(x):
+            kernel = KERNELS.get({key})
+            return x
+        """
+    assert codes(source) == expected

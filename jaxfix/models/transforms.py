@@ -258,10 +258,12 @@ STATIC_QUERIES = frozenset(
     }
 )
 
-# Functions of jax's pytree utilities that answer about a tree's structure, not its leaves:
-# a path's string, a tree's structure (a `PyTreeDef`, hashable), whatever the leaves are.
+# Functions that answer about a tree's structure or a value's abstract type, not the values:
+# a path's string, a tree's structure (a `PyTreeDef`, hashable), an array's aval (its shape
+# and dtype), whatever the leaves are.
 STRUCTURE_QUERIES = frozenset(
     {"jax.tree_util.keystr", "jax.tree_util.tree_structure", "jax.tree.structure"}
+    | {"jax.typeof", "jax.core.get_aval"}
     | {"jax.tree_util.treedef_children", "jax.tree_util.treedef_is_leaf"}
     | {"jax.tree_util.treedef_tuple", "jax.tree_util.all_leaves"}
 )
