@@ -196,6 +196,7 @@ def outline(
     for index, chunk in enumerate(chunks):
         for name in chunk.defines:
             definers[name].append(index)
+    # A class's name, or `C[]` for a sequence of its instances (`declarations.ELEMENTS`).
     entered = {*names, *(c.removesuffix("[]") for _, ps in whole.instance_params for _, c in ps)}
     definitions = {i for i, chunk in enumerate(chunks) if chunk.is_definition}
     functions = {name for i in definitions for name in chunks[i].defines}

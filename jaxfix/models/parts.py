@@ -103,6 +103,7 @@ class Outline:
     def part(self, functions: Iterable[str]) -> Part | None:
         """The part the entered `functions` need; None when it is the whole file."""
         defined = dict(self.defined)
+        # A class's name, or `C[]` for a sequence of its instances (`declarations.ELEMENTS`).
         classes = {c.removesuffix("[]") for _, ps in self.whole.instance_params for _, c in ps}
         seeds = [
             *self.imports,
