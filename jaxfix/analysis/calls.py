@@ -47,7 +47,6 @@ from jaxfix.analysis.values import (
     Value,
 )
 from jaxfix.models.jax_objects import (
-    OBJECT_AT,
     OBJECT_CLASSES,
     OBJECT_MAKERS,
     OBJECT_RESULTS,
@@ -58,10 +57,14 @@ from jaxfix.models.transforms import (
     CALL_WRAPPERS,
     CUSTOM_DERIVATIVES,
     CUSTOM_RULE_METHODS,
+    FLATTENS,
+    FLATTENS_WITH_PATH,
+    LEAVES_WITH_PATH,
     PARTIAL,
     STAGED_ARRAY_NAMESPACES,
     STATIC_QUERIES,
     STRING_METHODS,
+    STRUCTURE_QUERIES,
     TransformSpec,
 )
 
@@ -206,14 +209,21 @@ class CallEvaluator:
             fields = self._fields(instance.removeprefix("<instance>."), call)
             return Value(Kind.UNKNOWN, qualified=instance, fields=fields)
         if callee is not None:
-            if callee in STATIC_QUERIES or callee in _PYTHON_VALUED:
+            if callee in self.module.static_classes and not call.args:
+                # `System(mass=m)`, of a class another module declares metadata fields of:
+                # each field holds what it is given (by keyword: by position, which field is
+                # given what is unknown), the others their defaults.
+                fields = tuple(call.keywords.items()) if "**" not in call.keywords else None
+                made = _unresolved(operands)
+                return made._replace(qualified=f"<instance>.{callee}", fields=fields)
+            if callee in STATIC_QUERIES or callee in _PYTHON_VALUED or callee in STRUCTURE_QUERIES:
                 return STATIC
+            if callee in FLATTENS or callee in FLATTENS_WITH_PATH or callee in LEAVES_WITH_PATH:
+                return _flattened(callee, operands)
             if callee.rsplit(".", 1)[-1] in _STATIC_BY_NAME:
                 return STATIC
             if callee in OBJECT_CLASSES or callee in OBJECT_MAKERS:
                 return JAX_OBJECT
-            if callee in OBJECT_AT:
-                return _with_object(_unresolved(operands), *OBJECT_AT[callee])
             if callee in self.transforms:
                 return self._transform(call)
             if callee == PARTIAL and call.args and call.args[0].function:
@@ -610,11 +620,16 @@ def _unresolved(operands: list[Value]) -> Value:
     )
 
 
-def _with_object(rest: Value, size: int, position: int) -> Value:
-    """A tuple of `size` items, JAX's object at `position` and `rest` at the others
-    (`leaves, treedef = jax.tree_util.tree_flatten(x)`)."""
-    items = tuple(JAX_OBJECT if index == position else rest for index in range(size))
-    return Value(Kind.UNKNOWN, elements=items)
+def _flattened(callee: str, operands: list[Value]) -> Value:
+    """What a flatten gives: its leaves as given (arrays made from them), the structure (a
+    `PyTreeDef`, one of JAX's own objects) and each leaf's path (its keys) Python values."""
+    leaves = _unresolved(operands)
+    if callee in FLATTENS:
+        return Value(Kind.UNKNOWN, elements=(leaves, JAX_OBJECT))
+    pairs = Value(Kind.UNKNOWN, element=Value(Kind.UNKNOWN, elements=(STATIC, leaves)))
+    if callee in LEAVES_WITH_PATH:
+        return pairs
+    return Value(Kind.UNKNOWN, elements=(pairs, JAX_OBJECT))
 
 
 def instance_class(value: Value) -> str | None:

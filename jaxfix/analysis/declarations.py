@@ -13,9 +13,9 @@ from types import FunctionType
 from typing import Any
 
 from jaxfix.analysis.names import dotted, import_bindings
+from jaxfix.analysis.pytree_fields import static_attribute_names
 from jaxfix.analysis.statements import names_bound
 from jaxfix.analysis.summaries import Bindings, FunctionNode, Module, Scope, function_id, params_of
-from jaxfix.analysis.transform_arguments import is_constant, literal_elements
 from jaxfix.analysis.walk import PUSHERS, push_children
 from jaxfix.models.parts import WholeModule
 from jaxfix.models.transforms import (
@@ -26,9 +26,9 @@ from jaxfix.models.transforms import (
     TransformSpec,
 )
 
-_STATIC_FIELD_MAKERS = frozenset({"static_field", "field"})
-
 _BUILTINS = frozenset(dir(builtins))
+# After a class's name in `Module.instance_params`: the parameter holds a sequence of instances.
+ELEMENTS = "[]"
 
 
 # The last tree's declarations: a file that other modules trace is analysed again on the same
@@ -358,43 +358,13 @@ _HANDLERS = methods_by_type(_Declarations, "visit_")
 
 def _static_fields(module: Module) -> set[str]:
     """Attribute names the module's pytree classes declare as metadata: never traced."""
-    found: set[str] = set()
-    for cls in module.classes.values():
-        for statement in cls.body:
-            if (
-                isinstance(statement, ast.AnnAssign)
-                and isinstance(statement.target, ast.Name)
-                and statement.value is not None
-                and _static_field(statement.value, module)
-            ):
-                found.add(statement.target.id)
-            if isinstance(statement, ast.FunctionDef) and statement.name == "tree_flatten":
-                found |= _aux_attributes(statement)
-    if not _may_name(module, "register_dataclass"):
-        return found
-    for node in (call for scope in module.scopes.values() for call in scope.calls):
-        if qualified_name(node.func, module).endswith("register_dataclass"):
-            for keyword in node.keywords:
-                if keyword.arg == "meta_fields":
-                    found |= {
-                        e.value for e in literal_elements(keyword.value) if isinstance(e.value, str)
-                    }
-    return found
-
-
-def _may_name(module: Module, name: str) -> bool:
-    """Whether the module's code may name `name`: it reads it, imports it (under any name) or
-    reads an attribute of that name."""
-    return (
-        name in module.names_read
-        or any(target.rsplit(".", 1)[-1] == name for target in module.imports.values())
-        or any(name in scope.attributes for scope in module.scopes.values())
-    )
+    return static_attribute_names(module)
 
 
 def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     """Parameters that every call of their function in the module gives an instance of the
-    same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on.
+    same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on;
+    or a list or tuple of such instances only (`[C(...), C(...)]`: the class, then `ELEMENTS`).
     A call through a transform (`eqx.filter_grad(loss)(model, x)`) counts as a call."""
     if not module.classes.keys() - module.imports.keys():
         return {}  # the module makes no instance of its own classes
@@ -417,7 +387,7 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     bound: dict[tuple[str, str], set[str | None]] = {}  # (function id, name) -> classes
     for fid, scope in module.scopes.items():
         for assign in scope.assigns:
-            made = _class_made(assign.value, module)
+            made = _made(assign.value, module)
             for target in assign.targets:
                 for name in names_bound(target):
                     bound.setdefault((fid, name), set()).add(made)
@@ -433,7 +403,7 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
                     )
                     held = found.get(caller, {}).get(arg.id)
                     given.setdefault(key, set()).update({held} if held else classes)
-                elif (made := _class_made(arg, module)) is not None:  # `step(MLP(...), x)`
+                elif (made := _made(arg, module)) is not None:  # `step(MLP(...), x)`
                     given.setdefault(key, set()).add(made)
         new: dict[str, dict[str, str]] = {}
         for (fid, param), classes in given.items():
@@ -455,6 +425,15 @@ def whole_module(module: Module) -> WholeModule:
     )
 
 
+def _made(value: ast.expr, module: Module) -> str | None:
+    """`C` for `C(...)`, `C[]` (`ELEMENTS`) for a list or tuple display of `C(...)` only,
+    where C is a class of the module."""
+    if isinstance(value, ast.List | ast.Tuple) and value.elts:
+        made = {_class_made(element, module) for element in value.elts}
+        return f"{made.pop()}{ELEMENTS}" if len(made) == 1 and None not in made else None
+    return _class_made(value, module)
+
+
 def _class_made(value: ast.expr, module: Module) -> str | None:
     """`C` for `C(...)` where C is a class of the module."""
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
@@ -462,50 +441,6 @@ def _class_made(value: ast.expr, module: Module) -> str | None:
         if name in module.classes and name not in module.imports:
             return name
     return None
-
-
-def _static_field(value: ast.expr, module: Module) -> bool:
-    """`field(pytree_node=False)`, `eqx.field(static=True)`, `static_field()`,
-    `dataclasses.field(metadata=dict(static=True))` / `metadata={"static": True}`."""
-    if not isinstance(value, ast.Call):
-        return False
-    name = qualified_name(value.func, module).rsplit(".", 1)[-1]
-    if name == "static_field":
-        return True
-    if name not in _STATIC_FIELD_MAKERS:
-        return False
-    for keyword in value.keywords:
-        if keyword.arg == "pytree_node" and is_constant(keyword.value, False):
-            return True
-        if keyword.arg == "static" and is_constant(keyword.value, True):
-            return True
-        if keyword.arg == "metadata" and _static_metadata(keyword.value):
-            return True
-    return False
-
-
-def _static_metadata(value: ast.expr) -> bool:
-    if isinstance(value, ast.Dict):
-        return any(
-            isinstance(k, ast.Constant) and k.value == "static" and is_constant(v, True)
-            for k, v in zip(value.keys, value.values, strict=True)
-        )
-    if isinstance(value, ast.Call):
-        return any(k.arg == "static" and is_constant(k.value, True) for k in value.keywords)
-    return False
-
-
-def _aux_attributes(flatten: ast.FunctionDef) -> set[str]:
-    """`self.a` read in the aux data a `tree_flatten` returns (`return children, (self.a,)`)."""
-    found: set[str] = set()
-    for node in ast.walk(flatten):
-        if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)):
-            continue
-        if len(node.value.elts) == 2:
-            for sub in ast.walk(node.value.elts[1]):
-                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
-                    found.add(sub.attr)
-    return found
 
 
 # Decorators that make a class's annotated names its fields, filled by its constructor.

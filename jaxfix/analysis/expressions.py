@@ -186,6 +186,8 @@ class Evaluator(CallEvaluator):
         given = base.field(node.attr)
         if given is not None:
             return given
+        if node.attr in self.module.static_classes.get(instance_class(base) or "", ()):
+            return STATIC  # a metadata field of a class another module of the run declares
         if base.kind is Kind.TRACED:
             return base
         if base.sources and instance_class(base) is not None:

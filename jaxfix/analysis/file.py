@@ -21,7 +21,7 @@ from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.keeping import Keeping, Outliving
 from jaxfix.analysis.keys import Keys
 from jaxfix.analysis.reasons import THROUGH_CALLERS, Via
-from jaxfix.analysis.summaries import Call
+from jaxfix.analysis.summaries import Call, StaticClasses
 from jaxfix.analysis.tracing import Facts, trace
 from jaxfix.analysis.transform_arguments import python_valued_params
 from jaxfix.analysis.values import Kind, Param, Staged
@@ -458,18 +458,31 @@ def analyse_file(
     external: Sequence[External] = (),
     traced_only: bool = False,
     whole: WholeModule | None = None,
+    static_classes: StaticClasses = (),
 ) -> FileAnalysis:
     """Analyse `tree` (the syntax tree of `text`) with other modules' traced calls into it;
     with `traced_only`, for questions about traced code only (see `flow.analyse`); `whole`
-    when `text` is a part of the module (see `jaxfix.models.parts`).
+    when `text` is a part of the module (see `jaxfix.models.parts`); `static_classes`: the
+    metadata fields of the classes it imports from the run's other modules.
     The summaries of an earlier analysis of the same tree are reused; when this trace finds
     that they depend on the order they were asked for, it is done again afresh."""
     traced_only = traced_only and not external
-    module = analyse(tree, transforms=transforms, traced_only=traced_only, whole=whole)
+    module = analyse(
+        tree,
+        transforms=transforms,
+        traced_only=traced_only,
+        whole=whole,
+        static_classes=static_classes,
+    )
     facts = trace(module, external)
     if module.reused and not module.reusable():
         module = analyse(
-            tree, transforms=transforms, reuse=False, traced_only=traced_only, whole=whole
+            tree,
+            transforms=transforms,
+            reuse=False,
+            traced_only=traced_only,
+            whole=whole,
+            static_classes=static_classes,
         )
         facts = trace(module, external)
     return FileAnalysis(tree, text, facts)

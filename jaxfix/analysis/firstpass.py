@@ -196,7 +196,8 @@ def outline(
     for index, chunk in enumerate(chunks):
         for name in chunk.defines:
             definers[name].append(index)
-    entered = {*names, *(c for _, params in whole.instance_params for _, c in params)}
+    # A class's name, or `C[]` for a sequence of its instances (`declarations.ELEMENTS`).
+    entered = {*names, *(c.removesuffix("[]") for _, ps in whole.instance_params for _, c in ps)}
     definitions = {i for i, chunk in enumerate(chunks) if chunk.is_definition}
     functions = {name for i in definitions for name in chunks[i].defines}
     users: dict[str, list[int]] = defaultdict(list)  # of the names `def`s and classes define

@@ -30,7 +30,7 @@ from typing import cast
 
 from jaxfix.analysis.declarations import declared, transform_items
 from jaxfix.analysis.interpreter import Interpreter
-from jaxfix.analysis.summaries import Module
+from jaxfix.analysis.summaries import Module, StaticClasses
 from jaxfix.models.parts import WholeModule
 from jaxfix.models.transforms import TRANSFORMS, TransformSpec
 
@@ -44,6 +44,7 @@ def analyse(
     reuse: bool = True,
     traced_only: bool = False,
     whole: WholeModule | None = None,
+    static_classes: StaticClasses = (),
 ) -> Module:
     """The module's analysis: the summaries of the module body (as `<module>`) and of the
     functions that may apply a transform; the others' on demand (`Module.summary_of`).
@@ -58,12 +59,13 @@ def analyse(
     round of tracing across modules (`jaxfix.run.batch`), on the same tree (`jaxfix.run.engine`
     keeps the last one parsed), with other modules' calls into it (`reuse=False`: analyse
     afresh)."""
-    key = (module, is_package, transform_items(transforms), traced_only, whole)
+    key = (module, is_package, transform_items(transforms), traced_only, whole, static_classes)
     last: tuple[ast.Module, tuple[object, ...], Module] | None = getattr(_last, "analysed", None)
     if reuse and last is not None and last[0] is tree and last[1] == key and last[2].reusable():
         last[2].reused = True
         return last[2]
     result, transforming = declared(tree, module, is_package, transforms, traced_only, whole)
+    result.static_classes = {name: frozenset(fields) for name, fields in static_classes}
     if traced_only and not transforming:
         _last.analysed = (tree, key, result)
         return result

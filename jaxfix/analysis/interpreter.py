@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 
 from jaxfix.analysis import values as v
 from jaxfix.analysis.declarations import (
+    ELEMENTS,
     methods_by_type,
+    qualified_name,
 )
 from jaxfix.analysis.expressions import Evaluator
 from jaxfix.analysis.names import dotted
+from jaxfix.analysis.pytree_fields import METADATA_ONLY, metadata_only_classes
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.summaries import (
     TRACER_TEST,
@@ -28,6 +31,7 @@ from jaxfix.analysis.summaries import (
     static_method,
 )
 from jaxfix.analysis.transform_arguments import (
+    is_constant,
     python_valued_params,
 )
 from jaxfix.analysis.values import (
@@ -72,11 +76,14 @@ class Interpreter(Evaluator):
     def run(self) -> Env:
         env: Env = {p: parameter_value(Param(self.summary.id, p)) for p in self.summary.params}
         for name, class_name in self._instance_params().items():
-            env[name] = Value(
-                Kind.TRACED,
-                frozenset({Param(self.summary.id, name)}),
-                qualified=f"<instance>.{class_name}",
-            )
+            held = class_name.removesuffix(ELEMENTS)
+            # An instance of a class whose every field is metadata holds no tracer.
+            leafless = self._metadata_only(held)
+            sources = frozenset() if leafless else frozenset({Param(self.summary.id, name)})
+            kind = Kind.STATIC if leafless else Kind.TRACED
+            instance = Value(kind, sources, qualified=f"<instance>.{held}")
+            # A sequence of instances (`[Var(...)]`) gives one when iterated.
+            env[name] = instance if held == class_name else Value(kind, sources, element=instance)
         self.loop_exits = []
         node = self.summary.node
         running = self.module.running
@@ -110,7 +117,34 @@ class Interpreter(Evaluator):
                 and annotation.id not in self.module.imports
             ):
                 found[param.arg] = annotation.id
+            elif (imported := self._static_class(annotation)) is not None:
+                found[param.arg] = imported
         return found
+
+    def _metadata_only(self, class_name: str) -> bool:
+        """Whether every field of the class (of the module, or as imported from another
+        module of the run) is metadata."""
+        if METADATA_ONLY in self.module.static_classes.get(class_name, ()):
+            return True
+        return class_name in metadata_only_classes(self.module)
+
+    def _static_class(self, annotation: ast.expr | None) -> str | None:
+        """The class of another module of the run with metadata fields that `annotation`
+        names (`System`, `base.System`, `System | None`, `Optional[System]`), as imported."""
+        if not self.module.static_classes or annotation is None:
+            return None
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            if is_constant(annotation.right, None):
+                return self._static_class(annotation.left)
+            if is_constant(annotation.left, None):
+                return self._static_class(annotation.right)
+            return None
+        if isinstance(annotation, ast.Subscript) and qualified_name(
+            annotation.value, self.module
+        ) in ("typing.Optional", "Optional"):
+            return self._static_class(annotation.slice)
+        name = qualified_name(annotation, self.module)
+        return name if name in self.module.static_classes else None
 
     def block(self, body: list[ast.stmt], env: Env) -> None:
         """Interpret `body` in place on `env`; raises `_Exit` when every path leaves."""

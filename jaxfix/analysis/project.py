@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import os
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,6 +143,9 @@ class ModuleFacts:
     # `partial`: these are the facts of such a part (its `calls_out` add to the first round's).
     outline: Outline | None = None
     partial: bool = False
+    # The top-level classes that declare pytree metadata fields, with their names: static
+    # attributes of an instance of the class in every module of the run.
+    static_classes: dict[str, list[str]] = field(default_factory=dict)
 
     def forget_since(self, published: int) -> None:
         """Forget the return changes published after the first `published` (a rules' run
@@ -181,6 +184,10 @@ class ModuleFacts:
             call_sites=dict(data["call_sites"]),
             outline=Outline.from_plain(data["outline"]) if data["outline"] is not None else None,
             partial=bool(data["partial"]),
+            static_classes={
+                str(name): [str(f) for f in fields]
+                for name, fields in data.get("static_classes", {}).items()
+            },
         )
 
 
@@ -213,6 +220,7 @@ def with_tree_facts(facts: ModuleFacts, first: ModuleFacts) -> ModuleFacts:
         wrappers=dict(first.wrappers),
         decorators=set(first.decorators),
         imported=set(first.imported),
+        static_classes=dict(first.static_classes),
     )
 
 
@@ -320,18 +328,45 @@ class ProjectIndex:
             self._found[target] = self._definition(target, 0)
         return self._found[target]
 
-    def _definition(self, target: str, hops: int) -> tuple[Path, str] | None:
+    def _definition(
+        self, target: str, hops: int, defines: Callable[[ModuleFacts, str], bool] | None = None
+    ) -> tuple[Path, str] | None:
         module, _, name = target.rpartition(".")
         path = self._paths.get(module)
         if path is None or not name:
             return None
         facts = self._facts.get(path) or ModuleFacts()
-        if name in facts.functions:
+        if defines(facts, name) if defines is not None else name in facts.functions:
             return path, name
         origin = facts.reexports.get(name)
         if origin is None or hops >= MAX_REEXPORTS:
             return None
-        return self._definition(self.places[path].absolute(origin), hops + 1)
+        return self._definition(self.places[path].absolute(origin), hops + 1, defines)
+
+    def static_fields(self, target: str) -> tuple[str, ...]:
+        """The metadata fields of the class `target` (`pkg.base.System`) of the run, through
+        re-exports too; none for anything else."""
+        found = self._definition(target, 0, lambda facts, name: name in facts.static_classes)
+        if found is None:
+            return ()
+        return tuple(self._facts[found[0]].static_classes[found[1]])
+
+    def imported_static_classes(
+        self, facts: ModuleFacts
+    ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The classes of the run with metadata fields that a file (with these `facts`)
+        imports, by name or through their module (`base.System`), as it names them, with
+        their fields."""
+        found: dict[str, tuple[str, ...]] = {}
+        for raw, absolute in sorted(facts.imported):
+            fields = self.static_fields(absolute)
+            if fields:
+                found[raw] = fields
+            path = self._paths.get(absolute)  # a module of the run
+            module = self._facts.get(path) if path is not None else None
+            for name, names in (module.static_classes if module is not None else {}).items():
+                found[f"{raw}.{name}"] = tuple(names)
+        return tuple(sorted(found.items()))
 
     def wrapped_by_project(
         self, path: Path, facts: ModuleFacts, wrappers: Mapping[tuple[Path, str], Wrapped]

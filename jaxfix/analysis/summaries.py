@@ -139,6 +139,11 @@ class Scope:
     attributes: set[str] = field(default_factory=set)
 
 
+# The classes of the run's other modules that declare pytree metadata fields, as a module
+# imports them (`brax.base.System`, `.base.System`), with those fields.
+StaticClasses = tuple[tuple[str, tuple[str, ...]], ...]
+
+
 @dataclass
 class Module:
     """Every function's summary, the transforms applied in the module, its import names."""
@@ -153,6 +158,11 @@ class Module:
     # Parameters the module's calls give instances of one of its classes only (`make_step(
     # model, x)` with `model = MLP(...)`): function id -> parameter -> class name.
     instance_params: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The classes of other modules of the run with metadata fields, by their names as the
+    # module imports them (`brax.base.System`, `.base.System`): their static fields.
+    static_classes: dict[str, frozenset[str]] = field(default_factory=dict)
+    # The module's classes whose every field is metadata (found on demand: `pytree_fields`).
+    metadata_only: frozenset[str] | None = None
     whole_read: bool = False  # the two above were drawn from the walk (not for every module)
     by_node: dict[ast.AST, str] = field(default_factory=dict)  # function node -> its id
     nodes: dict[str, FunctionNode] = field(default_factory=dict)  # id -> function node

@@ -46,15 +46,8 @@ OBJECT_MAKERS = frozenset(
     | {"jax.sharding.get_abstract_mesh"}
 )
 
-# Calls that return a tuple with such an object at a position: `leaves, treedef =
-# jax.tree_util.tree_flatten(x)` (the leaves are what the tree holds).
-# By name: how many items the tuple has, and the object's position.
-OBJECT_AT = {
-    "jax.tree_util.tree_flatten": (2, 1),
-    "jax.tree.flatten": (2, 1),
-    "jax.tree_util.tree_flatten_with_path": (2, 1),
-    "jax.tree.flatten_with_path": (2, 1),
-}
+# A flatten's structure (`leaves, treedef = jax.tree_util.tree_flatten(x)`) is one of these
+# objects too: `FLATTENS` in `jaxfix.models.transforms`.
 
 # Transforms whose transformed function returns such objects when called: `jax.make_jaxpr(f)(x)`
 # is a closed jaxpr, whatever `x` holds; and those that return them at once: `jax.eval_shape(f,

@@ -103,7 +103,8 @@ class Outline:
     def part(self, functions: Iterable[str]) -> Part | None:
         """The part the entered `functions` need; None when it is the whole file."""
         defined = dict(self.defined)
-        classes = {c for _, params in self.whole.instance_params for _, c in params}
+        # A class's name, or `C[]` for a sequence of its instances (`declarations.ELEMENTS`).
+        classes = {c.removesuffix("[]") for _, ps in self.whole.instance_params for _, c in ps}
         seeds = [
             *self.imports,
             *(i for name in {*functions, *classes} for i in defined.get(name, ())),

@@ -258,6 +258,27 @@ STATIC_QUERIES = frozenset(
     }
 )
 
+# Functions that answer about a tree's structure or a value's abstract type, not the values:
+# a path's string, a tree's structure (a `PyTreeDef`, hashable), an array's aval (its shape
+# and dtype), whatever the leaves are.
+STRUCTURE_QUERIES = frozenset(
+    {"jax.tree_util.keystr", "jax.tree_util.tree_structure", "jax.tree.structure"}
+    | {"jax.typeof", "jax.core.get_aval"}
+    | {"jax.tree_util.treedef_children", "jax.tree_util.treedef_is_leaf"}
+    | {"jax.tree_util.treedef_tuple", "jax.tree_util.all_leaves"}
+)
+# Flattens that give `(leaves, treedef)`: the leaves as given, the structure a Python value;
+# with their paths (`(path, leaf)` pairs), whose keys are Python values too.
+FLATTENS = frozenset({"jax.tree_util.tree_flatten", "jax.tree.flatten"})
+FLATTENS_WITH_PATH = frozenset(
+    {"jax.tree_util.tree_flatten_with_path", "jax.tree.flatten_with_path"}
+)
+LEAVES_WITH_PATH = frozenset({"jax.tree_util.tree_leaves_with_path", "jax.tree.leaves_with_path"})
+
+# Bases of pytree classes that declare no field of their own: a class deriving from them holds
+# the fields it declares.
+FIELDLESS_PYTREE_BASES = frozenset({"flax.struct.PyTreeNode", "equinox.Module", "object"})
+
 # Methods of `str` (a tracer has none): what they return is a Python value.
 STRING_METHODS = frozenset(
     {"split", "rsplit", "strip", "lstrip", "rstrip", "lower", "upper", "replace"}

@@ -138,6 +138,7 @@ def _run(
                     facts = {tasks[i][0]: o.facts for i, o in outcomes.items()}
                     run = project.ProjectIndex(places, facts)
                     _apply_project_wrappers(run, tasks, outcomes, analyser)
+                    _share_static_classes(run, tasks, outcomes, analyser)
                     _trace_across_modules(run, tasks, outcomes, packages, analyser)
                     _serialize_at_foreign_call_sites(run, tasks, outcomes, analyser)
         analyser.record(key, tasks, outcomes)
@@ -293,6 +294,31 @@ def _apply_project_wrappers(
             wrapped = (*job.options.wrapped, *extra)
             options = dataclasses.replace(job.options, transforms=transforms, wrapped=wrapped)
             rerun[i] = tasks[i] = (path, dataclasses.replace(job, options=options))
+    outcomes.update(analyser.outcomes(rerun))
+
+
+def _share_static_classes(
+    index: project.ProjectIndex,
+    tasks: dict[int, tuple[Path, Job]],
+    outcomes: dict[int, Outcome],
+    analyser: _Analyser,
+) -> None:
+    """Tell each file the metadata fields of the classes it imports from other files of the
+    run (`sys: System`, `System` declaring `mj_model = struct.field(pytree_node=False)`); analyse
+    again those whose findings or traced calls into the run may change with it (the others
+    keep it for the later rounds)."""
+    if not any(outcome.facts.static_classes for outcome in outcomes.values()):
+        return
+    rerun = {}
+    for i, outcome in outcomes.items():
+        known = index.imported_static_classes(outcome.facts)
+        if not known:
+            continue
+        path, job = tasks[i]
+        options = dataclasses.replace(job.options, static_classes=known)
+        tasks[i] = (path, dataclasses.replace(job, options=options))
+        if outcome.diagnostics or outcome.facts.calls_out:
+            rerun[i] = tasks[i]
     outcomes.update(analyser.outcomes(rerun))
 
 
@@ -653,6 +679,7 @@ def _round_options(job: Job) -> dict[str, Any]:
     analyse the file again as that round did (`_replayed_around_edits`)."""
     return {
         "transforms": list(job.options.transforms),
+        "static_classes": [[name, list(fields)] for name, fields in job.options.static_classes],
         "wrapped": [[name, dataclasses.asdict(wrapper)] for name, wrapper in job.options.wrapped],
         "entries": [dataclasses.asdict(entry) for entry in job.options.entries],
         "part": job.options.part.plain() if job.options.part is not None else None,
@@ -667,6 +694,10 @@ def _job_of_round(job: Job, options: dict[str, Any] | None) -> Job | None:
         return None
     try:
         transforms = tuple(str(name) for name in options["transforms"])
+        static_classes = tuple(
+            (str(name), tuple(str(f) for f in fields))
+            for name, fields in options.get("static_classes", ())
+        )
         wrapped = tuple((str(n), Wrapped.from_plain(w)) for n, w in options["wrapped"])
         entries = tuple(project.entry_from_plain(entry) for entry in options["entries"])
         part = Part.from_plain(options["part"]) if options["part"] is not None else None
@@ -686,6 +717,7 @@ def _job_of_round(job: Job, options: dict[str, Any] | None) -> Job | None:
         job.options,
         transforms=transforms,
         wrapped=wrapped,
+        static_classes=static_classes,
         entries=entries,
         part=part,
         changed_imports=changed_imports,

@@ -22,6 +22,7 @@ from jaxfix.analysis import candidates, candidates_read, firstpass
 from jaxfix.analysis.declarations import whole_module
 from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.project import ModuleFacts, Place, note_top_level, traced_calls
+from jaxfix.analysis.pytree_fields import top_level_static_classes
 from jaxfix.analysis.summaries import Bindings
 from jaxfix.models.diagnostic import AttachedFix, Diagnostic, TextEdit
 from jaxfix.models.edits import EditsWanted, line_edits
@@ -550,7 +551,13 @@ def _check(
         traced_only = all(rule.traced_only for rule in rules)
         outer = options.part.whole if options.part is not None else None
         analysed = analyse_file(
-            tree, text, _transforms(options), options.entries, traced_only, outer
+            tree,
+            text,
+            _transforms(options),
+            options.entries,
+            traced_only,
+            outer,
+            options.static_classes,
         )
     except RecursionError:
         firstpass.check_depth(tree.body)  # says where the code is too deep to analyse
@@ -626,6 +633,7 @@ def _note_facts(
     facts.wrappers.update(found.wrappers(tree))
     facts.imported.update((raw, place.absolute(raw)) for raw in found.project_imports(packages))
     facts.decorators.update(found.project_decorators(packages))
+    facts.static_classes.update(top_level_static_classes(tree, analysed.facts.module))
     for call, name in found.project_calls(packages, within=named):
         facts.calls.add((named[call.statement], place.absolute(name)))
     if (facts.anchored or facts.calls) and len(analysed.text) >= MIN_OUTLINED:

@@ -21,6 +21,9 @@ class Options:
     # with its arguments (`wrapped`, by name as the file imports them).
     transforms: tuple[str, ...] = ()
     wrapped: tuple[tuple[str, Wrapped], ...] = ()
+    # The classes of the run's other modules that this file imports and that declare pytree
+    # metadata fields: (the class's name as imported here, its static fields).
+    static_classes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Rule options: (rule code or name, option, values), e.g. ("JF101", "extra-serializers", ...).
     rule_options: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     # The project's rows of the host-sink model (`[tool.jaxfix.sinks]`, and the rule options
