@@ -19,6 +19,7 @@ from jaxfix.analysis.declarations import (
     methods_by_type,
 )
 from jaxfix.analysis.names import dotted
+from jaxfix.analysis.reach import REACH, reach_unless
 from jaxfix.analysis.summaries import (
     TRACER_TEST,
     Call,
@@ -118,6 +119,7 @@ class Evaluator(CallEvaluator):
     # -- expressions -----------------------------------------------------------------------
 
     def expr(self, node: ast.expr, env: Env) -> Value:
+        reach = env.get(REACH)  # before: what a call raises on holds after it, not at it
         method = _EXPRESSIONS.get(type(node))
         if method is not None:
             value: Value = method(self, node, env)
@@ -128,7 +130,17 @@ class Evaluator(CallEvaluator):
         self.summary.values[node] = value
         if self.guarded:
             self.module.guarded.add(node)
+        self.note_reach(node, reach)
         return value
+
+    def note_reach(self, node: ast.AST, reach: Value | None) -> None:
+        """Note the facts under which `node` is not reached (see `jaxfix.analysis.reach`);
+        a loop's later round may find fewer."""
+        conditions = self.module.conditions
+        if reach is not None and reach.sources:
+            conditions[node] = (self.summary.id, reach.sources)
+        elif conditions:
+            conditions.pop(node, None)
 
     def name(self, name: str, env: Env) -> Value:
         if name in env:
@@ -214,7 +226,10 @@ class Evaluator(CallEvaluator):
         return self.expr(node.value, env)
 
     def e_BoolOp(self, node: ast.BoolOp, env: Env) -> Value:
-        values = [self.expr(e, env) for e in node.values]
+        values = [self.expr(node.values[0], env)]
+        reach = env.get(REACH)  # the other operands may not run: what they raise on is moot
+        values += [self.expr(e, env) for e in node.values[1:]]
+        _restore_reach(env, reach)
         for operand, value in zip(node.values[:-1], values[:-1], strict=True):
             self._bool(operand, value)
         return v.combine(values) if all(x.kind is Kind.STATIC for x in values) else UNKNOWN
@@ -222,11 +237,18 @@ class Evaluator(CallEvaluator):
     def e_IfExp(self, node: ast.IfExp, env: Env) -> Value:
         self._bool(node.test, self.expr(node.test, env))
         guard = self._tracer_guard(node.test, env)
-        if guard is None:
-            return v.join(self.expr(node.body, env), self.expr(node.orelse, env))
-        concrete = {**env, guard.name: STATIC}
-        body, orelse = (concrete, env) if guard.concrete_when else (env, concrete)
-        return v.join(self.expr(node.body, body), self.expr(node.orelse, orelse))
+        body, orelse = env, env
+        if guard is not None:
+            concrete = {**env, guard.name: STATIC}
+            if guard.subject is not None and guard.subject.kind is Kind.TRACED:
+                reach_unless(concrete, guard.subject.sources)
+            body, orelse = (concrete, env) if guard.concrete_when else (env, concrete)
+        reach = env.get(REACH)  # either branch may not run: what it raises on is moot
+        first = self.expr(node.body, body)
+        _restore_reach(env, reach)
+        second = self.expr(node.orelse, orelse)
+        _restore_reach(env, reach)
+        return v.join(first, second)
 
     def e_Compare(self, node: ast.Compare, env: Env) -> Value:
         values = [self.expr(node.left, env), *(self.expr(c, env) for c in node.comparators)]
@@ -329,6 +351,9 @@ class Evaluator(CallEvaluator):
         if value.kind is Kind.TRACED:
             fake = ast.Call(func=ast.Name("bool"), args=[node], keywords=[])
             ast.copy_location(fake, node)
+            held = self.module.conditions.get(node)
+            if held is not None:
+                self.module.conditions[fake] = held
             self.summary.calls.append(
                 Call(
                     fake,
@@ -345,6 +370,14 @@ class Evaluator(CallEvaluator):
 
 
 _EXPRESSIONS = methods_by_type(Evaluator, "e_")
+
+
+def _restore_reach(env: Env, reach: Value | None) -> None:
+    """Put back the path condition `env` held (code that may not have run raised nothing)."""
+    if reach is None:
+        env.pop(REACH, None)
+    else:
+        env[REACH] = reach
 
 
 def _asks_array_attribute(test: ast.Call) -> bool:

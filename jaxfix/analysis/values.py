@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 
@@ -36,7 +37,18 @@ class Staged(NamedTuple):
     function: str
 
 
-Source = Param | Staged
+@dataclass(frozen=True, slots=True)
+class NotNone:
+    """The parameter `name` of `function` is given a value that is not None (`partial(f,
+    k=3)`, `f(x, k=n + 1)`): a fact of a calling context, as `Param` is, for the path
+    conditions of `if k is None:` branches (`jaxfix.analysis.reach`); never a value's source.
+    Not a named tuple: it would equal the `Param` of the same names."""
+
+    function: str
+    name: str
+
+
+Source = Param | Staged | NotNone
 
 
 class Value(NamedTuple):
@@ -55,6 +67,8 @@ class Value(NamedTuple):
     # What `functools.partial` bound of `function`: leading positions, keywords.
     bound_positions: int = 0
     bound_keywords: frozenset[str] = frozenset()
+    # Of those keywords, the ones bound to a value that is certainly not None.
+    bound_not_none: frozenset[str] = frozenset()
     entry: int | None = None  # the index of the transform's entry, for a transformed function
     # What iterating it gives, when the iterable says (`enumerate(x)`: an int and a row).
     element: Value | None = None
