@@ -83,6 +83,14 @@ def test_other_tests_that_leave_only_python_values_after_them(check: str) -> Non
     assert codes(twin) == [(3 + check.count("\n"), "JF104")]
 
 
+def test_a_call_that_no_context_reaches_traces_nothing() -> None:
+    helper = "def to_host(a):\n    return np.asarray(a)\n\n"
+    body = helper + GUARD.replace("np.asarray(matrix)", "to_host(matrix)")
+    assert codes(body + "@jax.jit\ndef run(x, s):\n    validate(x, s)\n    return x\n") == []
+    twin = body + "@jax.jit\ndef run(x):\n    validate(x, 0.5)\n    return x\n"
+    assert codes(twin) == [(2, "JF104")]
+
+
 def test_a_tracer_that_returns_early_leaves_what_follows_checked() -> None:
     # Only a raise says that what follows is not for tracers: an early return is the
     # function's traced way, and what follows stays checked (`tests/test_analysis.py`).

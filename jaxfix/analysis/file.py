@@ -356,6 +356,8 @@ class FileAnalysis:
             staged = Staged(summary.id) in self.facts.traced
             label = "<lambda>" if isinstance(summary.node, ast.Lambda) else summary.name
             for call in summary.calls:
+                if call.node in self.facts.dead:
+                    continue  # no calling context reaches it
                 if call.callee is not None and isinstance(call.node.func, ast.Name | ast.Attribute):
                     yield call.callee, call, label, staged
 

@@ -54,6 +54,7 @@ class Facts:
     # hold in each (its parameters traced, given a value that is not None). Code that runs
     # only when some facts do not hold (`jaxfix.analysis.reach`) is resolved against them.
     contexts: dict[str, dict[object, frozenset[Source]]] = field(default_factory=dict)
+    dead: frozenset[ast.Call] = frozenset()  # calls no context reaches (see `trace`)
     _children: dict[str, list[str]] | None = field(default=None, repr=False)
     _live: dict[tuple[str, frozenset[Source], frozenset[Source]], bool] = field(
         default_factory=dict, repr=False
@@ -93,6 +94,16 @@ class Facts:
         if kind is Kind.TRACED and not self.live(value, node):
             return Kind.UNKNOWN
         return kind
+
+    def reached(self, node: ast.AST) -> bool:
+        """Whether some calling context of the function holding `node` reaches it (any, when
+        it runs unconditionally or no context is known)."""
+        held = self.module.conditions.get(node)
+        contexts = self.contexts.get(held[0]) if held is not None else None
+        if held is None or not contexts:
+            return True
+        fid, unless = held
+        return any(not self._holds(unless, fid, context) for context in contexts.values())
 
     def live(self, value: Value, node: ast.AST) -> bool:
         """Whether some calling context of the function holding `node` reaches it with
@@ -231,7 +242,26 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
     given_values = _given_python_values(module, external)
     facts = _fixed_point(module, external, given_values)
     polymorphic = _polymorphic(facts) | given_values
-    return _fixed_point(module, external, polymorphic) if polymorphic - given_values else facts
+    if polymorphic - given_values:
+        facts = _fixed_point(module, external, polymorphic)
+    # Calls that no calling context of their function reaches (after a raise on a tracer)
+    # trace nothing: once they are known, the fixed point is run again without them.
+    dead = _dead_calls(facts)
+    return _fixed_point(module, external, polymorphic, dead) if dead else facts
+
+
+def _dead_calls(facts: Facts) -> frozenset[ast.Call]:
+    """The calls in traced code that run only where facts hold that hold in every calling
+    context of their function (`jaxfix.analysis.reach`)."""
+    conditions = facts.module.conditions
+    if not conditions:
+        return frozenset()
+    return frozenset(
+        call.node
+        for summary in facts.traced_functions()
+        for call in summary.calls
+        if call.node in conditions and not facts.reached(call.node)
+    )
 
 
 def _given_python_values(module: Module, external: Sequence[External]) -> frozenset[Source]:
@@ -285,9 +315,12 @@ def _polymorphic(facts: Facts) -> frozenset[Source]:
 
 
 def _fixed_point(
-    module: Module, external: Sequence[External], polymorphic: frozenset[Source]
+    module: Module,
+    external: Sequence[External],
+    polymorphic: frozenset[Source],
+    dead: frozenset[ast.Call] = frozenset(),
 ) -> Facts:
-    facts = Facts(module)
+    facts = Facts(module, dead=dead)
     for entry in module.entries:
         if entry.transform not in CUSTOM_DERIVATIVES:  # see `_custom_derivatives`
             _enter(facts, entry)
@@ -302,6 +335,8 @@ def _fixed_point(
             if summary is None:  # never interpreted (unreachable code): nothing it does
                 continue
             for call in summary.calls:
+                if call.node in dead:
+                    continue
                 for callee, bound in _callees(facts, summary, call):
                     static = static_of.get(callee.id, frozenset())
                     new: set[Source] = set()
@@ -411,7 +446,7 @@ def _applied(facts: Facts, summary: Summary, polymorphic: frozenset[Source]) -> 
     changed = False
     staged = Staged(summary.id) in facts.traced
     for call in summary.calls:
-        if not call.applied:
+        if not call.applied or call.node in facts.dead:
             continue
         data = [x for x in call.values() if x.function is None]
         if not any(facts.kind(x) is Kind.TRACED for x in data):
