@@ -260,3 +260,14 @@ def test_a_default_that_is_not_none_decides_it_where_the_call_leaves_it() -> Non
         "    if limit is None:", "    limit = None if x.ndim else limit\n    if limit is None:"
     )
     assert codes(rebound + "@jax.jit\ndef run(x):\n    return body(x, 2)\n") == [(4, "JF104")]
+
+
+def test_a_conditional_expression_on_none_is_decided_too() -> None:
+    body = """\
+        def body(x, limit=None):
+            limit = int(x.sum()) if limit is None else limit
+            return x[:limit]
+
+        """
+    assert codes(body + "step = jax.jit(partial(body, limit=3))\n") == []
+    assert codes(body + "step = jax.jit(body)\n") == [(2, "JF104")]

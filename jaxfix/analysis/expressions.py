@@ -19,7 +19,7 @@ from jaxfix.analysis.declarations import (
     methods_by_type,
 )
 from jaxfix.analysis.names import dotted
-from jaxfix.analysis.reach import REACH, reach_unless
+from jaxfix.analysis.reach import REACH, none_tested, reach_unless
 from jaxfix.analysis.summaries import (
     TRACER_TEST,
     Call,
@@ -32,6 +32,7 @@ from jaxfix.analysis.values import (
     UNKNOWN,
     Guard,
     Kind,
+    NotNone,
     Value,
 )
 from jaxfix.models.transforms import (
@@ -79,6 +80,20 @@ class Evaluator(CallEvaluator):
         if subject is None:
             return None
         return Guard(subject, concrete_when, tracer_otherwise, env.get(subject))
+
+    def given_none(self, env: Env, names: set[str]) -> Env:
+        """`env` where the parameters `names` (not rebound) hold None: not reached where they
+        are given a value that is not None."""
+        fid = self.summary.id
+        facts = [
+            NotNone(fid, n) for n in names if n in self.initial and env.get(n) == self.initial[n]
+        ]
+        if not facts:
+            return env
+        self.summary.none_tested = True
+        inner = dict(env)
+        reach_unless(inner, facts)
+        return inner
 
     def _tested(self, test: ast.expr) -> tuple[str | None, bool, bool]:
         """The name a single test asks about and what it tells (see `Guard`)."""
@@ -237,7 +252,8 @@ class Evaluator(CallEvaluator):
     def e_IfExp(self, node: ast.IfExp, env: Env) -> Value:
         self._bool(node.test, self.expr(node.test, env))
         guard = self._tracer_guard(node.test, env)
-        body, orelse = env, env
+        when_none, otherwise_none = none_tested(node.test)
+        body, orelse = self.given_none(env, when_none), self.given_none(env, otherwise_none)
         if guard is not None:
             concrete = {**env, guard.name: STATIC}
             if guard.subject is not None and guard.subject.kind is Kind.TRACED:

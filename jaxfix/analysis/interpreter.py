@@ -34,7 +34,6 @@ from jaxfix.analysis.values import (
     STATIC,
     UNKNOWN,
     Kind,
-    NotNone,
     Param,
     Source,
     Staged,
@@ -293,8 +292,8 @@ class Interpreter(Evaluator):
             try:
                 self._join_into(
                     env,
-                    self.branch(node.body, self._given_none(env, when_none)),
-                    self.branch(node.orelse, self._given_none(env, otherwise_none)),
+                    self.branch(node.body, self.given_none(env, when_none)),
+                    self.branch(node.orelse, self.given_none(env, otherwise_none)),
                 )
             finally:
                 self.guarded -= asks
@@ -328,20 +327,6 @@ class Interpreter(Evaluator):
         ):
             concrete_side[name] = original
         self._join_into(env, tracer_side, concrete_side)
-
-    def _given_none(self, env: Env, names: set[str]) -> Env:
-        """`env` where the parameters `names` (not rebound) hold None: not reached where they
-        are given a value that is not None."""
-        fid = self.summary.id
-        facts = [
-            NotNone(fid, n) for n in names if n in self.initial and env.get(n) == self.initial[n]
-        ]
-        if not facts:
-            return env
-        self.summary.none_tested = True
-        inner = dict(env)
-        reach_unless(inner, facts)
-        return inner
 
     def _join_into(self, env: Env, *sides: Env | None) -> None:
         # A side may be `env` itself (a `match` that no case may match): read it before clearing.

@@ -9,7 +9,10 @@ set along the statements in the environment under `REACH` (as a traced value who
 the facts: joining two branches keeps the facts common to both, as reaching the join by either
 branch needs), and notes it for each node that runs under one (`Module.conditions`). The tracing
 resolves a node against each calling context of its function (`Facts.live`): a finding there
-is certain only in a context where its value is traced and none of the facts holds.
+is certain only in a context where its value is traced and none of the facts holds; a call that
+no context reaches traces nothing (`Facts.reached`). A function summarises the facts about its
+parameters under which it certainly raises (`Summary.raises_if`), so that the code after a call
+of it is not reached where the call gives it what it raises on.
 """
 
 from __future__ import annotations
@@ -183,4 +186,5 @@ def not_none_params(callee: Summary, call: Call, func: Value | None, module: Mod
 
 
 def not_none_facts(fid: str, names: Iterable[str]) -> frozenset[Source]:
+    """The facts that the parameters `names` of `fid` are given values that are not None."""
     return frozenset(NotNone(fid, name) for name in names)

@@ -5,7 +5,9 @@ array computed from static values), `UNKNOWN`, or `TRACED` on a condition: it is
 one of its `sources` is, where a source is a parameter of some function (`Param`) or the staging
 of a function (`Staged`: inside `jax.jit`, even `jnp.zeros(3)` is a tracer). The condition is a
 disjunction: `x + y` is traced when `x` or `y` is. A join of two branches keeps only what holds on
-both (the common sources), so that a rule reports only what is *certainly* traced.
+both (the common sources), so that a rule reports only what is *certainly* traced. A source is
+a fact of a calling context; `NotNone` is one too, though no value has it as a source: the path
+conditions of `jaxfix.analysis.reach` are sets of such facts.
 """
 
 from __future__ import annotations
