@@ -68,7 +68,8 @@ def test_each_calling_context_is_resolved_on_its_own() -> None:
     [
         "if not isinstance(scale, (int, float)):\n        raise TypeError(scale)",
         "if hasattr(scale, 'dtype'):\n        raise TypeError(scale)",
-        "if isinstance(scale, jax.core.Tracer):\n        raise TypeError(scale)\n    else:\n        scale = float(scale)",
+        "if isinstance(scale, jax.core.Tracer):\n        raise TypeError(scale)\n"
+        "    else:\n        scale = float(scale)",
     ],
     ids=["python-type", "has-dtype", "else"],
 )
