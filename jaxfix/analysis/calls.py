@@ -14,6 +14,7 @@ from jaxfix.analysis.declarations import (
     is_record_class,
     qualified_name,
 )
+from jaxfix.analysis.reach import not_none, raised_on, reach_unless
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.summaries import (
     Call,
@@ -43,6 +44,7 @@ from jaxfix.analysis.values import (
     STATIC,
     UNKNOWN,
     Kind,
+    Source,
     Staged,
     Value,
 )
@@ -144,6 +146,11 @@ class CallEvaluator:
         self.declared = scope.declared if not isinstance(node, ast.Module) else set()
         self.locals = (scope.assigned | set(params)) - self.declared
         self.guarded = 0
+        # The parameters' values as the body starts; the facts under which no way out but a
+        # raise is reached, once one is (see `Interpreter._exit`).
+        self.initial: Env = {}
+        self.exits: frozenset[Source] | None = None
+        self.returns = 0  # the `return` statements met so far
         self.raising = 0  # inside `raise` / `assert` statements (see `Call.raising`)
         self.compile_time = 0
         self.is_module = isinstance(node, ast.Module)
@@ -234,6 +241,7 @@ class CallEvaluator:
                     qualified=inner.qualified,
                     bound_positions=inner.bound_positions + len(call.args) - 1,
                     bound_keywords=inner.bound_keywords | frozenset(call.keywords),
+                    bound_not_none=inner.bound_not_none | self._not_none_keywords(call),
                 )
             if callee in CALL_WRAPPERS and call.args and call.args[0].function:
                 return call.args[0]  # `jax.named_call(f)` calls f with its own arguments
@@ -268,7 +276,7 @@ class CallEvaluator:
             wrapped = self._wrap(func, call)
             if wrapped is not None:
                 return wrapped
-            return self._apply(func.function, call)
+            return self._apply(func.function, call, env)
         if call.method in CUSTOM_RULE_METHODS and self._custom_derivative(call.receiver):
             assert call.receiver is not None and call.receiver.entry is not None
             primal = self.module.entries[call.receiver.entry]
@@ -293,9 +301,9 @@ class CallEvaluator:
                 return HOST
         return _unresolved(operands)
 
-    def _apply(self, target: str, call: Call) -> Value:
+    def _apply(self, target: str, call: Call, env: Env) -> Value:
         """The callee's return value with its parameters' conditions replaced by what this
-        call gives them."""
+        call gives them; what follows the call is not reached where it certainly raises."""
         if self.is_module and target in self.module.pending:
             return UNKNOWN  # the module's names are not all known yet: nothing to run it with
         own = target == self.summary.id or self._encloses(target)
@@ -305,7 +313,10 @@ class CallEvaluator:
             if target in self.module.running:
                 self.module.order_dependent = True
         summary = self.module.summary_of(target)
-        if summary is None or summary.returns is None:
+        if summary is None:
+            return UNKNOWN
+        reach_unless(env, raised_on(summary, call, self.summary.id))
+        if summary.returns is None:
             return UNKNOWN
         given = bind_arguments(summary, call)
         return substitute(summary.returns, target, given, self.summary.id)
@@ -318,6 +329,14 @@ class CallEvaluator:
             func.entry is not None
             and func.entry < len(entries)
             and entries[func.entry].transform in OBJECT_TRANSFORMS
+        )
+
+    def _not_none_keywords(self, call: Call) -> frozenset[str]:
+        """The keywords `call` gives a value that is certainly not None (`partial(f, k=3)`)."""
+        return frozenset(
+            k.arg
+            for k in call.node.keywords
+            if k.arg is not None and not_none(k.value, call.keywords[k.arg], self.module)
         )
 
     def _encloses(self, target: str) -> bool:
@@ -522,6 +541,7 @@ class CallEvaluator:
                 frozenset(static),
                 tuple(positional),
                 target.sources if target.qualified == "<bound>" else frozenset(),
+                not_none=target.bound_not_none,
             )
         )
 

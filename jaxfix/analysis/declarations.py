@@ -84,6 +84,7 @@ def declared(
         pending={},
         scopes=dict(walked.scopes),
         guarded=set(),
+        conditions={},
         _values={},
         _values_of=0,
     )

@@ -19,6 +19,7 @@ from jaxfix.analysis.declarations import (
 )
 from jaxfix.analysis.names import dotted
 from jaxfix.analysis.narrowing import narrowed
+from jaxfix.analysis.reach import REACH, none_tested, reach_unless
 from jaxfix.analysis.summaries import (
     TRACER_TEST,
     Call,
@@ -32,6 +33,7 @@ from jaxfix.analysis.values import (
     UNKNOWN,
     Guard,
     Kind,
+    NotNone,
     Value,
 )
 from jaxfix.models.jax_objects import ARRAY_VALUED_ATTRIBUTES, OBJECT_ATTRIBUTES
@@ -85,6 +87,20 @@ class Evaluator(CallEvaluator):
         """What `subject` holds as an instance of `types` (see `narrowing.narrowed`)."""
         return narrowed(types, subject, self.module, lambda name: self.name(name, env))
 
+    def given_none(self, env: Env, names: set[str]) -> Env:
+        """`env` where the parameters `names` (not rebound) hold None: not reached where they
+        are given a value that is not None."""
+        fid = self.summary.id
+        facts = [
+            NotNone(fid, n) for n in names if n in self.initial and env.get(n) == self.initial[n]
+        ]
+        if not facts:
+            return env
+        self.summary.none_tested = True
+        inner = dict(env)
+        reach_unless(inner, facts)
+        return inner
+
     def _tested(self, test: ast.expr, env: Env) -> tuple[str | None, bool, bool, Value | None]:
         """The name a single test asks about and what it tells (see `Guard`)."""
         nothing = (None, False, False, None)
@@ -122,6 +138,7 @@ class Evaluator(CallEvaluator):
     # -- expressions -----------------------------------------------------------------------
 
     def expr(self, node: ast.expr, env: Env) -> Value:
+        reach = env.get(REACH)  # before: what a call raises on holds after it, not at it
         method = _EXPRESSIONS.get(type(node))
         if method is not None:
             value: Value = method(self, node, env)
@@ -132,7 +149,17 @@ class Evaluator(CallEvaluator):
         self.summary.values[node] = value
         if self.guarded:
             self.module.guarded.add(node)
+        self.note_reach(node, reach)
         return value
+
+    def note_reach(self, node: ast.AST, reach: Value | None) -> None:
+        """Note the facts under which `node` is not reached (see `jaxfix.analysis.reach`);
+        a loop's later round may find fewer."""
+        conditions = self.module.conditions
+        if reach is not None and reach.sources:
+            conditions[node] = (self.summary.id, reach.sources)
+        elif conditions:
+            conditions.pop(node, None)
 
     def name(self, name: str, env: Env) -> Value:
         if name in env:
@@ -239,26 +266,38 @@ class Evaluator(CallEvaluator):
         holds = isinstance(node.op, ast.And)
         values: list[Value] = []
         narrowed: dict[str, Value] = {}
+        reach: Value | None = None
         for operand in node.values:
             inner = {**env, **narrowed} if narrowed else env
             values.append(self.expr(operand, inner))
             if inner is not env:  # what a `:=` bound meanwhile
                 env.update((k, x) for k, x in inner.items() if k not in narrowed)
+            if operand is node.values[0]:
+                reach = env.get(REACH)  # the others may not run: what they raise on is moot
             if operand is node.values[-1]:
                 break
             guard = self._tracer_guard(operand, inner)
             if guard is not None and guard.concrete_when is holds:
                 narrowed[guard.name] = guard.narrowed_value()
+        _restore_reach(env, reach)
         return values
 
     def e_IfExp(self, node: ast.IfExp, env: Env) -> Value:
         self._bool(node.test, self.expr(node.test, env))
         guard = self._tracer_guard(node.test, env)
-        if guard is None:
-            return v.join(self.expr(node.body, env), self.expr(node.orelse, env))
-        concrete = {**env, guard.name: guard.narrowed_value()}
-        body, orelse = (concrete, env) if guard.concrete_when else (env, concrete)
-        return v.join(self.expr(node.body, body), self.expr(node.orelse, orelse))
+        when_none, otherwise_none = none_tested(node.test)
+        body, orelse = self.given_none(env, when_none), self.given_none(env, otherwise_none)
+        if guard is not None:
+            concrete = {**env, guard.name: guard.narrowed_value()}
+            if guard.excludes_tracers():
+                reach_unless(concrete, guard.subject.sources if guard.subject else ())
+            body, orelse = (concrete, env) if guard.concrete_when else (env, concrete)
+        reach = env.get(REACH)  # either branch may not run: what it raises on is moot
+        first = self.expr(node.body, body)
+        _restore_reach(env, reach)
+        second = self.expr(node.orelse, orelse)
+        _restore_reach(env, reach)
+        return v.join(first, second)
 
     def e_Compare(self, node: ast.Compare, env: Env) -> Value:
         values = [self.expr(node.left, env), *(self.expr(c, env) for c in node.comparators)]
@@ -364,6 +403,9 @@ class Evaluator(CallEvaluator):
         if value.kind is Kind.TRACED:
             fake = ast.Call(func=ast.Name("bool"), args=[node], keywords=[])
             ast.copy_location(fake, node)
+            held = self.module.conditions.get(node)
+            if held is not None:
+                self.module.conditions[fake] = held
             self.summary.calls.append(
                 Call(
                     fake,
@@ -393,6 +435,14 @@ def _type_of(node: ast.expr) -> str | None:
     ):
         return node.args[0].id
     return None
+
+
+def _restore_reach(env: Env, reach: Value | None) -> None:
+    """Put back the path condition `env` held (code that may not have run raised nothing)."""
+    if reach is None:
+        env.pop(REACH, None)
+    else:
+        env[REACH] = reach
 
 
 def _asks_array_attribute(test: ast.Call) -> bool:

@@ -274,7 +274,7 @@ class FileAnalysis:
                     base is not None
                     and key is not None
                     and self.facts.kind(base) is Kind.HOST
-                    and self.facts.kind(key) is Kind.TRACED
+                    and self.facts.kind_at(key, node) is Kind.TRACED
                     and node not in module.guarded
                 ):
                     found.append(node)
@@ -298,13 +298,13 @@ class FileAnalysis:
                     targets = [node.target]
                 else:
                     continue
-                value_traced = self.facts.kind(store.value) is Kind.TRACED
+                value_traced = self.facts.kind_at(store.value, node) is Kind.TRACED
                 for target in targets:
                     if not isinstance(target, ast.Subscript):
                         continue
                     key = module.value_of(target.slice)
                     if not value_traced and (
-                        key is None or self.facts.kind(key) is not Kind.TRACED
+                        key is None or self.facts.kind_at(key, node) is not Kind.TRACED
                     ):
                         continue
                     base = module.value_of(target.value)
@@ -356,6 +356,8 @@ class FileAnalysis:
             staged = Staged(summary.id) in self.facts.traced
             label = "<lambda>" if isinstance(summary.node, ast.Lambda) else summary.name
             for call in summary.calls:
+                if call.node in self.facts.dead:
+                    continue  # no calling context reaches it
                 if call.callee is not None and isinstance(call.node.func, ast.Name | ast.Attribute):
                     yield call.callee, call, label, staged
 
@@ -393,7 +395,7 @@ class FileAnalysis:
         for index, (node, value) in enumerate(zip(call.node.args, call.args, strict=True)):
             if isinstance(node, ast.Starred) and star is None:
                 star = index
-            if self.facts.kind(value) is not Kind.TRACED or node in guarded:
+            if self.facts.kind_at(value, call.node) is not Kind.TRACED or node in guarded:
                 continue
             if star is None:
                 positions.append(index)
@@ -401,7 +403,7 @@ class FileAnalysis:
                 rest_from = star
         for keyword in call.node.keywords:
             given = call.keywords.get(keyword.arg or "**")
-            if given is None or self.facts.kind(given) is not Kind.TRACED:
+            if given is None or self.facts.kind_at(given, call.node) is not Kind.TRACED:
                 continue
             if keyword.value in guarded:
                 continue

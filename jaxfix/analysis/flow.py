@@ -17,7 +17,9 @@ What is static whatever the parameters are: literals, `x.shape` / `dtype` / `ndi
 pytree class declares as metadata; inside `with jax.ensure_compile_time_eval():` nothing is
 staged; after a tracer guard (`if isinstance(x, jax.core.Tracer): return ...`) `x` is concrete,
 and code inside the guard or in a `try:` that catches the concretization errors is *guarded*:
-rules leave it alone.
+rules leave it alone. Code that runs only when some facts of the calling context do not hold
+(after a raise on a tracer, in an `if k is None:` branch) is noted with them
+(`jaxfix.analysis.reach`), and resolved against each calling context.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from jaxfix.analysis.declarations import (
 from jaxfix.analysis.expressions import Evaluator
 from jaxfix.analysis.names import dotted
 from jaxfix.analysis.pytree_fields import METADATA_ONLY, metadata_only_classes
+from jaxfix.analysis.reach import REACH, forget, none_tested, own, reach_unless, unless
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.summaries import (
     TRACER_TEST,
@@ -39,6 +40,8 @@ from jaxfix.analysis.values import (
     UNKNOWN,
     Kind,
     Param,
+    Source,
+    Staged,
     Value,
 )
 from jaxfix.models.transforms import (
@@ -85,18 +88,41 @@ class Interpreter(Evaluator):
             # A sequence of instances (`[Var(...)]`) gives one when iterated.
             env[name] = instance if held == class_name else Value(kind, sources, element=instance)
         self.loop_exits = []
+        self.initial = dict(env)
         node = self.summary.node
         running = self.module.running
         running.add(self.summary.id)
         try:
             if isinstance(node, ast.Lambda):
                 self.summary.returns = self.expr(node.body, env)
+                self._exit(env)
                 return env
-            with contextlib.suppress(_Exit):
+            try:
                 self.block(self.body, env)
+            except _Exit:
+                pass
+            else:
+                self._exit(env)
             return env
         finally:
             running.discard(self.summary.id)
+            self.summary.raises_if = self._raises_if()
+
+    def _exit(self, env: Env) -> None:
+        """A way out of the function other than a raise: the facts under which it is not
+        reached are some under which the function raises."""
+        found = unless(env)
+        self.exits = found if self.exits is None else self.exits & found
+
+    def _raises_if(self) -> frozenset[Source]:
+        """The facts about the function itself under which it certainly raises, when called
+        (a generator or a coroutine runs nothing then): see `Summary.raises_if`."""
+        node = self.summary.node
+        found = own(self.exits or (), self.summary.id)
+        found = frozenset(f for f in found if isinstance(f, Param | Staged))
+        if not found or not isinstance(node, ast.FunctionDef | ast.Lambda):
+            return frozenset()
+        return frozenset() if _generator(node) else found
 
     def _instance_params(self) -> dict[str, str]:
         """Parameters that hold an instance of one of the module's classes: `self`, and
@@ -176,6 +202,8 @@ class Interpreter(Evaluator):
         value = self.expr(node.value, env) if node.value is not None else STATIC
         old = self.summary.returns
         self.summary.returns = value if old is None else v.join(old, value)
+        self.returns += 1
+        self._exit(env)
         raise _Exit
 
     def s_Raise(self, node: ast.Raise, env: Env) -> None:
@@ -308,9 +336,14 @@ class Interpreter(Evaluator):
             # A test that asks about tracers in a way not narrowed here (`not_jax_tracer(a)
             # and not_jax_tracer(b)`): both branches know what they hold.
             self._bool(node.test, test)
+            when_none, otherwise_none = none_tested(node.test)
             self.guarded += asks
             try:
-                self._join_into(env, self.branch(node.body, env), self.branch(node.orelse, env))
+                self._join_into(
+                    env,
+                    self.branch(node.body, self.given_none(env, when_none)),
+                    self.branch(node.orelse, self.given_none(env, otherwise_none)),
+                )
             finally:
                 self.guarded -= asks
             return
@@ -318,14 +351,23 @@ class Interpreter(Evaluator):
         concrete = dict(env)
         narrowed = guard.narrowed_value()
         concrete[name] = narrowed
+        added: frozenset[Source] = frozenset()
+        if guard.excludes_tracers():
+            added = guard.subject.sources - unless(env) if guard.subject else frozenset()
+            reach_unless(concrete, added)  # reached only when it holds no tracer
         concrete_body = guard.concrete_when
         guards = int(guard.tracer_otherwise)
         self.guarded += guards
+        returns = self.returns
         try:
             tracer_side = self.branch(node.orelse if concrete_body else node.body, env)
         finally:
             self.guarded -= guards
         concrete_side = self.branch(node.body if concrete_body else node.orelse, concrete)
+        if tracer_side is None and self.returns != returns and concrete_side is not None:
+            # Only a raise says that what follows is not for tracers; a tracer that returns
+            # early takes the function's other way, and what follows stays checked.
+            forget(concrete_side, added)
         original = env.get(name)
         if (
             tracer_side is not None
@@ -493,7 +535,7 @@ class Interpreter(Evaluator):
         if isinstance(target, ast.Name):
             env[target.id] = value
             if target.id in self.declared:
-                self._store(statement, target.id, value, True)
+                self._store(statement, target.id, value, True, env)
             return
         if isinstance(target, ast.Tuple | ast.List):
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
@@ -526,7 +568,7 @@ class Interpreter(Evaluator):
                 root = root.value
             if isinstance(root, ast.Name):
                 outlives = root.id not in self.locals or root.id in outliving_params(self.summary)
-                self._store(statement, root.id, value, outlives)
+                self._store(statement, root.id, value, outlives, env)
 
     def _self_class(self) -> str | None:
         """The class whose instance the first parameter holds: None for a function, a static
@@ -535,7 +577,8 @@ class Interpreter(Evaluator):
             return None
         return self.summary.class_name
 
-    def _store(self, node: ast.stmt, root: str, value: Value, outlives: bool) -> None:
+    def _store(self, node: ast.stmt, root: str, value: Value, outlives: bool, env: Env) -> None:
+        self.note_reach(node, env.get(REACH))
         self.summary.stores.append(
             Store(node, self.summary.id, root, value, outlives, bool(self.guarded))
         )
@@ -557,3 +600,17 @@ def _irrefutable(case: ast.match_case) -> bool:
     while isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
         pattern = pattern.pattern
     return case.guard is None and isinstance(pattern, ast.MatchAs) and pattern.pattern is None
+
+
+def _generator(node: ast.FunctionDef | ast.Lambda) -> bool:
+    """Whether the function's own body yields (calling it runs nothing yet)."""
+    pending: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.Yield | ast.YieldFrom):
+            return True
+        if not isinstance(
+            current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+        ):
+            pending.extend(ast.iter_child_nodes(current))
+    return False

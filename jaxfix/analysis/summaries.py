@@ -79,6 +79,8 @@ class Entry:
     receiver: frozenset[Source] = frozenset()
     # For a custom derivative rule (`f.defjvp(rule)`): the primal `f`, whose derivative it is.
     primal: str | None = None
+    # The parameters `functools.partial` binds to a value that is certainly not None.
+    not_none: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,11 @@ class Summary:
     stores: list[Store] = field(default_factory=list)
     returns: Value | None = None
     values: dict[ast.AST, Value] = field(default_factory=dict)
+    # It certainly raises when one of these (its parameters traced, its staging) holds: every
+    # way out of it but a raise runs only when none does (`jaxfix.analysis.reach`).
+    raises_if: frozenset[Source] = frozenset()
+    # Whether some branch of it runs only when a parameter is given None (`if k is None:`).
+    none_tested: bool = False
 
 
 @dataclass
@@ -184,6 +191,13 @@ class Module:
     # Expressions under a tracer guard or in a `try:` catching concretization errors: code
     # that knows what it holds, which rules leave alone.
     guarded: set[ast.AST] = field(default_factory=set)
+    # The nodes (expressions, statements that store) that run only when none of some facts
+    # holds, each with the function whose body holds it and those facts: the code after
+    # `if isinstance(q, Tracer): raise ...` runs only when `q` is no tracer
+    # (`jaxfix.analysis.reach`). Only such nodes are here.
+    conditions: dict[ast.AST, tuple[str, frozenset[Source]]] = field(default_factory=dict)
+    # Attribute names its classes declare with a type that excludes None (`reach`).
+    required_fields: frozenset[str] | None = None
     # Every statement or clause that binds a value (assignments, `for`, comprehensions, `with
     # ... as`), anywhere in the module, in the order of the walk.
     binders: list[ast.AST] = field(default_factory=list)

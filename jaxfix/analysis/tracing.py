@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from jaxfix.analysis import values as v
 from jaxfix.analysis.external import KEYWORDS, External
+from jaxfix.analysis.reach import not_none_facts, not_none_params
 from jaxfix.analysis.reasons import Reason, Via, abstract_only
 from jaxfix.analysis.summaries import (
     Call,
@@ -47,7 +49,16 @@ class Facts:
     # a flatten puts in another order (see `Value.reorders`): a host callback given one, or a
     # jitted function returning it, would hand it on with its keys sorted.
     reordering: set[Param] = field(default_factory=set)
+    # Each traced function's calling contexts (a transform's entry, a call in traced code,
+    # another module's call), by where they come from: the facts about the function that
+    # hold in each (its parameters traced, given a value that is not None). Code that runs
+    # only when some facts do not hold (`jaxfix.analysis.reach`) is resolved against them.
+    contexts: dict[str, dict[object, frozenset[Source]]] = field(default_factory=dict)
+    dead: frozenset[ast.Call] = frozenset()  # calls no context reaches (see `trace`)
     _children: dict[str, list[str]] | None = field(default=None, repr=False)
+    _live: dict[tuple[str, frozenset[Source], frozenset[Source]], bool] = field(
+        default_factory=dict, repr=False
+    )
 
     def children(self) -> dict[str, list[str]]:
         """The functions defined directly in each function's body, by its id."""
@@ -72,6 +83,56 @@ class Facts:
             return Kind.TRACED if Kind.TRACED in kinds else value.resolve(self.traced)
         return value.resolve(self.traced)
 
+    def enter(self, fid: str, where: object, facts: Iterable[Source]) -> None:
+        """Record a calling context of `fid` (the last one recorded from `where` counts)."""
+        self.contexts.setdefault(fid, {})[where] = frozenset(facts)
+
+    def kind_at(self, value: Value, node: ast.AST) -> Kind:
+        """What `value` is where `node` stands: not certainly traced when, in every calling
+        context where it is traced, the node is not reached (`jaxfix.analysis.reach`)."""
+        kind = self.kind(value)
+        if kind is Kind.TRACED and not self.live(value, node):
+            return Kind.UNKNOWN
+        return kind
+
+    def reached(self, node: ast.AST) -> bool:
+        """Whether some calling context of the function holding `node` reaches it (any, when
+        it runs unconditionally or no context is known)."""
+        held = self.module.conditions.get(node)
+        contexts = self.contexts.get(held[0]) if held is not None else None
+        if held is None or not contexts:
+            return True
+        fid, unless = held
+        return any(not self._holds(unless, fid, context) for context in contexts.values())
+
+    def live(self, value: Value, node: ast.AST) -> bool:
+        """Whether some calling context of the function holding `node` reaches it with
+        `value` traced (any, when the node runs unconditionally or no context is known)."""
+        held = self.module.conditions.get(node)
+        contexts = self.contexts.get(held[0]) if held is not None else None
+        if held is None or not contexts:
+            return True
+        fid, unless = held
+        sources = v.sources_of([value])
+        key = (fid, unless, sources)
+        found = self._live.get(key)
+        if found is None:
+            found = self._live[key] = any(
+                not self._holds(unless, fid, context) and self._holds(sources, fid, context)
+                for context in contexts.values()
+            )
+        return found
+
+    def _holds(self, facts: frozenset[Source], fid: str, context: frozenset[Source]) -> bool:
+        """Whether one of `facts` holds in `context` (of `fid`): the facts about `fid`'s
+        parameters as the context says, the others as the whole trace does."""
+        return any(
+            fact in context
+            if fact.function == fid and not isinstance(fact, Staged)
+            else fact in self.traced
+            for fact in facts
+        )
+
     def reorders(self, value: Value) -> bool:
         """Whether `value` may be, or hold, a dict whose keys a flatten reorders: one made so,
         or the object of a parameter that may be given one."""
@@ -82,7 +143,7 @@ class Facts:
     def is_traced(self, node: ast.AST) -> bool:
         """Whether `node` certainly holds a tracer where it stands (guarded or not)."""
         value = self.module.value_of(node)
-        return value is not None and self.kind(value) is Kind.TRACED
+        return value is not None and self.kind_at(value, node) is Kind.TRACED
 
     def tracer_at(self, node: ast.AST | None) -> bool:
         """Whether `node` certainly holds a tracer where it stands, and no tracer guard (nor a
@@ -111,7 +172,9 @@ class Facts:
                 if call.guarded:
                     continue
                 given = [call.receiver] if call.receiver is not None else []
-                found = [x for x in [*given, *call.values()] if self.kind(x) is Kind.TRACED]
+                found = [
+                    x for x in [*given, *call.values()] if self.kind_at(x, call.node) is Kind.TRACED
+                ]
                 if found:
                     yield call, found
 
@@ -133,12 +196,15 @@ class Facts:
                 if callee is None:
                     continue
                 given = bind_arguments(callee, call)
-                if any(self.kind(given[name]) is Kind.TRACED for name in static & given.keys()):
+                if any(
+                    self.kind_at(given[name], call.node) is Kind.TRACED
+                    for name in static & given.keys()
+                ):
                     yield call
 
     def stores(self) -> Iterator[Store]:
         """Unguarded stores of certainly traced values into state that outlives the trace."""
-        return (s for s in self.outliving_stores() if self.kind(s.value) is Kind.TRACED)
+        return (s for s in self.outliving_stores() if self.kind_at(s.value, s.node) is Kind.TRACED)
 
     def outliving_stores(self) -> Iterator[Store]:
         """Unguarded stores in traced code into state that outlives the trace, whatever they
@@ -176,7 +242,26 @@ def trace(module: Module, external: Sequence[External] = ()) -> Facts:
     given_values = _given_python_values(module, external)
     facts = _fixed_point(module, external, given_values)
     polymorphic = _polymorphic(facts) | given_values
-    return _fixed_point(module, external, polymorphic) if polymorphic - given_values else facts
+    if polymorphic - given_values:
+        facts = _fixed_point(module, external, polymorphic)
+    # Calls that no calling context of their function reaches (after a raise on a tracer)
+    # trace nothing: once they are known, the fixed point is run again without them.
+    dead = _dead_calls(facts)
+    return _fixed_point(module, external, polymorphic, dead) if dead else facts
+
+
+def _dead_calls(facts: Facts) -> frozenset[ast.Call]:
+    """The calls in traced code that run only where facts hold that hold in every calling
+    context of their function (`jaxfix.analysis.reach`)."""
+    conditions = facts.module.conditions
+    if not conditions:
+        return frozenset()
+    return frozenset(
+        call.node
+        for summary in facts.traced_functions()
+        for call in summary.calls
+        if call.node in conditions and not facts.reached(call.node)
+    )
 
 
 def _given_python_values(module: Module, external: Sequence[External]) -> frozenset[Source]:
@@ -230,9 +315,12 @@ def _polymorphic(facts: Facts) -> frozenset[Source]:
 
 
 def _fixed_point(
-    module: Module, external: Sequence[External], polymorphic: frozenset[Source]
+    module: Module,
+    external: Sequence[External],
+    polymorphic: frozenset[Source],
+    dead: frozenset[ast.Call] = frozenset(),
 ) -> Facts:
-    facts = Facts(module)
+    facts = Facts(module, dead=dead)
     for entry in module.entries:
         if entry.transform not in CUSTOM_DERIVATIVES:  # see `_custom_derivatives`
             _enter(facts, entry)
@@ -247,6 +335,8 @@ def _fixed_point(
             if summary is None:  # never interpreted (unreachable code): nothing it does
                 continue
             for call in summary.calls:
+                if call.node in dead:
+                    continue
                 for callee, bound in _callees(facts, summary, call):
                     static = static_of.get(callee.id, frozenset())
                     new: set[Source] = set()
@@ -265,6 +355,7 @@ def _fixed_point(
                             changed |= _hand(facts, param, value)
                     if Staged(fid) in facts.traced:
                         new.add(Staged(callee.id))
+                    _enter_call(facts, summary, call, callee, bound, new)
                     changed |= facts.note(callee.id, Reason(Via.CALLED, _label(summary)))
                     if not new <= facts.traced:
                         facts.traced |= new
@@ -276,12 +367,27 @@ def _fixed_point(
     return facts
 
 
+def _enter_call(
+    facts: Facts, caller: Summary, call: Call, callee: Summary, bound: Call, traced: set[Source]
+) -> None:
+    """Record the context `call` (in traced `caller`) gives `callee`, bound as `bound`: the
+    parameters it traces (`traced`), and those it gives a value that is not None when some
+    branch of the callee asks."""
+    context = frozenset(traced)
+    if callee.none_tested:
+        func = caller.values.get(call.node.func) if bound is call else None
+        given = not_none_params(callee, bound, func, facts.module)
+        context |= not_none_facts(callee.id, given)
+    facts.enter(callee.id, (caller.id, call.node, callee.id), context)
+
+
 def _enter(facts: Facts, entry: Entry) -> bool:
     """Trace `entry`'s target as its transform does; whether that is news."""
     changed = facts.note(entry.target, entry.reason)
     new: set[Source] = {Param(entry.target, p) for p in entry.traced}
     if entry.staged:
         new.add(Staged(entry.target))
+    facts.enter(entry.target, id(entry), new | not_none_facts(entry.target, entry.not_none))
     if not new <= facts.traced:
         facts.traced |= new
         changed = True
@@ -340,7 +446,7 @@ def _applied(facts: Facts, summary: Summary, polymorphic: frozenset[Source]) -> 
     changed = False
     staged = Staged(summary.id) in facts.traced
     for call in summary.calls:
-        if not call.applied:
+        if not call.applied or call.node in facts.dead:
             continue
         data = [x for x in call.values() if x.function is None]
         if not any(facts.kind(x) is Kind.TRACED for x in data):
@@ -361,6 +467,7 @@ def _applied(facts: Facts, summary: Summary, polymorphic: frozenset[Source]) -> 
             new -= polymorphic
             if staged:
                 new.add(Staged(function.function))
+            facts.enter(function.function, (summary.id, call.node, function), new)
             changed |= facts.note(function.function, Reason(Via.APPLIED))
             if not new <= facts.traced:
                 facts.traced |= new
@@ -390,6 +497,9 @@ def _staged_entries(facts: Facts) -> bool:
         if any(source in facts.traced for source in entry.receiver):
             node = facts.module.nodes.get(entry.target)
             positional = params_of(node)[1] if node is not None else []
+            if positional:
+                context = facts.contexts.get(entry.target, {}).get(id(entry), frozenset())
+                facts.enter(entry.target, id(entry), context | {Param(entry.target, positional[0])})
             if positional and Param(entry.target, positional[0]) not in facts.traced:
                 facts.traced.add(Param(entry.target, positional[0]))
                 changed = True
@@ -437,9 +547,11 @@ def _enter_from_outside(
         given |= set(call.reordering_keywords) & set(params)
         facts.reordering |= {Param(fid, p) for p in given}
         traced -= static_of.get(fid, frozenset())
-        facts.traced |= {Param(fid, p) for p in traced} - polymorphic
+        new: set[Source] = set({Param(fid, p) for p in traced} - polymorphic)
         if call.staged:
-            facts.traced.add(Staged(fid))
+            new.add(Staged(fid))
+        facts.enter(fid, (id(call), fid), new)
+        facts.traced |= new
 
 
 def _label(summary: Summary) -> str:

@@ -5,13 +5,16 @@ array computed from static values), `UNKNOWN`, or `TRACED` on a condition: it is
 one of its `sources` is, where a source is a parameter of some function (`Param`) or the staging
 of a function (`Staged`: inside `jax.jit`, even `jnp.zeros(3)` is a tracer). The condition is a
 disjunction: `x + y` is traced when `x` or `y` is. A join of two branches keeps only what holds on
-both (the common sources), so that a rule reports only what is *certainly* traced.
+both (the common sources), so that a rule reports only what is *certainly* traced. A source is
+a fact of a calling context; `NotNone` is one too, though no value has it as a source: the path
+conditions of `jaxfix.analysis.reach` are sets of such facts.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 
@@ -36,7 +39,18 @@ class Staged(NamedTuple):
     function: str
 
 
-Source = Param | Staged
+@dataclass(frozen=True, slots=True)
+class NotNone:
+    """The parameter `name` of `function` is given a value that is not None (`partial(f,
+    k=3)`, `f(x, k=n + 1)`): a fact of a calling context, as `Param` is, for the path
+    conditions of `if k is None:` branches (`jaxfix.analysis.reach`); never a value's source.
+    Not a named tuple: it would equal the `Param` of the same names."""
+
+    function: str
+    name: str
+
+
+Source = Param | Staged | NotNone
 
 
 class Value(NamedTuple):
@@ -55,6 +69,8 @@ class Value(NamedTuple):
     # What `functools.partial` bound of `function`: leading positions, keywords.
     bound_positions: int = 0
     bound_keywords: frozenset[str] = frozenset()
+    # Of those keywords, the ones bound to a value that is certainly not None.
+    bound_not_none: frozenset[str] = frozenset()
     entry: int | None = None  # the index of the transform's entry, for a transformed function
     # What iterating it gives, when the iterable says (`enumerate(x)`: an int and a row).
     element: Value | None = None
@@ -102,6 +118,13 @@ class Guard(NamedTuple):
     def narrowed_value(self) -> Value:
         """What the name holds where the test says it holds no tracer."""
         return STATIC if self.narrowed is None else self.narrowed
+
+    def excludes_tracers(self) -> bool:
+        """Whether, where the test holds, the name holds no tracer at all, nor anything that
+        may hold one (an instance of a class keeps its fields: a pytree of tracers passes
+        `isinstance(x, Model)`): the code there is not reached when the name is traced."""
+        traced = self.subject is not None and self.subject.kind is Kind.TRACED
+        return traced and (self.narrowed is None or not sources_of([self.narrowed]))
 
 
 STATIC = Value(Kind.STATIC)
