@@ -359,6 +359,20 @@ def f(x):
             y = x
     pickle.dumps(y)  # silent
 """,
+    "after a match, a case's as-name holds the subject, not what the name held before": """
+@jax.jit
+def f(x, y):
+    n = x
+    match y:
+        case float() as n:
+            pass
+    pickle.dumps(n)  # silent
+    k = x
+    match y:
+        case float() as k:
+            k = x + 1
+    pickle.dumps(k)  # traced
+""",
     "host functions are interpreted when they may apply a transform, not otherwise": """
 def train_step(x):
     pickle.dumps(x)  # traced

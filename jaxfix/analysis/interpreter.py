@@ -493,9 +493,9 @@ class Interpreter(Evaluator):
             narrowed, names = self._case_narrowing(node.subject, case.pattern, subject, env)
             inner = {**env, **dict.fromkeys(names, narrowed)} if narrowed is not None else env
             side = self.branch(case.body, inner)
-            for name in names:  # narrowed only: after the `match` it holds what it held
+            for name in names:  # narrowed only: after the `match` it holds the subject
                 if side is not None and name in env and side.get(name) == narrowed:
-                    side[name] = env[name]
+                    side[name] = subject
             sides.append(side)
         exhaustive = bool(node.cases) and _irrefutable(node.cases[-1])
         self._join_into(env, None if exhaustive else env, *sides)
