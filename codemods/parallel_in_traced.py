@@ -241,10 +241,13 @@ class ParallelInTraced(Rule):
     nothing outside itself (host work such as `float(v)`, a file or a database would fail in
     the trace or run once per trace). A
     pool made by `with Pool() as pool:` is removed with its block when nothing else uses it,
-    one made inline (`Pool().map(...)`) with the call; any other pool (assigned and shut down
-    later, made by a project's constructor), queues, pipes, threads, processes and `joblib`
-    have no fix: whether the work can be vmapped, moved out of the trace or wrapped in a
-    callback depends on what it does.
+    one made inline (`Pool().map(...)`) with the call.
+    `joblib.Parallel(n_jobs=2)(joblib.delayed(f)(x) for x in xs)` becomes
+    `[f(x) for x in xs]`, the list `Parallel` returns, in its order, when `f` is such JAX
+    code and the `Parallel` returns a list (not `return_as="generator"`). Any other pool
+    (assigned and shut down later, made by a project's constructor), queues, pipes, threads,
+    processes and `joblib` running host work have no fix: whether the work can be vmapped,
+    moved out of the trace or wrapped in a callback depends on what it does.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
@@ -299,7 +302,7 @@ class ParallelInTraced(Rule):
         block that makes it, when every use of the pool in the block can be rewritten."""
         func = call.func
         if not isinstance(func, cst.Attribute):
-            return None  # `joblib.Parallel(...)(...)`
+            return self._joblib_fix(call)
         if isinstance(func.value, cst.Call):
             rewrite = self._sequential(call, func.value)
             if rewrite is None:
@@ -311,6 +314,35 @@ class ParallelInTraced(Rule):
         if block not in self._block_fixes:
             self._block_fixes[block] = self._block_fix(block)
         return self._block_fixes[block]
+
+    def _joblib_fix(self, call: cst.Call) -> Fix | None:
+        """`Parallel(n_jobs=2)(delayed(f)(x) for x in xs)` -> `[f(x) for x in xs]`: the list
+        joblib returns, in its order, each task run in the trace as `n_jobs=1` runs it."""
+        maker = self._parallel_maker(call.func)
+        if maker is None or not _returns_list(maker) or len(call.args) != 1:
+            return None
+        tasks = call.args[0]
+        comprehension = tasks.value
+        if (
+            tasks.keyword is not None
+            or tasks.star
+            or not isinstance(comprehension, cst.GeneratorExp | cst.ListComp)
+        ):
+            return None
+        if _asynchronous(comprehension.for_in):
+            return None
+        task = comprehension.elt
+        if not (isinstance(task, cst.Call) and isinstance(task.func, cst.Call)):
+            return None
+        delayed = task.func
+        if not self.qualified_names(delayed.func) & {DELAYED} or len(delayed.args) != 1:
+            return None
+        f = delayed.args[0]
+        if f.keyword is not None or f.star or not self.traced.is_jax_code(f.value):
+            return None
+        run = task.with_changes(func=f.value)
+        new = cst.ListComp(elt=run, for_in=comprehension.for_in, lpar=call.lpar, rpar=call.rpar)
+        return self.make_fix({call: new}, removed_nodes=[call])
 
     def _made_fix(
         self,
@@ -657,6 +689,40 @@ def _runs_in_parallel(maker: cst.Call) -> bool:
     if isinstance(value, cst.Integer) and value.evaluated_value == 1:
         return False
     return not (isinstance(value, cst.Name) and value.value == "None")
+
+
+# `Parallel` options that leave its result a list of the tasks' results, in their order.
+LIST_OPTIONS = frozenset(
+    {"n_jobs", "backend", "verbose", "timeout", "pre_dispatch", "batch_size", "temp_folder"}
+    | {"max_nbytes", "mmap_mode", "prefer", "require"}
+)
+
+
+def _returns_list(maker: cst.Call) -> bool:
+    """`Parallel(...)` returns a list (not a generator, `return_as=...`): its positional
+    arguments are `n_jobs` and `backend` at most, its keywords those of `LIST_OPTIONS`."""
+    for index, arg in enumerate(maker.args):
+        if arg.star or (arg.keyword is None and index > 1):
+            return False
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        as_list = keyword == "return_as" and _is_string(arg.value, "list")
+        if keyword is not None and keyword not in LIST_OPTIONS and not as_list:
+            return False
+    return True
+
+
+def _is_string(value: cst.BaseExpression, text: str) -> bool:
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == text
+
+
+def _asynchronous(for_in: cst.CompFor) -> bool:
+    """Any `async for` in a comprehension (its tasks are awaited: not a plain list)."""
+    current: cst.CompFor | None = for_in
+    while current is not None:
+        if current.asynchronous is not None:
+            return True
+        current = current.inner_for_in
+    return False
 
 
 def _argument(call: cst.Call, position: int, keyword: str) -> list[cst.BaseExpression]:
