@@ -12,6 +12,7 @@ from libcst.metadata import Assignment
 from jaxfix.analysis.candidates import BOUND
 from jaxfix.fixes.fix import Fix, ImportNeeded, ReplaceNodes
 from jaxfix.fixes.syntax import calls_in, source_of
+from jaxfix.fixes.tracing import TracedFunction
 from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.sinks import Sink, SinkKind, names_of
 from jaxfix.rules.rule import Rule, command_hooks
@@ -186,7 +187,9 @@ class ParallelInTraced(Rule):
     `submit` / `map` of a `concurrent.futures` executor, `put` / `put_nowait` of a
     `multiprocessing` queue, `send` of a `multiprocessing.Pipe` connection,
     `threading.Thread` / `multiprocessing.Process` with traced `args`, and
-    `joblib.Parallel(n_jobs=...)(joblib.delayed(f)(x) for ...)`.
+    `joblib.Parallel(n_jobs=...)(joblib.delayed(f)(x) for ...)`. A pool's work may also
+    carry the traced value itself: a lambda that reads a traced parameter or local of the
+    function around it (`pool.map(lambda op: op(image), ops)`).
 
     The receiver must be known to come from `multiprocessing`, `concurrent.futures` or
     `joblib`: made by their constructor in the traced function (`p = Pool()`,
@@ -283,7 +286,9 @@ class ParallelInTraced(Rule):
         if found is None:
             return
         kind, payloads = found
-        if not any(self.traced.is_traced(p) for p in payloads):
+        if not any(self.traced.is_traced(p) for p in payloads) and not (
+            kind in (Kind.PROCESSES, Kind.THREADS) and self._closes_over_traced(node)
+        ):
             return
         message = self.message.format(
             call=source_of(node.func),
@@ -485,11 +490,11 @@ class ParallelInTraced(Rule):
             return None  # only these put the call in the analysed slice
         if kind in (Kind.QUEUE, Kind.CONNECTION):
             return kind, _argument(call, 0, "obj")
-        positional = [a.value for a in call.args if a.keyword is None][1:]
+        given = [a.value for a in call.args if a.keyword is None]
         keywords = [
             a.value for a in call.args if a.keyword is not None and a.keyword.value not in NOT_SENT
         ]
-        return kind, positional + keywords
+        return kind, given[1:] + keywords
 
     def _made_here(self, maker: cst.Call, call: cst.Call) -> bool:
         """The constructor runs in traced code and in the same module-level statement."""
@@ -555,6 +560,30 @@ class ParallelInTraced(Rule):
             return None
         value = values[0]
         return value if PARALLEL in self.qualified_names(value.func) else None
+
+    def _closes_over_traced(self, call: cst.Call) -> bool:
+        """The pool's work is a lambda that reads a traced value of the function around it
+        (`pool.map(lambda op: op(image), ops)`): the worker computes with that tracer."""
+        given = [a.value for a in call.args if a.keyword is None][:1]
+        work = given or _argument(call, -1, "func") or _argument(call, -1, "fn")
+        context = self.traced.context_of(call)
+        if context is None:
+            return False
+        for name in (n for w in work for n in _captured(w)):
+            scope = self.traced.scope_of(name)
+            bindings = [a for a in scope[name.value] if isinstance(a, Assignment)] if scope else []
+            if any(self._traced_binding(a.node, context) for a in bindings):
+                return True
+        return False
+
+    def _traced_binding(self, target: cst.CSTNode, context: TracedFunction) -> bool:
+        """`target` binds a traced value: a traced parameter of `context`, or a name assigned
+        a traced value."""
+        if isinstance(target, cst.Param):
+            own = any(p is target for p in _parameters(context.node.params))
+            return own and target.name.value in context.traced_params
+        value = self._binding_value(target)
+        return value is not None and self.traced.is_traced(value)
 
     # ----- where a receiver comes from --------------------------------------------------------
 
@@ -723,6 +752,47 @@ def _asynchronous(for_in: cst.CompFor) -> bool:
             return True
         current = current.inner_for_in
     return False
+
+
+def _captured(function: cst.BaseExpression) -> list[cst.Name]:
+    """The names a lambda reads from around it (`image` in `lambda op: op(image)`): the pool
+    runs it, and with it their values, in a worker."""
+    if not isinstance(function, cst.Lambda):
+        return []
+    own = {p.name.value for p in _parameters(function.params)}
+    reads = _NameReads()
+    function.body.visit(reads)
+    return [n for n in reads.names if n.value not in own]
+
+
+def _parameters(params: cst.Parameters) -> list[cst.Param]:
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
+    kwargs = [params.star_kwarg] if params.star_kwarg is not None else []
+    return [*params.posonly_params, *params.params, *star, *params.kwonly_params, *kwargs]
+
+
+class _NameReads(cst.CSTVisitor):
+    """The names an expression reads, less attribute and keyword names and nested lambdas."""
+
+    def __init__(self) -> None:
+        self.names: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_CompFor(self, node: cst.CompFor) -> bool:
+        return False
 
 
 def _argument(call: cst.Call, position: int, keyword: str) -> list[cst.BaseExpression]:
