@@ -345,7 +345,10 @@ class ParallelInTraced(Rule):
         f = delayed.args[0]
         if f.keyword is not None or f.star or not self.traced.is_jax_code(f.value):
             return None
-        run = task.with_changes(func=f.value)
+        function = f.value
+        if not isinstance(function, cst.Name | cst.Attribute | cst.Call | cst.Subscript):
+            function = function.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        run = task.with_changes(func=function)  # `(lambda r: r.max())(r)`
         new = cst.ListComp(elt=run, for_in=comprehension.for_in, lpar=call.lpar, rpar=call.rpar)
         return self.make_fix({call: new}, removed_nodes=[call])
 
