@@ -12,6 +12,7 @@ from libcst.metadata import Assignment
 from jaxfix.analysis.candidates import BOUND
 from jaxfix.fixes.fix import Fix, ImportNeeded, ReplaceNodes
 from jaxfix.fixes.syntax import calls_in, source_of
+from jaxfix.fixes.tracing import TracedFunction
 from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.sinks import Sink, SinkKind, names_of
 from jaxfix.rules.rule import Rule, command_hooks
@@ -186,7 +187,9 @@ class ParallelInTraced(Rule):
     `submit` / `map` of a `concurrent.futures` executor, `put` / `put_nowait` of a
     `multiprocessing` queue, `send` of a `multiprocessing.Pipe` connection,
     `threading.Thread` / `multiprocessing.Process` with traced `args`, and
-    `joblib.Parallel(n_jobs=...)(joblib.delayed(f)(x) for ...)`.
+    `joblib.Parallel(n_jobs=...)(joblib.delayed(f)(x) for ...)`. A pool's work may also
+    carry the traced value itself: a lambda that reads a traced parameter or local of the
+    function around it (`pool.map(lambda op: op(image), ops)`).
 
     The receiver must be known to come from `multiprocessing`, `concurrent.futures` or
     `joblib`: made by their constructor in the traced function (`p = Pool()`,
@@ -241,10 +244,13 @@ class ParallelInTraced(Rule):
     nothing outside itself (host work such as `float(v)`, a file or a database would fail in
     the trace or run once per trace). A
     pool made by `with Pool() as pool:` is removed with its block when nothing else uses it,
-    one made inline (`Pool().map(...)`) with the call; any other pool (assigned and shut down
-    later, made by a project's constructor), queues, pipes, threads, processes and `joblib`
-    have no fix: whether the work can be vmapped, moved out of the trace or wrapped in a
-    callback depends on what it does.
+    one made inline (`Pool().map(...)`) with the call.
+    `joblib.Parallel(n_jobs=2)(joblib.delayed(f)(x) for x in xs)` becomes
+    `[f(x) for x in xs]`, the list `Parallel` returns, in its order, when `f` is such JAX
+    code and the `Parallel` returns a list (not `return_as="generator"`). Any other pool
+    (assigned and shut down later, made by a project's constructor), queues, pipes, threads,
+    processes and `joblib` running host work have no fix: whether the work can be vmapped,
+    moved out of the trace or wrapped in a callback depends on what it does.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
@@ -280,7 +286,9 @@ class ParallelInTraced(Rule):
         if found is None:
             return
         kind, payloads = found
-        if not any(self.traced.is_traced(p) for p in payloads):
+        if not any(self.traced.is_traced(p) for p in payloads) and not (
+            kind in (Kind.PROCESSES, Kind.THREADS) and self._closes_over_traced(node)
+        ):
             return
         message = self.message.format(
             call=source_of(node.func),
@@ -299,7 +307,7 @@ class ParallelInTraced(Rule):
         block that makes it, when every use of the pool in the block can be rewritten."""
         func = call.func
         if not isinstance(func, cst.Attribute):
-            return None  # `joblib.Parallel(...)(...)`
+            return self._joblib_fix(call)
         if isinstance(func.value, cst.Call):
             rewrite = self._sequential(call, func.value)
             if rewrite is None:
@@ -311,6 +319,38 @@ class ParallelInTraced(Rule):
         if block not in self._block_fixes:
             self._block_fixes[block] = self._block_fix(block)
         return self._block_fixes[block]
+
+    def _joblib_fix(self, call: cst.Call) -> Fix | None:
+        """`Parallel(n_jobs=2)(delayed(f)(x) for x in xs)` -> `[f(x) for x in xs]`: the list
+        joblib returns, in its order, each task run in the trace as `n_jobs=1` runs it."""
+        maker = self._parallel_maker(call.func)
+        if maker is None or not _returns_list(maker) or len(call.args) != 1:
+            return None
+        tasks = call.args[0]
+        comprehension = tasks.value
+        if (
+            tasks.keyword is not None
+            or tasks.star
+            or not isinstance(comprehension, cst.GeneratorExp | cst.ListComp)
+        ):
+            return None
+        if _asynchronous(comprehension.for_in):
+            return None
+        task = comprehension.elt
+        if not (isinstance(task, cst.Call) and isinstance(task.func, cst.Call)):
+            return None
+        delayed = task.func
+        if not self.qualified_names(delayed.func) & {DELAYED} or len(delayed.args) != 1:
+            return None
+        f = delayed.args[0]
+        if f.keyword is not None or f.star or not self.traced.is_jax_code(f.value):
+            return None
+        function = f.value
+        if not isinstance(function, cst.Name | cst.Attribute | cst.Call | cst.Subscript):
+            function = function.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        run = task.with_changes(func=function)  # `(lambda r: r.max())(r)`
+        new = cst.ListComp(elt=run, for_in=comprehension.for_in, lpar=call.lpar, rpar=call.rpar)
+        return self.make_fix({call: new}, removed_nodes=[call])
 
     def _made_fix(
         self,
@@ -453,11 +493,11 @@ class ParallelInTraced(Rule):
             return None  # only these put the call in the analysed slice
         if kind in (Kind.QUEUE, Kind.CONNECTION):
             return kind, _argument(call, 0, "obj")
-        positional = [a.value for a in call.args if a.keyword is None][1:]
+        given = [a.value for a in call.args if a.keyword is None]
         keywords = [
             a.value for a in call.args if a.keyword is not None and a.keyword.value not in NOT_SENT
         ]
-        return kind, positional + keywords
+        return kind, given[1:] + keywords
 
     def _made_here(self, maker: cst.Call, call: cst.Call) -> bool:
         """The constructor runs in traced code and in the same module-level statement."""
@@ -523,6 +563,30 @@ class ParallelInTraced(Rule):
             return None
         value = values[0]
         return value if PARALLEL in self.qualified_names(value.func) else None
+
+    def _closes_over_traced(self, call: cst.Call) -> bool:
+        """The pool's work is a lambda that reads a traced value of the function around it
+        (`pool.map(lambda op: op(image), ops)`): the worker computes with that tracer."""
+        given = [a.value for a in call.args if a.keyword is None][:1]
+        work = given or _argument(call, -1, "func") or _argument(call, -1, "fn")
+        context = self.traced.context_of(call)
+        if context is None:
+            return False
+        for name in (n for w in work for n in _captured(w)):
+            scope = self.traced.scope_of(name)
+            bindings = [a for a in scope[name.value] if isinstance(a, Assignment)] if scope else []
+            if any(self._traced_binding(a.node, context) for a in bindings):
+                return True
+        return False
+
+    def _traced_binding(self, target: cst.CSTNode, context: TracedFunction) -> bool:
+        """`target` binds a traced value: a traced parameter of `context`, or a name assigned
+        a traced value."""
+        if isinstance(target, cst.Param):
+            own = any(p is target for p in _parameters(context.node.params))
+            return own and target.name.value in context.traced_params
+        value = self._binding_value(target)
+        return value is not None and self.traced.is_traced(value)
 
     # ----- where a receiver comes from --------------------------------------------------------
 
@@ -657,6 +721,81 @@ def _runs_in_parallel(maker: cst.Call) -> bool:
     if isinstance(value, cst.Integer) and value.evaluated_value == 1:
         return False
     return not (isinstance(value, cst.Name) and value.value == "None")
+
+
+# `Parallel` options that leave its result a list of the tasks' results, in their order.
+LIST_OPTIONS = frozenset(
+    {"n_jobs", "backend", "verbose", "timeout", "pre_dispatch", "batch_size", "temp_folder"}
+    | {"max_nbytes", "mmap_mode", "prefer", "require"}
+)
+
+
+def _returns_list(maker: cst.Call) -> bool:
+    """`Parallel(...)` returns a list (not a generator, `return_as=...`): its positional
+    arguments are `n_jobs` and `backend` at most, its keywords those of `LIST_OPTIONS`."""
+    for index, arg in enumerate(maker.args):
+        if arg.star or (arg.keyword is None and index > 1):
+            return False
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        as_list = keyword == "return_as" and _is_string(arg.value, "list")
+        if keyword is not None and keyword not in LIST_OPTIONS and not as_list:
+            return False
+    return True
+
+
+def _is_string(value: cst.BaseExpression, text: str) -> bool:
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == text
+
+
+def _asynchronous(for_in: cst.CompFor) -> bool:
+    """Any `async for` in a comprehension (its tasks are awaited: not a plain list)."""
+    current: cst.CompFor | None = for_in
+    while current is not None:
+        if current.asynchronous is not None:
+            return True
+        current = current.inner_for_in
+    return False
+
+
+def _captured(function: cst.BaseExpression) -> list[cst.Name]:
+    """The names a lambda reads from around it (`image` in `lambda op: op(image)`): the pool
+    runs it, and with it their values, in a worker."""
+    if not isinstance(function, cst.Lambda):
+        return []
+    own = {p.name.value for p in _parameters(function.params)}
+    reads = _NameReads()
+    function.body.visit(reads)
+    return [n for n in reads.names if n.value not in own]
+
+
+def _parameters(params: cst.Parameters) -> list[cst.Param]:
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
+    kwargs = [params.star_kwarg] if params.star_kwarg is not None else []
+    return [*params.posonly_params, *params.params, *star, *params.kwonly_params, *kwargs]
+
+
+class _NameReads(cst.CSTVisitor):
+    """The names an expression reads, less attribute and keyword names and nested lambdas."""
+
+    def __init__(self) -> None:
+        self.names: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_CompFor(self, node: cst.CompFor) -> bool:
+        return False
 
 
 def _argument(call: cst.Call, position: int, keyword: str) -> list[cst.BaseExpression]:
