@@ -19,6 +19,7 @@ from jaxfix.analysis.file import analyse_file
 from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.tracing import External, Facts, trace
+from jaxfix.analysis.values import Staged
 from jaxfix.proofs.cases import Case, load_cases
 
 SINK = frozenset({"pickle.dumps"})
@@ -359,6 +360,132 @@ def f(x):
             y = x
     pickle.dumps(y)  # silent
 """,
+    "a case with class patterns narrows its subject and its as-name in that case only": """
+class Leaf:
+    pass
+
+@jax.jit
+def f(x, y, w):
+    match x:
+        case int():
+            pickle.dumps(x)  # silent
+        case Leaf() | str():
+            pickle.dumps(x)  # silent
+        case _:
+            pickle.dumps(x)  # traced
+    pickle.dumps(x)  # traced
+    match y:
+        case float() as n:
+            pickle.dumps(n)  # silent
+            pickle.dumps(y)  # silent
+        case [a, b]:
+            pickle.dumps(y)  # traced
+    match w.attr:
+        case float() as m:
+            pickle.dumps(m)  # silent
+            pickle.dumps(w)  # traced
+    match y:
+        case jax.Array():
+            pickle.dumps(y)  # traced
+""",
+    "the returns of a function join in any order": """
+def pick(flag, value):
+    if flag:
+        return 0.0
+    return value
+
+@jax.jit
+def f(x, flag: bool = True):
+    pickle.dumps(pick(flag, x))  # silent
+""",
+    "a tracer that returns early after another return leaves what follows checked": """
+def early(flag, value, other):
+    if flag:
+        return value
+    if isinstance(value, jax.core.Tracer):
+        return value
+    pickle.dumps(other)  # traced
+    return value
+
+@jax.jit
+def f(x, y, flag: bool = True):
+    early(flag, x, y)
+""",
+    "a call that certainly raises on a tracer ends the caller there, unless it yields": """
+def concrete(value):
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError("must be concrete")
+    return float(value)
+
+def concrete_values(value):
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError("must be concrete")
+    yield value
+
+def validate_lazily(matrix, scale):
+    concrete_values(scale)
+    pickle.dumps(matrix)  # traced
+
+def validate(matrix, scale):
+    concrete(scale)
+    pickle.dumps(matrix)  # silent
+
+@jax.jit
+def run(x, s):
+    validate_lazily(x, s)
+    validate(x, s)
+""",
+    "unpacking binds each element, a starred target a list of unknown ones": """
+@jax.jit
+def f(x):
+    a, b = x, 1
+    pickle.dumps(a)  # traced
+    pickle.dumps(b)  # silent
+    r0, r1 = x
+    pickle.dumps(r0)  # traced
+    rest = x
+    c, *rest = x
+    pickle.dumps(rest)  # silent
+    pickle.dumps(c)  # traced
+    d = x
+    *d, e = (1, x)
+    pickle.dumps(d)  # silent
+    pickle.dumps(e)  # silent
+    g, *h = (x, 2)
+    pickle.dumps(g)  # silent
+""",
+    "the methods of a linen module get traced inputs, but for Python values and classmethods": """
+from flax import linen as nn
+
+class M(nn.Module):
+    features: int = 3
+
+    def __call__(self, x, *args, train: bool = False, **kw):
+        pickle.dumps(x)  # traced
+        pickle.dumps(train)  # silent
+        pickle.dumps(args)  # silent
+        pickle.dumps(kw)  # silent
+        pickle.dumps(self.features)  # silent
+
+    @classmethod
+    def create(cls, x):
+        pickle.dumps(x)  # silent
+""",
+    "an assert's message is evaluated, and a round that only continues reaches the head": """
+@jax.jit
+def f(x, items: tuple = (1, 2)):
+    assert x.ndim == 1, pickle.dumps(x)  # traced
+    z = x
+    for _ in items:
+        z = 0.0
+        continue
+    pickle.dumps(z)  # silent
+    w = x
+    for _ in items:
+        w = w + 1
+        continue
+    pickle.dumps(w)  # traced
+""",
     "after a match, a case's as-name holds the subject, not what the name held before": """
 @jax.jit
 def f(x, y):
@@ -372,6 +499,154 @@ def f(x, y):
         case float() as k:
             k = x + 1
     pickle.dumps(k)  # traced
+""",
+    "a function raises certainly only where each way out that is no raise is not reached": """
+def maybe(flag, value):
+    if flag:
+        return 0.0
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError("must be concrete")
+    return value
+
+async def concrete_async(value):
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError("must be concrete")
+    return value
+
+def concrete(value):
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError("must be concrete")
+    return float(value)
+
+checked = lambda value: concrete(value)
+
+def validate_maybe(matrix, scale, flag):
+    maybe(flag, scale)
+    pickle.dumps(matrix)  # traced
+
+def validate_async(matrix, scale):
+    concrete_async(scale)
+    pickle.dumps(matrix)  # traced
+
+def validate_lambda(matrix, scale):
+    checked(scale)
+    pickle.dumps(matrix)  # silent
+
+@jax.jit
+def run(x, s, flag: bool = True):
+    validate_maybe(x, s, flag)
+    validate_async(x, s)
+    validate_lambda(x, s)
+""",
+    "a block under contextlib.suppress is run, and its bindings join what came before": """
+import contextlib
+
+@jax.jit
+def f(x):
+    v = x
+    with contextlib.suppress(ValueError):
+        pickle.dumps(x)  # traced
+        v = 0.0
+    pickle.dumps(v)  # silent
+""",
+    "an import in a function rebinds the first name of its path": """
+@jax.jit
+def f(x):
+    numpy = x
+    import numpy.lib.stride_tricks
+    pickle.dumps(numpy)  # silent
+""",
+    "a classmethod's first parameter is the class: calling it constructs, no __call__": """
+class Scaler:
+    def __call__(self, v):
+        pickle.dumps(v)  # silent
+        return v
+
+    @classmethod
+    def build(cls, x):
+        return cls(x)
+
+    def count():
+        return 1
+
+class Applied:
+    def __call__(self, v):
+        pickle.dumps(v)  # traced
+        return v
+
+    def apply(self, x):
+        return self(x)
+
+@jax.jit
+def f(s: Scaler, a: Applied, x):
+    s.build(x)
+    a.apply(x)
+    Scaler.count()
+""",
+    "an instance or a list of instances every call passes: its methods, its metadata": """
+import flax.struct
+
+@flax.struct.dataclass
+class MLP:
+    w: jax.Array
+
+    def apply(self, v):
+        pickle.dumps(v)  # traced
+        return v * self.w
+
+@flax.struct.dataclass
+class Layer:
+    w: jax.Array
+
+    def apply(self, v):
+        pickle.dumps(v)  # traced
+        return v * self.w
+
+@flax.struct.dataclass
+class Meta:
+    n: int = flax.struct.field(pytree_node=False)
+
+def run(model, meta, x):
+    pickle.dumps(meta)  # silent
+    pickle.dumps(model)  # traced
+    return model.apply(x)
+
+def run_all(layers, metas, x):
+    for meta in metas:
+        pickle.dumps(meta)  # silent
+    pickle.dumps(metas)  # silent
+    pickle.dumps(layers)  # traced
+    for layer in layers:
+        x = layer.apply(x)
+    return x
+
+jax.jit(run)(MLP(w=jnp.ones(3)), Meta(n=1), jnp.ones(3))
+jax.jit(run_all)([Layer(w=jnp.ones(3))], [Meta(n=1), Meta(n=2)], jnp.ones(3))
+""",
+    "a call that asks about tracers, alone in a test, leaves its branch alone": """
+@jax.jit
+def f(x):
+    if not_jax_tracer(x):
+        pickle.dumps(x)  # silent
+    if is_concrete(x.mean()):
+        pickle.dumps(x)  # silent
+    pickle.dumps(x)  # traced
+""",
+    "an if k is None: branch is not reached where a partial binds k to a value": """
+def body(x, k=None):
+    if k is None:
+        pickle.dumps(x)  # silent
+    pickle.dumps(x)  # traced
+
+jax.jit(functools.partial(body, k=2))
+""",
+    "a starred target alone (it parses, but does not compile) binds what is unknown": """
+@jax.jit
+def f(x):
+    rest = x
+    *rest = x
+    pickle.dumps(rest)  # silent
+    pickle.dumps(x)  # traced
 """,
     "host functions are interpreted when they may apply a transform, not otherwise": """
 def train_step(x):
@@ -740,6 +1015,148 @@ def test_stores_that_outlive_the_call() -> None:
     # `out` and `out_ref` are the caller's objects: whether they outlive the trace is decided
     # there; `acc` is made by the traced function that holds the loop, `seen` by host code.
     assert stores == [("CACHE", 14), ("memo", 16), ("memo", 42), ("seen", 35), ("self", 22)]
+
+
+def test_a_global_name_rebound_in_traced_code_is_a_store_that_outlives_the_call() -> None:
+    source = HEADER + "LAST = None\n\n@jax.jit\ndef f(x):\n    global LAST\n    LAST = x\n"
+    facts = trace(analyse(ast.parse(source)))
+    assert [(s.root, s.node.lineno, s.outlives) for s in facts.stores()] == [("LAST", 11, True)]
+
+
+def test_a_store_in_a_try_that_catches_concretization_errors_is_left_alone() -> None:
+    source = HEADER + textwrap.dedent(
+        """
+        CACHE = {}
+
+        @jax.jit
+        def f(x, s):
+            try:
+                CACHE["guarded"] = x
+                try:
+                    CACHE["in a try catching something else"] = x
+                except ValueError:
+                    pass
+                CACHE["after it"] = x
+                if isinstance(s, jax.core.Tracer):
+                    CACHE["on the tracer's side"] = x
+                CACHE["after a tracer guard"] = x
+                if s:
+                    CACHE["in an if"] = x
+                CACHE["after it"] = x
+            except TypeError:
+                pass
+            CACHE["plain"] = x
+        """
+    )
+    facts = trace(analyse(ast.parse(source)))
+    assert [(s.root, s.node.lineno) for s in facts.stores()] == [("CACHE", 26)]
+
+
+def test_every_binding_of_a_global_name_or_an_attribute_is_a_store_at_its_statement() -> None:
+    source = HEADER + textwrap.dedent(
+        """
+        A = B = D = E = G = H = K = None
+
+        class Out:
+            pass
+
+        OUT = Out()
+
+        @jax.jit
+        def f(x):
+            global A, B, D, E, G, H, K
+            A, b = x, 1
+            c, D = x
+            for B in x:
+                pass
+            OUT.attr: int = x
+            E = x
+            a, *G = x
+            with open("log.txt") as H:
+                pass
+            *K = x
+        """
+    )
+    facts = trace(analyse(ast.parse(source)))
+    stores = {(s.root, s.node.lineno) for s in facts.stores()}
+    assert stores == {("A", 17), ("D", 18), ("B", 19), ("OUT", 21), ("E", 22)}
+    # What the others store is no tracer, but the rules still read each statement.
+    unknown = {(s.root, s.node.lineno) for s in facts.outliving_stores()} - stores
+    assert unknown == {("G", 23), ("H", 24), ("K", 26)}
+
+
+def test_a_store_after_a_raise_on_a_tracer_is_reached_only_where_that_value_is_concrete() -> None:
+    keep = textwrap.dedent(
+        """
+        CACHE = {}
+
+        def keep(value, scale):
+            if isinstance(scale, jax.core.Tracer):
+                raise TypeError("scale must be concrete")
+            CACHE["k"] = value
+        """
+    )
+    traced_scale = HEADER + keep + "\n@jax.jit\ndef f(x, s):\n    keep(x, s)\n"
+    assert list(trace(analyse(ast.parse(traced_scale))).stores()) == []
+    python_scale = HEADER + keep + "\n@jax.jit\ndef f(x):\n    keep(x, 1.0)\n"
+    stores = trace(analyse(ast.parse(python_scale))).stores()
+    assert [(s.root, s.node.lineno) for s in stores] == [("CACHE", 12)]
+
+
+def test_a_linen_modules_methods_are_traced_as_its_methods_without_staging() -> None:
+    """`init` / `apply` are meant to be jitted, but may run un-jitted: the inputs are traced,
+    the body is not staged."""
+    source = HEADER + textwrap.dedent(
+        """
+        from flax import linen as nn
+
+        class M(nn.Module):
+            features: int = 3
+
+            def __call__(self, x):
+                return x * self.features
+        """
+    )
+    facts = trace(analyse(ast.parse(source)))
+    reasons = {facts.module.functions[fid].name: why for fid, why in facts.reasons.items()}
+    assert reasons == {"__call__": [Reason(Via.MODULE_METHOD, "flax.linen.Module")]}
+    assert str(reasons["__call__"][0]) == "a method of a `flax.linen.Module`"
+    assert not any(isinstance(source, Staged) for source in facts.traced)
+
+
+def test_classes_another_module_declares_with_metadata_fields() -> None:
+    """`static_classes`: what the other modules of a run tell of their pytree classes. A
+    parameter annotated with one (by any name the import gives it, also optional) holds its
+    metadata fields static; an instance of a class whose every field is metadata
+    (`METADATA_ONLY`, "*") holds no tracer at all."""
+    source = HEADER + textwrap.dedent(
+        """
+        import typing
+        import base
+        from base import System, Box, Plain
+
+        @jax.jit
+        def f(s: System, t: base.System, u: System | None, v: None | System, w: Optional[System],
+              o: typing.Optional[System], b: Box, c: Box | int, p: Plain, q: Optional[Plain], x):
+            pickle.dumps(s.n)  # silent
+            pickle.dumps(s.w)  # traced
+            pickle.dumps(t.n)  # silent
+            pickle.dumps(u.n)  # silent
+            pickle.dumps(v.n)  # silent
+            pickle.dumps(w.n)  # silent
+            pickle.dumps(o.n)  # silent
+            pickle.dumps(b.k)  # silent
+            pickle.dumps(b)  # silent
+            pickle.dumps(c.k)  # traced
+            pickle.dumps(p.n)  # traced
+            pickle.dumps(q.n)  # traced
+            pickle.dumps(x)  # traced
+        """
+    )
+    static_classes = (("base.System", ("n",)), ("base.Box", ("*", "k")))
+    facts = trace(analyse(ast.parse(source), static_classes=static_classes))
+    assert reported_lines_of(facts) == marked_lines(source, "traced")
+    assert reported_lines(source) == marked_lines(source, "traced") | marked_lines(source, "silent")
 
 
 def test_lambdas_in_class_bodies_and_defaults_are_analysed() -> None:
@@ -1123,6 +1540,8 @@ def test_the_last_analysis_of_a_tree_answers_the_same_question_again() -> None:
         assert again is not first and analyse(tree, "pkg.mod") is again
         assert analyse(tree, "pkg.mod", is_package=True) is not again
         assert analyse(tree, "pkg.mod", is_package=True, reuse=False) is not again
+        plain = ast.parse("import pickle\n")  # no transform: nothing interpreted
+        assert analyse(plain, traced_only=True) is analyse(plain, traced_only=True)
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(ask).result()
