@@ -20,6 +20,7 @@ from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.tracing import External, Facts, trace
 from jaxfix.analysis.values import Staged
+from jaxfix.models.parts import WholeModule
 from jaxfix.proofs.cases import Case, load_cases
 
 SINK = frozenset({"pickle.dumps"})
@@ -648,6 +649,52 @@ def f(x):
     pickle.dumps(rest)  # silent
     pickle.dumps(x)  # traced
 """,
+    "a class and a local import are Python values: a helper given one too is polymorphic": """
+class Cfg:
+    pass
+
+def helper(v):
+    pickle.dumps(v)  # silent
+
+def other(v):
+    pickle.dumps(v)  # silent
+
+def only_traced(v):
+    pickle.dumps(v)  # traced
+
+@jax.jit
+def f(x):
+    helper(x)
+    helper(Cfg)
+    import numpy
+    other(x)
+    other(numpy)
+    only_traced(x)
+""",
+    "a class in a function, and one whose body raises, still define their methods": """
+class Broken:
+    raise RuntimeError("not importable")
+
+    def method(self, v):
+        pickle.dumps(v)  # traced
+
+@jax.jit
+def f(x, b: Broken):
+    class Local:
+        def method(self, v):
+            pickle.dumps(v)  # traced
+    Local().method(x)
+    b.method(x)
+""",
+    "a tracer guard on a Python value that returns leaves what follows reached": """
+@jax.jit
+def f(x):
+    k = 3
+    if isinstance(k, jax.core.Tracer):
+        return x
+    pickle.dumps(x)  # traced
+    pickle.dumps(k)  # silent
+""",
     "host functions are interpreted when they may apply a transform, not otherwise": """
 def train_step(x):
     pickle.dumps(x)  # traced
@@ -1157,6 +1204,15 @@ def test_classes_another_module_declares_with_metadata_fields() -> None:
     facts = trace(analyse(ast.parse(source), static_classes=static_classes))
     assert reported_lines_of(facts) == marked_lines(source, "traced")
     assert reported_lines(source) == marked_lines(source, "traced") | marked_lines(source, "silent")
+
+
+def test_a_part_of_a_module_reads_the_static_fields_the_whole_module_declares() -> None:
+    """`whole`: the tree is a part of the module (`jaxfix.models.parts`); the attributes the
+    whole module's pytree classes declare static are static in the part too."""
+    source = HEADER + "@jax.jit\ndef f(cfg, x):\n    pickle.dumps(cfg.n)\n    pickle.dumps(cfg.w)\n"
+    part = trace(analyse(ast.parse(source), whole=WholeModule(static_fields=("n",))))
+    assert reported_lines_of(part) == {9}
+    assert reported_lines(source) == {8, 9}
 
 
 def test_lambdas_in_class_bodies_and_defaults_are_analysed() -> None:
