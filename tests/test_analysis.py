@@ -695,6 +695,22 @@ def f(x):
     pickle.dumps(x)  # traced
     pickle.dumps(k)  # silent
 """,
+    "unpacking a static value gives static elements, as iterating it does": """
+def helper(v):
+    pickle.dumps(v)  # silent
+
+def twin(v):
+    pickle.dumps(v)  # traced
+
+@jax.jit
+def f(x):
+    helper(x)
+    h, w = x.shape
+    helper(h)
+    twin(x)
+    a, b = x
+    twin(a)
+""",
     "host functions are interpreted when they may apply a transform, not otherwise": """
 def train_step(x):
     pickle.dumps(x)  # traced

@@ -548,13 +548,8 @@ class Interpreter(Evaluator):
                     and len(value.elements) == len(target.elts)
                 ):
                     self.bind(element, value.elements[index], env, statement)
-                else:
-                    self.bind(
-                        element,
-                        self._element(value) if value.kind is Kind.TRACED else UNKNOWN,
-                        env,
-                        statement,
-                    )
+                else:  # one of its elements, as iterating it gives (`h, w = x.shape`: static)
+                    self.bind(element, self._element(value), env, statement)
             return
         if isinstance(target, ast.Starred):
             self.bind(target.value, UNKNOWN, env, statement)
