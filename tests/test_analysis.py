@@ -607,9 +607,14 @@ class Layer:
 class Meta:
     n: int = flax.struct.field(pytree_node=False)
 
+def given_both(v):
+    pickle.dumps(v)  # silent
+
 def run(model, meta, x):
     pickle.dumps(meta)  # silent
     pickle.dumps(model)  # traced
+    given_both(meta)
+    given_both(x)
     return model.apply(x)
 
 def run_all(layers, metas, x):
@@ -710,6 +715,30 @@ def f(x):
     twin(x)
     a, b = x
     twin(a)
+""",
+    "a bool bound to a type test is a Python value": """
+def helper(v):
+    pickle.dumps(v)  # silent
+
+def twin(v):
+    pickle.dumps(v)  # traced
+
+@jax.jit
+def f(x, n):
+    helper(x)
+    is_int = isinstance(n, int)
+    helper(is_int)
+    twin(x)
+""",
+    "a nested function sees the enclosing function's names as they are where it is defined": """
+@jax.jit
+def f(x):
+    y = x * 2
+    z = 3
+    def inner():
+        pickle.dumps(y)  # traced
+        pickle.dumps(z)  # silent
+    inner()
 """,
     "host functions are interpreted when they may apply a transform, not otherwise": """
 def train_step(x):
@@ -1229,6 +1258,15 @@ def test_a_part_of_a_module_reads_the_static_fields_the_whole_module_declares() 
     part = trace(analyse(ast.parse(source), whole=WholeModule(static_fields=("n",))))
     assert reported_lines_of(part) == {9}
     assert reported_lines(source) == {8, 9}
+
+
+def test_a_relative_import_resolves_against_the_module_and_whether_it_is_a_package() -> None:
+    """`from . import jit` in `jax.api`, or in the package `jax` itself, is `jax.jit`; in a
+    top-level module `jax` (no package) it is a top-level `jit`, no transform."""
+    source = "import pickle\nfrom . import jit\n\n@jit\ndef f(x):\n    pickle.dumps(x)\n"
+    assert reported_lines_of(trace(analyse(ast.parse(source), "jax.api"))) == {6}
+    assert reported_lines_of(trace(analyse(ast.parse(source), "jax", is_package=True))) == {6}
+    assert reported_lines_of(trace(analyse(ast.parse(source), "jax"))) == set()
 
 
 def test_lambdas_in_class_bodies_and_defaults_are_analysed() -> None:
