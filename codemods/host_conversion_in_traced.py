@@ -225,7 +225,7 @@ class HostConversionInTraced(Rule):
             array = cst.parse_expression(f"{jnp_name}.asarray(x)")
             assert isinstance(array, cst.Call)
             table = array.with_changes(args=[cst.Arg(node.value)])
-            doing = f"Index `jax.numpy.asarray({source_of(node.value)})`"
+            doing = f"index `jax.numpy.asarray({source_of(node.value)})`"
             fix, advice = self._if_never_eager(
                 self.make_fix({node.value: table}, imports), advice, context, doing
             )
@@ -397,7 +397,7 @@ class HostConversionInTraced(Rule):
             fix, advice = None, f"{advice} (not rewritten: {failing})"
         if fix is not None and context is not None:
             namesake = model.namesake or f"jax.numpy.{short}"
-            fix, advice = self._if_never_eager(fix, advice, context, f"Call `{namesake}`")
+            fix, advice = self._if_never_eager(fix, advice, context, f"call `{namesake}`")
         return _Finding(source_of(call.func), problem, advice, fix)
 
     def _still_failing(self, call: cst.Call) -> str:
@@ -469,7 +469,7 @@ class HostConversionInTraced(Rule):
             return None, f"{advice} (not rewritten: {eager.blocked}; {_EAGER})"
         if not eager.callers:
             return fix, advice
-        title = f"{doing} ({_EAGER_TITLE}: {eager.callers})"
+        title = f"{self.fix_title}: {doing}; {_EAGER_TITLE} ({eager.callers})"
         return replace(fix, title=title), advice
 
     def _method(self, call: cst.Call, func: cst.Attribute) -> _Finding | None:
