@@ -269,6 +269,12 @@ import numpy as np
             "where its result goes to `plot.show`, which may need a NumPy array",
             id="handed to a library eagerly",
         ),
+        pytest.param(
+            "def outer(x):\n    def inner(y):\n        return np.sin(y)\n    return inner(x)\n\n"
+            "r = outer(np.ones(2))\nr[0] = 3.0\ng = jax.jit(outer)\n",
+            "`outer` is also used outside a trace (line 8), where its result is written into",
+            id="nested in a function whose eager result is written into",
+        ),
     ],
 )
 def test_numpy_becomes_jax_numpy_only_where_it_never_runs_eagerly(code: str, why_not: str) -> None:

@@ -66,8 +66,9 @@ def eager_calls(analysis: TracedAnalysis, function: TracedFunction) -> EagerCall
         return EagerCalls()
     outer = analysis.owner_function(node)
     enclosing = analysis.functions.get(outer) if outer is not None else None
-    if enclosing is not None and not eager_calls(analysis, enclosing).callers:
-        return EagerCalls()
+    around = eager_calls(analysis, enclosing) if enclosing is not None else EagerCalls()
+    if enclosing is not None and around == EagerCalls():
+        return EagerCalls()  # defined in code that only runs traced
     passed = {reason.name for reason in function.reasons if reason.via is Via.PASSED}
     if isinstance(node, cst.Lambda):
         call = _given_to(analysis, node)
@@ -75,12 +76,14 @@ def eager_calls(analysis: TracedAnalysis, function: TracedFunction) -> EagerCall
             return EagerCalls()
         why = "the lambda may also be called outside a trace"
         return EagerCalls(why, why)
-    return _function_calls(analysis, node, passed)
+    return _function_calls(analysis, node, passed, around)
 
 
 def _function_calls(
-    analysis: TracedAnalysis, node: cst.FunctionDef, passed: set[str]
+    analysis: TracedAnalysis, node: cst.FunctionDef, passed: set[str], around: EagerCalls
 ) -> EagerCalls:
+    """A `def`'s uses outside traces; one nested in a function that may run eagerly shares
+    that function's callers (what it returns may be what they get)."""
     name = node.name.value
     scope = analysis.scope_of(node)
     binding = sole_binding(scope, node)
@@ -104,6 +107,8 @@ def _function_calls(
     callers = [f"`{name}` is also called outside a trace (line {n})" for n in lines[:1]]
     if isinstance(scope, GlobalScope) and only_here(analysis, node):
         callers.append(f"`{name}` is public: other modules may call it")
+    if around.blocked or (around.callers and not callers):
+        return around
     return EagerCalls(callers=" and ".join(callers))
 
 
