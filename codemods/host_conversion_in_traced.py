@@ -13,7 +13,14 @@ from jaxfix.analysis.candidates import HOST_INDEXES, UNRAISED
 from jaxfix.analysis.reasons import abstract_only
 from jaxfix.fixes.call_sites import uses_of
 from jaxfix.fixes.debug_print import FORMAT, SCALARS, literal, print_arguments
-from jaxfix.fixes.eager_calls import EagerCalls, eager_calls, references, written
+from jaxfix.fixes.eager_calls import (
+    IN_PLACE,
+    EagerCalls,
+    eager_calls,
+    references,
+    writes_into,
+    written,
+)
 from jaxfix.fixes.fix import Fix, ImportNeeded
 from jaxfix.fixes.hoist import is_host_only_target, jax_module_name, jax_numpy_name
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
@@ -413,6 +420,12 @@ class HostConversionInTraced(Rule):
             up = self.traced.parent(use)
             if isinstance(up, cst.Subscript) and up.value is use and written(self.traced, up):
                 return "a `jax.Array` cannot be written into: use `x.at[i].set(v)`"
+            if isinstance(up, cst.Attribute) and up.attr.value in IN_PLACE:
+                return f"a `jax.Array` has no in-place `.{up.attr.value}()`"
+            if isinstance(up, cst.Arg) and writes_into(self.traced, up):
+                return (
+                    f"`{writes_into(self.traced, up)}` writes into it: a `jax.Array` is immutable"
+                )
             element = self.traced.parent(up) if isinstance(up, cst.Index) else None
             indexed = self.traced.parent(element) if element is not None else None
             if isinstance(indexed, cst.Subscript) and not _integer_result(call):

@@ -81,6 +81,11 @@ def test_left_to_other_rules_or_static(body: str) -> None:
         # Reported since the model table: a namesake, but not known to mean the same.
         ("y = np.nanpercentile(x, 90)", [(1, False)]),  # a namesake that may differ
         ("y = np.percentile(x, 90)", [(1, True)]),  # the same default interpolation
+        ("y = np.asarray(x)\ny.sort()", [(1, False)]),  # a `jax.Array` sorts into a copy
+        ("y = np.asarray(x)\ny[0] = 1.0", [(1, False)]),  # a `jax.Array` is immutable
+        ("y = np.asarray(x)\nz = np.add(x, 1.0, out=y)", [(1, False), (2, False)]),
+        ("m = np.isnan(x)\ny = x[m]", [(1, False)]),  # a traced mask: no static shape
+        ("i = np.asarray(x, dtype=np.int32)\ny = x[i]", [(1, True)]),  # integer indices
         ("y = np.zeros(x)", [(1, False)]),  # a traced shape
         ("from scipy.stats import t\ny = t.logpdf(x, 3.0)", [(2, False)]),
         ('s = "{}".format(x)', [(1, False)]),

@@ -20,11 +20,13 @@ from jaxfix.fixes.call_sites import only_here, sole_binding
 from jaxfix.fixes.syntax import source_of
 from jaxfix.fixes.tracing import TracedAnalysis, TracedFunction
 
-# What an `ndarray` has and a `jax.Array` lacks or gives otherwise: in-place methods, memory.
-NUMPY_ONLY = frozenset(
-    {"dtype", "flags", "base", "strides", "ctypes", "data", "fill", "sort", "resize", "setflags"}
-    | {"itemset", "put", "partition", "byteswap", "view", "setfield", "tofile", "dump"}
+# An `ndarray`'s methods that change it in place (a `jax.Array`'s `sort` returns a copy).
+IN_PLACE = frozenset(
+    {"fill", "sort", "resize", "setflags", "itemset", "put", "partition", "byteswap", "setfield"}
 )
+# What an `ndarray` has and a `jax.Array` lacks or gives otherwise: in-place methods, memory.
+NUMPY_ONLY = IN_PLACE | {"dtype", "flags", "base", "strides", "ctypes", "data", "view"}
+NUMPY_ONLY |= {"tofile", "dump"}
 # NumPy functions that write into an array argument.
 NUMPY_WRITERS = frozenset(
     f"numpy.{name}"
@@ -174,15 +176,28 @@ def written(analysis: TracedAnalysis, node: cst.CSTNode) -> bool:
     return isinstance(parent, cst.AugAssign | cst.AnnAssign) and parent.target is node
 
 
+def writes_into(analysis: TracedAnalysis, arg: cst.Arg) -> str:
+    """The NumPy call that writes into what `arg` gives it (`np.copyto(r, v)`, `out=r`), as
+    written, or ""."""
+    call = analysis.parent(arg)
+    if not isinstance(call, cst.Call):
+        return ""
+    names = analysis.imported_names(call.func)
+    if names & NUMPY_WRITERS or (arg.keyword is not None and arg.keyword.value == "out"):
+        return source_of(call.func)
+    return ""
+
+
 def _handed_to(analysis: TracedAnalysis, arg: cst.Arg) -> str:
     """Why the call `arg` is given to needs a NumPy array ("" for JAX, NumPy's readers and the
     built-ins that read values)."""
     call = analysis.parent(arg)
     if not isinstance(call, cst.Call):
         return "its result goes where jaxfix does not follow it"
+    writer = writes_into(analysis, arg)
+    if writer:
+        return f"`{writer}` writes into its result"
     names = analysis.imported_names(call.func)
-    if names & NUMPY_WRITERS or (arg.keyword is not None and arg.keyword.value == "out"):
-        return f"`{source_of(call.func)}` writes into its result"
     if any(name.startswith(("jax.", "numpy.")) for name in names) or names & READING_BUILTINS:
         return ""
     return f"its result goes to `{source_of(call.func)}`, which may need a NumPy array"
