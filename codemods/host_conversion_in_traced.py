@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -10,8 +11,16 @@ from libcst.metadata import GlobalScope
 
 from jaxfix.analysis.candidates import HOST_INDEXES, UNRAISED
 from jaxfix.analysis.reasons import abstract_only
-from jaxfix.fixes.call_sites import runs_outside_traces, uses_of
+from jaxfix.fixes.call_sites import uses_of
 from jaxfix.fixes.debug_print import FORMAT, SCALARS, literal, print_arguments
+from jaxfix.fixes.eager_calls import (
+    IN_PLACE,
+    EagerCalls,
+    eager_calls,
+    references,
+    writes_into,
+    written,
+)
 from jaxfix.fixes.fix import Fix, ImportNeeded
 from jaxfix.fixes.hoist import is_host_only_target, jax_module_name, jax_numpy_name
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
@@ -41,6 +50,7 @@ SINKS = tuple(
     ]
 )
 PRINT = "builtins.print"
+SUM = "builtins.sum"
 # Conversions to a Python number: printed, they show what `jax.debug.print` shows of the array.
 DEVICE_GET = "jax.device_get"
 # Array methods that need the values on the host (both raise `ConcretizationTypeError`).
@@ -72,6 +82,7 @@ _ARRAY_EXPRESSIONS = (
 )
 # What a NumPy call made `jax.numpy` changes when it runs on concrete values.
 _EAGER = "there `jax.numpy` would return a float32 `jax.Array` where NumPy gives float64"
+_EAGER_TITLE = "eager calls get a float32 `jax.Array` where NumPy gave a float64 `ndarray`"
 # Why a namesake is not put in: its result may reach host state, which would keep a tracer.
 _KEPT = " where its result stays in traced code (not rewritten: here it may reach host state)"
 
@@ -133,12 +144,17 @@ class HostConversionInTraced(Rule):
     Unsafe. `print` becomes `jax.debug.print`, which prints when the compiled function
     *runs*: on every call instead of once at tracing, once per element under `vmap`, and with
     NumPy's formatting of the values. A NumPy call with a `jax.numpy` namesake of the same
-    meaning (`np.sin`, `np.asarray`, `np.concatenate`...) becomes that call when its result
-    stays in the traced computation and the function never runs outside a trace: a transform
-    decorates it, or each use of it is in traced code or hands it to the transform, and no
-    other module can call it (a private name, or a script). Run eagerly, the rewritten call
-    would return a `jax.Array` and float32 where NumPy gave float64: such a finding says
-    why it is not rewritten (`f` is public; `f` is also used outside a trace). `float(x)`,
+    meaning (`np.sin`, `np.asarray`, `np.percentile`...) becomes that call when its result
+    stays in the traced computation (array arithmetic, JAX functions, NumPy functions that run
+    on a tracer such as `np.mean`, `sum` of a generator, a local name) and traced code neither
+    writes into it nor indexes with it (`y[np.asarray(~jnp.isnan(y))]`: a traced boolean
+    mask has no static shape; an integer dtype given to the call is fine). Where the function
+    may also run outside a trace (it is public, a method, or called eagerly in the module),
+    the rewritten call returns a float32 `jax.Array` there where NumPy gave a float64
+    `ndarray`, and the fix's title says so; when an eager call in view needs the NumPy array
+    (it writes into the result, reads its `.dtype`, hands it to a function jaxfix does not
+    know, or the function is passed on as a value), the finding says why it is not
+    rewritten. `float(x)`,
     `int(x)` and `x.item()` printed as they are (`print(float(loss))`,
     `print(f"{x.item():.3f}")`) become a `jax.debug.print` of `x` (NumPy prints a float32
     with more digits than Python's `float`); their other uses have no fix. A conversion (NumPy
@@ -216,8 +232,9 @@ class HostConversionInTraced(Rule):
             array = cst.parse_expression(f"{jnp_name}.asarray(x)")
             assert isinstance(array, cst.Call)
             table = array.with_changes(args=[cst.Arg(node.value)])
+            doing = f"index `jax.numpy.asarray({source_of(node.value)})`"
             fix, advice = self._if_never_eager(
-                self.make_fix({node.value: table}, imports), advice, context
+                self.make_fix({node.value: table}, imports), advice, context, doing
             )
         message = self.message.format(
             call=source_of(node),
@@ -382,9 +399,42 @@ class HostConversionInTraced(Rule):
             else self._scipy_fix(call, name, model.namesake)
         )
         context = self.traced.context_of(call)
+        failing = self._still_failing(call) if fix is not None else ""
+        if failing:
+            fix, advice = None, f"{advice} (not rewritten: {failing})"
         if fix is not None and context is not None:
-            fix, advice = self._if_never_eager(fix, advice, context)
+            namesake = model.namesake or f"jax.numpy.{short}"
+            fix, advice = self._if_never_eager(fix, advice, context, f"call `{namesake}`")
         return _Finding(source_of(call.func), problem, advice, fix)
+
+    def _still_failing(self, call: cst.Call) -> str:
+        """Why traced code would still fail on what `call` gives once it is a `jax.Array`
+        ("" if it would not): it writes into it (a `jax.Array` is immutable) or indexes with
+        it, which for a boolean mask gives a shape that depends on the values."""
+        uses: list[cst.CSTNode] = [call]
+        parent = self.traced.parent(call)
+        if isinstance(parent, cst.Assign):
+            names = [t.target for t in parent.targets if isinstance(t.target, cst.Name)]
+            uses = [use for name in names for use in references(self.traced, name)]
+        for use in uses:
+            up = self.traced.parent(use)
+            if isinstance(up, cst.Subscript) and up.value is use and written(self.traced, up):
+                return "a `jax.Array` cannot be written into: use `x.at[i].set(v)`"
+            if isinstance(up, cst.Attribute) and up.attr.value in IN_PLACE:
+                return f"a `jax.Array` has no in-place `.{up.attr.value}()`"
+            if isinstance(up, cst.Arg) and writes_into(self.traced, up):
+                return (
+                    f"`{writes_into(self.traced, up)}` writes into it: a `jax.Array` is immutable"
+                )
+            element = self.traced.parent(up) if isinstance(up, cst.Index) else None
+            indexed = self.traced.parent(element) if element is not None else None
+            if isinstance(indexed, cst.Subscript) and not _integer_result(call):
+                return (
+                    f"it indexes `{source_of(indexed.value)}`: as a boolean mask in traced"
+                    " code its shape would depend on the values"
+                    " (`NonConcreteBooleanIndexError`); mask with `jnp.where`"
+                )
+        return ""
 
     def _hoisted(self, conversion: cst.Call | cst.Subscript, advice: str) -> tuple[Fix | None, str]:
         """For a conversion whose statement only changes host state (`ACTS.append(np.asarray
@@ -420,16 +470,20 @@ class HostConversionInTraced(Rule):
         return is_host_only_target(self.traced, receiver)
 
     def _if_never_eager(
-        self, fix: Fix, advice: str, context: TracedFunction
+        self, fix: Fix, advice: str, context: TracedFunction, doing: str
     ) -> tuple[Fix | None, str]:
-        """`fix` (NumPy made `jax.numpy`) when the function never runs outside a trace; else
-        no fix, and the advice says why."""
+        """`fix` (NumPy made `jax.numpy`: `doing` says how) unless host code in view that
+        runs the function eagerly needs its NumPy result; where the function may run eagerly,
+        the fix's title says what changes there."""
         if context.node not in self._eager:
-            self._eager[context.node] = runs_outside_traces(self.traced, context)
+            self._eager[context.node] = eager_calls(self.traced, context)
         eager = self._eager[context.node]
-        if not eager:
+        if eager.blocked:
+            return None, f"{advice} (not rewritten: {eager.blocked}; {_EAGER})"
+        if not eager.callers:
             return fix, advice
-        return None, f"{advice} (not rewritten: {eager}; {_EAGER})"
+        title = f"{self.fix_title}: {doing}; {_EAGER_TITLE} ({eager.callers})"
+        return replace(fix, title=title), advice
 
     def _method(self, call: cst.Call, func: cst.Attribute) -> _Finding | None:
         """`.item()` / `.tolist()` of a traced array, `"...".format(traced)`."""
@@ -462,7 +516,7 @@ class HostConversionInTraced(Rule):
         project's logging functions (`[tool.jaxfix.sinks] log`), whose arguments are JF103's."""
         self._conversions = {row.callable: row for row in self.sink_rows(SinkKind.CONVERT)}
         self._hoists = Hoists(self, self._host_statement, _nothing_wrapped)
-        self._eager: dict[cst.CSTNode, str] = {}  # why a function may run eagerly, or ""
+        self._eager: dict[cst.CSTNode, EagerCalls] = {}  # who may run a function eagerly
         self._returning: set[cst.FunctionDef] = set()  # see `_returned_stays_traced`
         self._logging_functions = self.sink_names(SinkKind.LOG)
 
@@ -633,6 +687,8 @@ class HostConversionInTraced(Rule):
                 node = parent
             elif isinstance(parent, cst.Lambda) and node is parent.body:
                 node = parent  # what the lambda returns goes where its caller puts it
+            elif isinstance(parent, cst.GeneratorExp | cst.ListComp) and node is parent.elt:
+                node = parent  # arrays, one per element: where the comprehension goes
             elif isinstance(parent, cst.Return):
                 return self._returned_stays_traced(parent)
             elif isinstance(parent, cst.Assign):
@@ -668,11 +724,13 @@ class HostConversionInTraced(Rule):
             self._returning.discard(function)
 
     def _array_function(self, call: cst.Call) -> bool:
-        """A JAX function, or a NumPy function this rule rewrites too."""
+        """A JAX function, a NumPy function this rule rewrites too or one that runs on a
+        tracer (`np.mean`: the array's own method), or `sum` (of arrays: an array)."""
         names = self.qualified_names(call.func)
-        return any(
+        return SUM in names or any(
             name.startswith("jax.")
             or (name.startswith("numpy.") and name.removeprefix("numpy.") in JNP_EQUIVALENTS)
+            or numpy_scipy.works(name)
             for name in names
         )
 
@@ -730,6 +788,7 @@ class _Finding:
 
 
 _ARRAY_ERROR = "TracerArrayConversionError"
+_INTEGER = re.compile(r"\bu?int(8|16|32|64)?\b")
 _TIGHT = cst.AssignEqual(
     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
 )
@@ -738,6 +797,13 @@ _SHAPE = " with a result shape"
 _FORMATS = "formats the tracer, not the values (a format spec raises `TypeError`)"
 _FORMAT_ADVICE = "pass the value to `jax.debug.print`, or format the jitted function's result"
 _TEXT = "gives the tracer's name (`JitTracer(float32[])`), not the values"
+
+
+def _integer_result(call: cst.Call) -> bool:
+    """Whether the NumPy `call` is given an integer dtype (`np.asarray(i, dtype=np.int32)`,
+    `np.int32(i)`): its result indexes as integers, never as a mask."""
+    texts = [source_of(call.func)] + [source_of(arg.value) for arg in call.args[1:]]
+    return any(_INTEGER.search(text) for text in texts)
 
 
 def _nothing_wrapped(

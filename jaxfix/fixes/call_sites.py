@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import Assignment, ClassScope, GlobalScope, Scope
+from libcst.metadata import Assignment, GlobalScope, Scope
 
-from jaxfix.analysis.reasons import Via
 from jaxfix.fixes.syntax import source_of
-from jaxfix.fixes.tracing import TracedAnalysis, TracedFunction
+from jaxfix.fixes.tracing import TracedAnalysis
 from jaxfix.fixes.traversal import children
 
 # The transforms whose function may return auxiliary values beside what they differentiate.
@@ -128,7 +127,7 @@ def _given_to(analysis: TracedAnalysis, node: cst.CSTNode) -> cst.Call | None:
     return call if isinstance(call, cst.Call) else None
 
 
-def _sole_binding(scope: Scope | None, function: cst.FunctionDef) -> Assignment | None:
+def sole_binding(scope: Scope | None, function: cst.FunctionDef) -> Assignment | None:
     """The binding of `function`'s name in `scope`, when the `def` is its only one."""
     name = function.name.value
     bindings = [a for a in scope.assignments[name] if isinstance(a, Assignment)] if scope else []
@@ -142,52 +141,13 @@ def _only_binding(analysis: TracedAnalysis, function: cst.FunctionDef) -> Assign
     scope = analysis.scope_of(function)
     if not isinstance(scope, GlobalScope):
         return f"`{name}` is not a module-level function"
-    binding = _sole_binding(scope, function)
+    binding = sole_binding(scope, function)
     if binding is None:
         return f"`{name}` is bound more than once"
     if name in exported(analysis.module):
         return f"`{name}` is in `__all__`: other code may call it"
     foreign = {c.function: c.why_not for c in analysis.project.foreign_calls if not c.keeps_return}
     return foreign.get(name) or binding
-
-
-def runs_outside_traces(analysis: TracedAnalysis, function: TracedFunction) -> str:
-    """Why the body of the traced `function` may also run outside a trace, on concrete values
-    ("" when it never does): a fix that makes its result a `jax.Array` (float32) would change
-    what that eager call returns. It never does when a transform decorates it, when it is
-    defined in traced code, or when every use of it is in traced code or hands it to the
-    transform that traces it, and no other module can call it (see `only_here`)."""
-    node = function.node
-    if any(reason.via is Via.DECORATED for reason in function.reasons):
-        return ""
-    outer = analysis.owner_function(node)
-    if outer is not None:
-        enclosing = analysis.functions.get(outer)
-        if enclosing is not None and not runs_outside_traces(analysis, enclosing):
-            return ""
-    passed = {reason.name for reason in function.reasons if reason.via is Via.PASSED}
-    if isinstance(node, cst.Lambda):
-        call = _given_to(analysis, node)
-        if call is not None and analysis.imported_names(call.func) & passed:
-            return ""
-        return "the lambda may also be called outside a trace"
-    name = node.name.value
-    scope = analysis.scope_of(node)
-    binding = _sole_binding(scope, node)
-    if binding is None:
-        return f"`{name}` is bound more than once"
-    for access in binding.references:
-        if analysis.context_of(access.node) is not None:
-            continue  # called (or handed on) by traced code
-        call = _given_to(analysis, access.node)
-        if call is None or not analysis.imported_names(call.func) & passed:
-            line = analysis.line_of(access.node)
-            return f"`{name}` is also used outside a trace (line {line})"
-    if isinstance(scope, GlobalScope):
-        return only_here(analysis, node)
-    if isinstance(scope, ClassScope):
-        return f"`{name}` is a method: its other callers are not known"
-    return ""
 
 
 def only_here(analysis: TracedAnalysis, function: cst.FunctionDef) -> str:

@@ -69,6 +69,9 @@ JNP_EQUIVALENTS: dict[str, JnpEquivalent] = {
     "linalg.inv": _takes(1),
     "linalg.det": _takes(1),
     "linalg.solve": _takes(2),
+    # NumPy's and `jax.numpy`'s default `method="linear"` interpolate alike.
+    **dict.fromkeys(["percentile", "quantile"], _takes(2, "axis", "keepdims")),
+    "median": _takes(2, "axis", "keepdims"),
 }
 # SciPy functions whose `jax.scipy` namesake means the same, and how they may be called.
 SCIPY_EQUIVALENTS: dict[str, JnpEquivalent] = {

@@ -60,3 +60,10 @@ def sink(function: str) -> FunctionModel | None:
     """The model of `function` if it is a host conversion sink, else None."""
     row = table().get(function)
     return row if row is not None and row.behaviour is Behaviour.CONVERTS else None
+
+
+def works(function: str) -> bool:
+    """Whether `function` ran on a tracer (`np.mean`: the array's own method): given a traced
+    array, it gives a traced array (or what its shape says)."""
+    row = table().get(function)
+    return row is not None and row.behaviour is Behaviour.WORKS
