@@ -740,6 +740,25 @@ def f(x):
         pickle.dumps(z)  # silent
     inner()
 """,
+    "at module level a name the module binds only later is still the builtin": """
+SIZES = (1, 2)
+N = len(SIZES)
+
+def helper(v):
+    pickle.dumps(v)  # silent
+
+def twin(v):
+    pickle.dumps(v)  # traced
+
+@jax.jit
+def f(x):
+    helper(x)
+    helper(N)
+    twin(x)
+
+def len(v):
+    return 0
+""",
     "host functions are interpreted when they may apply a transform, not otherwise": """
 def train_step(x):
     pickle.dumps(x)  # traced

@@ -164,8 +164,8 @@ class Evaluator(CallEvaluator):
     def name(self, name: str, env: Env) -> Value:
         if name in env:
             return env[name]
-        if name in self.locals:
-            return UNKNOWN
+        if name in self.locals and not self.is_module:
+            return UNKNOWN  # unbound here; at module level, a builtin until the module binds it
         if name in self.closure:
             return self.closure[name]
         if name in self.module.imports:
