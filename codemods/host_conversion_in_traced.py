@@ -190,9 +190,10 @@ class HostConversionInTraced(Rule):
     )
     fix_safety = FixSafety.UNSAFE
     unfixed = (
-        "NumPy calls in a function that may also run eagerly (its dtypes would change); "
-        "conversions that feed Python control flow (`if float(x) > 0`): make them `jnp.where` "
-        "or `lax.cond`"
+        "NumPy calls whose eager callers in the file need the NumPy array (they write into it, "
+        "read its `.dtype`, or hand it to a library jaxfix does not know); NumPy results that "
+        "traced code writes into or uses as a mask index; conversions that feed Python control "
+        "flow (`if float(x) > 0`): make them `jnp.where` or `lax.cond`"
     )
     sinks = SINKS
     reads_users = True  # a function's eager callers rule out the `jax.numpy` rewrite
