@@ -1214,6 +1214,13 @@ def test_a_store_after_a_raise_on_a_tracer_is_reached_only_where_that_value_is_c
     assert [(s.root, s.node.lineno) for s in stores] == [("CACHE", 12)]
 
 
+def test_an_augmented_store_into_a_traced_default_stores_a_tracer() -> None:
+    """`memo["n"] += 1`: what is stored is what was there (traced) combined with 1."""
+    source = HEADER + '@jax.jit\ndef f(x, memo={}):\n    memo["n"] += 1\n    memo["m"] = 1\n'
+    stores = trace(analyse(ast.parse(source))).stores()
+    assert [(s.root, s.node.lineno) for s in stores] == [("memo", 8)]
+
+
 def test_a_linen_modules_methods_are_traced_as_its_methods_without_staging() -> None:
     """`init` / `apply` are meant to be jitted, but may run un-jitted: the inputs are traced,
     the body is not staged."""
