@@ -346,6 +346,20 @@ class Scaler:
 def f(s: Scaler, x):
     return s.scale(x)
 """,
+    "a classmethod's first parameter is the class, however it is called": """
+class Scaler:
+    @classmethod
+    def build(cls, value):
+        pickle.dumps(cls)  # silent
+        pickle.dumps(value)  # traced
+        return value
+
+@jax.jit
+def f(s: Scaler, x):
+    s.build(x)
+    Scaler.build(x)
+    return x
+""",
     "a match statement that may match no case keeps what came before it": """
 match {"protocol": 5}:
     case {"protocol": protocol}:

@@ -15,6 +15,7 @@ from jaxfix.analysis import values as v
 from jaxfix.analysis.names import dotted
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.values import (
+    STATIC,
     Kind,
     Param,
     Source,
@@ -303,9 +304,14 @@ def parameter_value(param: Param) -> Value:
 def bind_arguments(summary: Summary, call: Call) -> dict[str, Value]:
     """The callee's parameters and the values `call` gives them."""
     given: dict[str, Value] = {}
-    positional = summary.positional[call.bound :]
-    if call.bound and call.receiver is not None and summary.positional:
-        given[summary.positional[0]] = call.receiver
+    if summary.positional and summary.class_name and _decorated(summary.node, "classmethod"):
+        # `cls` is the class whether the call goes through an instance or the class itself.
+        given[summary.positional[0]] = STATIC
+        positional = summary.positional[1:]
+    else:
+        positional = summary.positional[call.bound :]
+        if call.bound and call.receiver is not None and summary.positional:
+            given[summary.positional[0]] = call.receiver
     for name, value in zip(positional, call.args, strict=False):
         given[name] = value
     for keyword, value in call.keywords.items():
@@ -426,7 +432,11 @@ TRACER_TEST = re.compile("tracer|concrete", re.IGNORECASE)
 
 def static_method(node: FunctionNode | ast.Module, *also: str) -> bool:
     """Whether `node` is a `@staticmethod` (or one of the decorators `also` names)."""
-    names = {"staticmethod", *also}
+    return _decorated(node, "staticmethod", *also)
+
+
+def _decorated(node: FunctionNode | ast.Module, *names: str) -> bool:
+    """Whether `node` is a function decorated with one of the builtin decorators `names`."""
     return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
         isinstance(d, ast.Name) and d.id in names for d in node.decorator_list
     )
