@@ -12,7 +12,6 @@ from jaxfix.analysis import values as v
 from jaxfix.analysis.declarations import (
     RECORD_BASES,
     is_record_class,
-    qualified_name,
 )
 from jaxfix.analysis.reach import not_none, raised_on, reach_unless
 from jaxfix.analysis.reasons import Reason, Via
@@ -26,6 +25,7 @@ from jaxfix.analysis.summaries import (
     Summary,
     bind_arguments,
     params_of,
+    qualified_name,
     static_method,
     substitute,
 )

@@ -15,7 +15,15 @@ from typing import Any
 from jaxfix.analysis.names import dotted, import_bindings
 from jaxfix.analysis.pytree_fields import static_attribute_names
 from jaxfix.analysis.statements import names_bound
-from jaxfix.analysis.summaries import Bindings, FunctionNode, Module, Scope, function_id, params_of
+from jaxfix.analysis.summaries import (
+    Bindings,
+    FunctionNode,
+    Module,
+    Scope,
+    function_id,
+    params_of,
+    qualified_name,
+)
 from jaxfix.analysis.walk import PUSHERS, push_children
 from jaxfix.models.parts import WholeModule
 from jaxfix.models.transforms import (
@@ -457,14 +465,6 @@ def is_record_class(cls: ast.ClassDef, module: Module) -> bool:
         if qualified_name(target, module).rsplit(".", 1)[-1] in _RECORD_DECORATORS:
             return True
     return any(qualified_name(base, module) in RECORD_BASES for base in cls.bases)
-
-
-def qualified_name(node: ast.expr, module: Module) -> str:
-    parts = dotted(node)
-    if not parts:
-        return ""
-    head = module.imports.get(parts[0], parts[0])
-    return ".".join([head, *parts[1:]])
 
 
 # The last transform table's items, as a set: most analyses of a run get the same table.

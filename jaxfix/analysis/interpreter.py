@@ -13,7 +13,6 @@ from jaxfix.analysis import values as v
 from jaxfix.analysis.declarations import (
     ELEMENTS,
     methods_by_type,
-    qualified_name,
 )
 from jaxfix.analysis.expressions import Evaluator
 from jaxfix.analysis.names import dotted
@@ -29,6 +28,7 @@ from jaxfix.analysis.summaries import (
     outliving_params,
     parameter_value,
     params_of,
+    qualified_name,
     static_method,
 )
 from jaxfix.analysis.transform_arguments import (

@@ -13,9 +13,8 @@ from collections.abc import Callable
 
 from jaxfix.analysis import values as v
 from jaxfix.analysis.calls import PYTHON_TYPE_NAMES
-from jaxfix.analysis.declarations import qualified_name
 from jaxfix.analysis.names import dotted
-from jaxfix.analysis.summaries import TRACER_TEST, Module
+from jaxfix.analysis.summaries import TRACER_TEST, Module, qualified_name
 from jaxfix.analysis.values import JAX_OBJECT, STATIC, Kind, Value
 from jaxfix.models.jax_objects import ARRAY_TYPES, OBJECT_CLASSES, PLAIN_METACLASSES
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from jaxfix.analysis.names import dotted
-from jaxfix.analysis.summaries import Module
+from jaxfix.analysis.summaries import Module, qualified_name
 from jaxfix.analysis.transform_arguments import is_constant, literal_elements
 from jaxfix.models.transforms import FIELDLESS_PYTREE_BASES, PARTIAL
 
@@ -60,7 +59,8 @@ def _metadata_only(name: str, static: frozenset[str], module: Module) -> bool:
     lineage = [module.classes[c] for c in _lineage(name, module)]
     for cls in lineage:
         if any(
-            _qualified(b, module) not in FIELDLESS_PYTREE_BASES for b in _outer_bases(cls, module)
+            qualified_name(b, module) not in FIELDLESS_PYTREE_BASES
+            for b in _outer_bases(cls, module)
         ):
             return False
         if any(
@@ -154,7 +154,7 @@ def _register_calls(module: Module) -> Iterator[ast.Call]:
         return
     for scope in module.scopes.values():
         for call in scope.calls:
-            if _qualified(call.func, module).endswith(_REGISTER) or _is_register_partial(
+            if qualified_name(call.func, module).endswith(_REGISTER) or _is_register_partial(
                 call, module
             ):
                 yield call
@@ -162,9 +162,9 @@ def _register_calls(module: Module) -> Iterator[ast.Call]:
 
 def _is_register_partial(call: ast.Call, module: Module) -> bool:
     return (
-        _qualified(call.func, module) == PARTIAL
+        qualified_name(call.func, module) == PARTIAL
         and bool(call.args)
-        and _qualified(call.args[0], module).endswith(_REGISTER)
+        and qualified_name(call.args[0], module).endswith(_REGISTER)
     )
 
 
@@ -190,20 +190,12 @@ def _may_name(module: Module, name: str) -> bool:
     )
 
 
-def _qualified(node: ast.expr, module: Module) -> str:
-    parts = dotted(node)
-    if not parts:
-        return ""
-    head = module.imports.get(parts[0], parts[0])
-    return ".".join([head, *parts[1:]])
-
-
 def _static_field(value: ast.expr, module: Module) -> bool:
     """`field(pytree_node=False)`, `eqx.field(static=True)`, `static_field()`,
     `dataclasses.field(metadata=dict(static=True))` / `metadata={"static": True}`."""
     if not isinstance(value, ast.Call):
         return False
-    name = _qualified(value.func, module).rsplit(".", 1)[-1]
+    name = qualified_name(value.func, module).rsplit(".", 1)[-1]
     if name == "static_field":
         return True
     if name not in _STATIC_FIELD_MAKERS:

@@ -430,6 +430,16 @@ def call_cycles(module: Module) -> dict[str, int]:
 TRACER_TEST = re.compile("tracer|concrete", re.IGNORECASE)
 
 
+def qualified_name(node: ast.expr, module: Module) -> str:
+    """What `node` (a name or a dotted attribute) names through the module's imports
+    (`np.save` -> `numpy.save`); empty when it is no such expression."""
+    parts = dotted(node)
+    if not parts:
+        return ""
+    head = module.imports.get(parts[0], parts[0])
+    return ".".join([head, *parts[1:]])
+
+
 def static_method(node: FunctionNode | ast.Module, *also: str) -> bool:
     """Whether `node` is a `@staticmethod` (or one of the decorators `also` names)."""
     return _decorated(node, "staticmethod", *also)
