@@ -289,8 +289,7 @@ class Evaluator(CallEvaluator):
         body, orelse = self.given_none(env, when_none), self.given_none(env, otherwise_none)
         if guard is not None:
             concrete = {**env, guard.name: guard.narrowed_value()}
-            if guard.excludes_tracers():
-                reach_unless(concrete, guard.subject.sources if guard.subject else ())
+            reach_unless(concrete, guard.unreached_if())
             body, orelse = (concrete, env) if guard.concrete_when else (env, concrete)
         reach = env.get(REACH)  # either branch may not run: what it raises on is moot
         first = self.expr(node.body, body)

@@ -351,10 +351,8 @@ class Interpreter(Evaluator):
         concrete = dict(env)
         narrowed = guard.narrowed_value()
         concrete[name] = narrowed
-        added: frozenset[Source] = frozenset()
-        if guard.excludes_tracers():
-            added = guard.subject.sources - unless(env) if guard.subject else frozenset()
-            reach_unless(concrete, added)  # reached only when it holds no tracer
+        added = guard.unreached_if() - unless(env)
+        reach_unless(concrete, added)  # reached only when it holds no tracer
         concrete_body = guard.concrete_when
         guards = int(guard.tracer_otherwise)
         self.guarded += guards

@@ -119,12 +119,16 @@ class Guard(NamedTuple):
         """What the name holds where the test says it holds no tracer."""
         return STATIC if self.narrowed is None else self.narrowed
 
-    def excludes_tracers(self) -> bool:
-        """Whether, where the test holds, the name holds no tracer at all, nor anything that
-        may hold one (an instance of a class keeps its fields: a pytree of tracers passes
-        `isinstance(x, Model)`): the code there is not reached when the name is traced."""
-        traced = self.subject is not None and self.subject.kind is Kind.TRACED
-        return traced and (self.narrowed is None or not sources_of([self.narrowed]))
+    def unreached_if(self) -> frozenset[Source]:
+        """The sources under which the code where the test holds is not reached: the tested
+        value's, when there the name holds no tracer at all, nor anything that may hold one
+        (an instance of a class keeps its fields: a pytree of tracers passes
+        `isinstance(x, Model)`); else none."""
+        if self.subject is None or self.subject.kind is not Kind.TRACED:
+            return frozenset()
+        if self.narrowed is not None and sources_of([self.narrowed]):
+            return frozenset()
+        return self.subject.sources
 
 
 STATIC = Value(Kind.STATIC)
