@@ -21,7 +21,7 @@ import ast
 from collections.abc import Iterable
 
 from jaxfix.analysis.summaries import Call, Env, Module, Summary, bind_arguments, defaults_of
-from jaxfix.analysis.transform_arguments import _annotation_names
+from jaxfix.analysis.transform_arguments import annotation_names
 from jaxfix.analysis.values import HOST, Kind, NotNone, Param, Source, Staged, Value
 
 # The environment's entry for the facts whose holding makes the code unreachable (no name of
@@ -144,7 +144,7 @@ def required_fields(module: Module) -> frozenset[str]:
                 continue
             default = statement.value
             none_default = isinstance(default, ast.Constant) and default.value is None
-            names = _annotation_names(statement.annotation)
+            names = annotation_names(statement.annotation)
             if none_default or names & _MAYBE_NONE or "ClassVar" in names:
                 refused.add(statement.target.id)
             else:

@@ -99,7 +99,7 @@ def python_valued_params(node: FunctionNode | ast.Module) -> set[str]:
     return {
         param.arg
         for param in [*positional, *args.kwonlyargs]
-        if (param.annotation is not None and _annotation_names(param.annotation) <= PYTHON_TYPES)
+        if (param.annotation is not None and annotation_names(param.annotation) <= PYTHON_TYPES)
         or _literal(defaults.get(param.arg))
     }
 
@@ -111,7 +111,7 @@ def _literal(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is not Ellipsis
 
 
-def _annotation_names(annotation: ast.expr) -> set[str]:
+def annotation_names(annotation: ast.expr) -> set[str]:
     """The type names an annotation is made of (`Callable[[int], int] | None` -> Callable,
     None); an unknown shape gives a name no Python type has."""
     if isinstance(annotation, ast.Name):
@@ -121,9 +121,9 @@ def _annotation_names(annotation: ast.expr) -> set[str]:
     if isinstance(annotation, ast.Constant) and annotation.value is None:
         return {"None"}
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        return _annotation_names(annotation.left) | _annotation_names(annotation.right)
+        return annotation_names(annotation.left) | annotation_names(annotation.right)
     if isinstance(annotation, ast.Subscript):
-        return _annotation_names(annotation.value)
+        return annotation_names(annotation.value)
     return {"<unknown>"}
 
 
