@@ -439,3 +439,67 @@ def test_an_abstract_value_is_a_python_value(key: str, expected: list[tuple[int,
             return x
         """
     assert codes(source) == expected
+
+
+# -- properties declared as Python values ----------------------------------------------------
+
+INDEXES = """\
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+
+class Index(struct.Pytree):
+    @property
+    def n_states(self) {returns}:
+        return NotImplemented
+
+
+@struct.dataclass
+class Table(Index):
+    states: jax.Array
+
+    @property
+    def n_states(self):
+        return self.states.shape[0]
+"""
+
+CHUNKS = """\
+import jax
+import numpy as np
+{imports}
+
+
+@jax.jit
+def chunks(index: {annotation}, x):
+    n = int(np.ceil(index.n_states / 128))
+    return x * n
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "annotation"),
+    [
+        ("from pkg.indexes import Index", "Index"),
+        ("from pkg.indexes import Table", "Table"),
+        ("from pkg import indexes", "indexes.Index"),
+    ],
+)
+@pytest.mark.parametrize("returns", ["-> int", "-> 'int'", "-> int | None", "-> tuple[int, ...]"])
+def test_a_property_declared_a_python_value_in_another_module_is_static(
+    tmp_path: Path, imports: str, annotation: str, returns: str
+) -> None:
+    files = {
+        "pkg/indexes.py": INDEXES.format(returns=returns),
+        "pkg/chunks.py": CHUNKS.format(imports=imports, annotation=annotation),
+    }
+    assert project_findings(tmp_path, files) == []
+
+
+@pytest.mark.parametrize("returns", ["", "-> float", "-> jax.Array", "-> tuple[int, jax.Array]"])
+def test_a_property_not_declared_a_python_value_stays_traced(tmp_path: Path, returns: str) -> None:
+    files = {
+        "pkg/indexes.py": INDEXES.format(returns=returns),
+        "pkg/chunks.py": CHUNKS.format(imports="from pkg.indexes import Index", annotation="Index"),
+    }
+    assert project_findings(tmp_path, files) == ["pkg/chunks.py:8 JF104", "pkg/chunks.py:8 JF104"]

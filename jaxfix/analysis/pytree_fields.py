@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from jaxfix.analysis.declared_members import python_valued_members
 from jaxfix.analysis.summaries import Module, qualified_name
 from jaxfix.analysis.transform_arguments import is_constant, literal_elements
 from jaxfix.models.transforms import FIELDLESS_PYTREE_BASES, PARTIAL
@@ -91,17 +92,18 @@ def _declared_fields(cls: ast.ClassDef) -> Iterator[str]:
 
 
 def top_level_static_classes(tree: ast.Module, module: Module) -> dict[str, list[str]]:
-    """The classes defined at the top level of `tree` that declare metadata fields, with
-    their names (and `METADATA_ONLY` for a class whose every field is metadata): what the
-    module tells the other modules of a run."""
-    top = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
-    found = static_fields_by_class(module)
+    """The classes defined at the top level of `tree` that declare metadata fields or
+    properties of Python values, with their names (and `METADATA_ONLY` for a class whose every
+    field is metadata): what the module tells the other modules of a run."""
+    top = [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+    fields = static_fields_by_class(module)
     only = metadata_only_classes(module)
-    return {
-        name: sorted(fields | ({METADATA_ONLY} if name in only else set()))
-        for name, fields in found.items()
-        if name in top
-    }
+    found = {}
+    for name in top:
+        static = fields.get(name, frozenset()) | python_valued_members(name, module)
+        if static:
+            found[name] = sorted(static | ({METADATA_ONLY} if name in only else set()))
+    return found
 
 
 def static_attribute_names(module: Module) -> set[str]:
