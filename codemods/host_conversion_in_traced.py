@@ -114,7 +114,8 @@ class HostConversionInTraced(Rule):
     `str.format`, `str` and `repr` do not fail: they run once, when the function is traced,
     and show the tracer (`JitTracer(float32[3])`) instead of the values (an f-string format
     spec such as `:.3f` raises `TypeError`): a status line or a key made from that text never
-    holds a value. `jax.device_get` returns the tracer unchanged. Shapes, `len(x)`,
+    holds a value. `jax.device_get` returns the tracer unchanged (reported where the function
+    only runs traced: where code in view also calls it eagerly, it copies there). Shapes, `len(x)`,
     `x.ndim`, `x.dtype` and static arguments are concrete and are not reported.
 
     ## Example
@@ -351,7 +352,7 @@ class HostConversionInTraced(Rule):
             if fix is None:
                 fix, advice = self._hoisted(call, advice)
             return _Finding(name.removeprefix("builtins."), problem, advice, fix)
-        if name == DEVICE_GET and self._any_traced(call):
+        if name == DEVICE_GET and self._any_traced(call) and not self._runs_eagerly(call):
             problem = "returns the traced value unchanged: nothing reaches the host"
             advice = "call it on the jitted function's result, or use `jax.debug.callback`"
             return _Finding(source_of(call.func), problem, advice)
@@ -470,15 +471,24 @@ class HostConversionInTraced(Rule):
             return bool(bound) and all(isinstance(a.scope, GlobalScope) for a in bound)
         return is_host_only_target(self.traced, receiver)
 
+    def _runs_eagerly(self, call: cst.Call) -> bool:
+        """Whether code in view also runs the function around `call` outside a trace, where
+        the call does its work (`jax.device_get` copies to the host there)."""
+        context = self.traced.context_of(call)
+        return context is not None and self._eager_calls(context).in_view
+
+    def _eager_calls(self, context: TracedFunction) -> EagerCalls:
+        if context.node not in self._eager:
+            self._eager[context.node] = eager_calls(self.traced, context)
+        return self._eager[context.node]
+
     def _if_never_eager(
         self, fix: Fix, advice: str, context: TracedFunction, doing: str
     ) -> tuple[Fix | None, str]:
         """`fix` (NumPy made `jax.numpy`: `doing` says how) unless host code in view that
         runs the function eagerly needs its NumPy result; where the function may run eagerly,
         the fix's title says what changes there."""
-        if context.node not in self._eager:
-            self._eager[context.node] = eager_calls(self.traced, context)
-        eager = self._eager[context.node]
+        eager = self._eager_calls(context)
         if eager.blocked:
             return None, f"{advice} (not rewritten: {eager.blocked}; {_EAGER})"
         if not eager.callers:

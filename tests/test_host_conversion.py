@@ -370,3 +370,31 @@ def test_a_conversion_in_a_statement_that_only_changes_host_state_moves_to_a_cal
         assert f"\n        {statement}\n" in fixed
     else:  # left as it is: no state outside the function to move the work next to
         assert f"\n    {statement}\n" in fixed
+
+
+DEVICE_GET = """\
+import jax
+
+
+def to_host(x):
+    return jax.device_get(x * 2)
+
+
+fast = jax.jit(to_host)
+{eager}
+"""
+
+
+@pytest.mark.parametrize(
+    ("eager", "expected"),
+    [
+        ("", [5]),  # only traced: the copy never happens
+        ("print(fast(1.0), to_host(1.0))", []),  # called eagerly too: it copies there
+        ("print(fast(1.0))", [5]),
+    ],
+)
+def test_a_device_get_is_reported_only_where_its_function_never_runs_eagerly(
+    eager: str, expected: list[int]
+) -> None:
+    found = check_text(DEVICE_GET.format(eager=eager), RULES)
+    assert [d.line for d in found if d.code == "JF104"] == expected

@@ -54,10 +54,12 @@ _DEPTH = 3  # how many assignments of the result to follow
 @dataclass(frozen=True)
 class EagerCalls:
     """`blocked`: why a rewrite to `jax.numpy` would break host code in view ("" if none);
-    `callers`: who may run the function eagerly ("" if nothing may)."""
+    `callers`: who may run the function eagerly ("" if nothing may); `in_view`: whether code
+    in view does (not only callers that may exist elsewhere)."""
 
     blocked: str = ""
     callers: str = ""
+    in_view: bool = False
 
 
 def eager_calls(analysis: TracedAnalysis, function: TracedFunction) -> EagerCalls:
@@ -102,7 +104,8 @@ def _function_calls(
         line = analysis.line_of(access.node)
         why = _needs_numpy(analysis, access.node)
         if why:
-            return EagerCalls(f"`{name}` is also used outside a trace (line {line}), where {why}")
+            why = f"`{name}` is also used outside a trace (line {line}), where {why}"
+            return EagerCalls(why, in_view=True)
         lines.append(line)
     if isinstance(scope, ClassScope):
         return _method_calls(analysis, name, passed)
@@ -111,12 +114,13 @@ def _function_calls(
         callers.append(f"`{name}` is public: other modules may call it")
     if around.blocked or (around.callers and not callers):
         return around
-    return EagerCalls(callers=" and ".join(callers))
+    return EagerCalls(callers=" and ".join(callers), in_view=bool(lines))
 
 
 def _method_calls(analysis: TracedAnalysis, name: str, passed: set[str]) -> EagerCalls:
     """A method's calls in the module outside traces (by its name: any receiver), and why one
     needs NumPy; its callers elsewhere are not in view."""
+    seen = False
     for attribute in analysis.attributes_named(name):
         if analysis.context_of(attribute) is not None:
             continue
@@ -126,8 +130,11 @@ def _method_calls(analysis: TracedAnalysis, name: str, passed: set[str]) -> Eage
         why = _needs_numpy(analysis, attribute)
         if why:
             line = analysis.line_of(attribute)
-            return EagerCalls(f"`.{name}` is also used outside a trace (line {line}), where {why}")
-    return EagerCalls(callers=f"`{name}` is a method: its other callers are not in view")
+            why = f"`.{name}` is also used outside a trace (line {line}), where {why}"
+            return EagerCalls(why, in_view=True)
+        seen = True
+    why = f"`{name}` is a method: its other callers are not in view"
+    return EagerCalls(callers=why, in_view=seen)
 
 
 def _needs_numpy(analysis: TracedAnalysis, reference: cst.CSTNode) -> str:
