@@ -858,3 +858,19 @@ def test_a_later_rounds_outcome_read_from_the_cache_has_the_first_rounds_facts(
     assert analysed.facts.outline == first.facts.outline is not None
     assert looked_up.facts == analysed.facts
     assert looking_up.rounds[path] == analyser.rounds[path]  # both read from the cache
+
+
+def test_the_cache_key_covers_every_file_jaxfix_reads() -> None:
+    """A regenerated rule index (`rules.json`) or model table changes the results: a cache
+    keyed without it would give the old ones."""
+    import jaxfix
+    from jaxfix.run.cache import CODE_SUFFIXES
+
+    root = Path(jaxfix.__file__).parent
+    shipped = {
+        path.suffix
+        for folder in (root, root.parent / "codemods")
+        for path in folder.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert shipped <= set(CODE_SUFFIXES)

@@ -46,7 +46,7 @@ SHARDS = 64
 # Results kept per file: a file that other modules concern is analysed under several jobs (alone,
 # then with what the run tells it in each round, see `jaxfix.run.batch`); a warm run needs them all.
 JOBS_PER_FILE = 12
-CODE_SUFFIXES = (".py", ".tsv")  # jaxfix's files that its results depend on
+CODE_SUFFIXES = (".py", ".tsv", ".json")  # jaxfix's files that its results depend on
 RUNS_KEPT = 8  # runs over other paths or settings remembered besides the latest
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# jaxfix's result cache\n"
 
