@@ -24,12 +24,14 @@ from jaxfix.fixes.eager_calls import (
 from jaxfix.fixes.fix import Fix, ImportNeeded
 from jaxfix.fixes.hoist import is_host_only_target, jax_module_name, jax_numpy_name
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
+from jaxfix.fixes.host_solver import solver_callback
 from jaxfix.fixes.returns import DUMPS
 from jaxfix.fixes.syntax import calls_in, payload_of, source_of
 from jaxfix.fixes.text_files import written_as_text
 from jaxfix.fixes.tracing import Statement, TracedFunction
 from jaxfix.models import numpy_scipy
 from jaxfix.models.diagnostic import FixSafety
+from jaxfix.models.host_solvers import SOLVERS, Solver
 from jaxfix.models.loggers import LOGGER_METHODS, LOGGING_MODULES, METRICS_METHODS
 from jaxfix.models.namesakes import JNP_EQUIVALENTS, SCIPY_EQUIVALENTS, JnpEquivalent
 from jaxfix.models.sinks import FIRST, Sink, SinkKind, names_of
@@ -167,6 +169,14 @@ class HostConversionInTraced(Rule):
     waits for it with `jax.effects_barrier()`. `scipy.special`'s
     `expit`, `logit`, `erf`, `erfc`, `gammaln`, `xlogy`, `xlog1py`, `softmax`, `log_softmax`
     and `logsumexp` become their `jax.scipy.special` namesakes on the NumPy calls' conditions.
+    A SciPy optimizer or root finder given traced values (`res = minimize(objective, x0=x0)`,
+    `root = brentq(f, a, b)`: `jaxfix/models/host_solvers.py`) runs whole in
+    `jax.pure_callback`, with the functions defined for it alone (which then close over
+    concrete values) and a traced starting point computed first; the fields of its result the
+    code reads (`res.x`, `res.fun`) come back with the starting point's shape and dtype or as
+    scalars of jax's default dtypes. The solve then runs at each call, and cannot be
+    differentiated: under `grad` there is no fix. The function handed to a solver is not
+    reported: the solver calls it on the host, with NumPy values.
     The rest of SciPy and the other NumPy functions are diagnostic only; the message names
     their `jax.numpy` / `jax.scipy` namesake when there is one, which may differ in meaning.
     The conversions of one statement are fixed together or not at all: one left would still
@@ -194,7 +204,8 @@ class HostConversionInTraced(Rule):
         "NumPy calls whose eager callers in the file need the NumPy array (they write into it, "
         "read its `.dtype`, or hand it to a library jaxfix does not know); NumPy results that "
         "traced code writes into or uses as a mask index; conversions that feed Python control "
-        "flow (`if float(x) > 0`): make them `jnp.where` or `lax.cond`"
+        "flow (`if float(x) > 0`): make them `jnp.where` or `lax.cond`; SciPy solvers under "
+        "`grad`, or whose result is used other than through the fields jaxfix knows"
     )
     sinks = SINKS
     reads_users = True  # a function's eager callers rule out the `jax.numpy` rewrite
@@ -202,6 +213,7 @@ class HostConversionInTraced(Rule):
     project_aware = True  # other modules' reads after calls of a function it hoists from
     anchors = (
         LIBRARY_SINKS
+        | frozenset(SOLVERS)
         | names_of(SINKS, SinkKind.CONVERT)
         | {PRINT, DEVICE_GET, "builtins.format", UNRAISED + FORMAT}
         | TEXT_BUILTINS
@@ -287,7 +299,7 @@ class HostConversionInTraced(Rule):
             return
         if found.display in {"print", "str.format", "format"} and abstract_only(context.reasons):
             return  # `jax.eval_shape` never runs the function: a print at trace time is all
-        if found.fix is not None:
+        if found.fix is not None and not found.moves_statement:
             blocking = self._unfixed_beside(node)
             if blocking is not None:
                 advice = f"{found.advice} (not rewritten: `{blocking}` in the same statement"
@@ -337,6 +349,9 @@ class HostConversionInTraced(Rule):
         model = numpy_scipy.sink(name)
         if model is not None and self._any_traced(call):
             return self._library_finding(call, model)
+        solver = SOLVERS.get(name)
+        if solver is not None and self._any_traced(call):
+            return self._solver_finding(call, solver)
         conversion = self._conversions.get(name)
         if conversion is not None and self._converts_traced_payload(call, conversion):
             error = f" (`{conversion.detail}`)" if conversion.detail else ""
@@ -408,6 +423,25 @@ class HostConversionInTraced(Rule):
             namesake = model.namesake or f"jax.numpy.{short}"
             fix, advice = self._if_never_eager(fix, advice, context, f"call `{namesake}`")
         return _Finding(source_of(call.func), problem, advice, fix)
+
+    def _solver_finding(self, call: cst.Call, solver: Solver) -> _Finding:
+        """A SciPy solver given traced arguments: the whole solve moves into
+        `jax.pure_callback` (see `jaxfix.fixes.host_solver`)."""
+        short = solver.function.rsplit(".", 1)[-1]
+        advice = (
+            f"run `{short}` on the host in `jax.pure_callback`{_SHAPE}, or use a JAX solver"
+            " (`jax.scipy.optimize`, optimistix)"
+        )
+        context = self.traced.context_of(call)
+        rewrite = solver_callback(self.traced, call, solver, context) if context else "?"
+        if isinstance(rewrite, str):
+            return _Finding(source_of(call.func), _TO_NUMPY, f"{advice} (not rewritten: {rewrite})")
+        title = (
+            f"{self.fix_title}: run `{short}` on the host in `jax.pure_callback` (at each call,"
+            " on concrete values; it cannot be differentiated)"
+        )
+        fix = self.make_fix(rewrite.replacements, rewrite.imports, title=title)
+        return _Finding(source_of(call.func), _TO_NUMPY, advice, fix, moves_statement=True)
 
     def _still_failing(self, call: cst.Call) -> str:
         """Why traced code would still fail on what `call` gives once it is a `jax.Array`
@@ -796,6 +830,7 @@ class _Finding:
     advice: str
     fix: Fix | None = None
     text: bool = False  # the tracer made into text (`str(x)`, `"{}".format(x)`)
+    moves_statement: bool = False  # the fix runs the whole statement on the host
 
 
 _ARRAY_ERROR = "TracerArrayConversionError"

@@ -398,3 +398,52 @@ def test_a_device_get_is_reported_only_where_its_function_never_runs_eagerly(
 ) -> None:
     found = check_text(DEVICE_GET.format(eager=eager), RULES)
     assert [d.line for d in found if d.code == "JF104"] == expected
+
+
+SOLVE = """\
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import minimize
+
+
+@jax.jit
+def fit(w):
+    def objective(c):
+        return float(((c - w) ** 2).sum())
+
+    res = minimize(objective, x0={start})
+    {tail}
+"""
+
+
+@pytest.mark.parametrize(
+    ("start", "tail", "why_not"),
+    [
+        ("w", "return res", "`res` is used other than through its fields"),
+        ("w", "return res.x, objective(w)", "`objective` is also used outside the solve"),
+        ("np.asarray(w)", "return res.x", "the starting point is computed by NumPy or SciPy"),
+    ],
+)
+def test_a_solve_is_not_moved_to_a_callback_when_its_rewrite_could_change_the_program(
+    start: str, tail: str, why_not: str
+) -> None:
+    found = [
+        d
+        for d in check_text(SOLVE.format(start=start, tail=tail), RULES)
+        if d.code == "JF104" and d.message.startswith("`minimize`")
+    ]
+    assert len(found) == 1 and found[0].fix_title is None
+    assert f"(not rewritten: {why_not}" in found[0].message
+
+
+def test_a_solve_reads_its_fields_from_the_callback() -> None:
+    fixed = fix_text(
+        SOLVE.format(start="w * 2", tail="return res.x + res.fun"), RULES, unsafe_fixes=True
+    )
+    assert (
+        "res_x, res_fun = jax.pure_callback(minimize_on_host, (res_x_like, res_fun_like)"
+        in fixed.text
+    )
+    assert "return res_x + res_fun" in fixed.text
+    assert "        def objective(c):" in fixed.text  # moved into the host function

@@ -36,6 +36,7 @@ from jaxfix.analysis.values import (
     NotNone,
     Value,
 )
+from jaxfix.models.host_solvers import SOLVERS
 from jaxfix.models.jax_objects import ARRAY_VALUED_ATTRIBUTES, OBJECT_ATTRIBUTES
 from jaxfix.models.transforms import (
     CALL_WRAPPERS,
@@ -46,7 +47,8 @@ from jaxfix.models.transforms import (
 
 _BUILTINS = frozenset(dir(builtins))
 # Callables that run the functions they are given on the host, or bind them (no data flows).
-_NOT_APPLYING = HOST_CALLBACKS | {PARTIAL} | CALL_WRAPPERS
+# A solver runs the function it is given on the host, on NumPy values (`host_solvers`).
+_NOT_APPLYING = HOST_CALLBACKS | {PARTIAL} | CALL_WRAPPERS | frozenset(SOLVERS)
 
 
 class Evaluator(CallEvaluator):

@@ -54,6 +54,24 @@ def jax_numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list
     return (f"{jax_name}.numpy", imports) if jax_name else ("", [])
 
 
+def numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list[ImportNeeded]]:
+    """How `at` can refer to NumPy: the name a module-level `import numpy` (`as np`) before
+    it binds, or `numpy` plus an import to add; ("", []) when neither can be named."""
+    top = _top_statement(analysis, at)
+    scope = analysis.scope_of(at)
+    for statement in analysis.module.body:
+        if statement is top:
+            break
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            for alias in small.names if isinstance(small, cst.Import) else ():
+                name = alias.evaluated_alias or "numpy"
+                if alias.evaluated_name == "numpy" and _names_only_imports(scope, name):
+                    return name, []
+    if scope is not None and any(not isinstance(a, BuiltinAssignment) for a in scope["numpy"]):
+        return "", []
+    return "numpy", [ImportNeeded("numpy")]
+
+
 def _top_statement(analysis: TracedAnalysis, at: cst.CSTNode) -> cst.CSTNode:
     top = at
     while (parent := analysis.parent(top)) is not None and not isinstance(parent, cst.Module):
