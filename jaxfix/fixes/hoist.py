@@ -6,7 +6,7 @@ concrete values. Shared by every rule whose fix is "do this on the host".
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import UnionType
 
 import libcst as cst
@@ -41,15 +41,11 @@ def jax_numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list
     """How `at` can refer to `jax.numpy`: the alias a module-level import before it binds
     (`import jax.numpy as jnp`, `from jax import numpy as jnp`), or through `jax` (imported
     if needed); ("", []) when neither can be named."""
-    top = _top_statement(analysis, at)
     scope = analysis.scope_of(at)
-    for statement in analysis.module.body:
-        if statement is top:
-            break
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            name = _jax_numpy_binding(small)
-            if name is not None and _names_only_imports(scope, name, cst.Import | cst.ImportFrom):
-                return name, []
+    for small in _module_statements_before(analysis, at):
+        name = _jax_numpy_binding(small)
+        if name is not None and _names_only_imports(scope, name, cst.Import | cst.ImportFrom):
+            return name, []
     jax_name, imports = jax_module_name(analysis, at)
     return (f"{jax_name}.numpy", imports) if jax_name else ("", [])
 
@@ -57,19 +53,27 @@ def jax_numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list
 def numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list[ImportNeeded]]:
     """How `at` can refer to NumPy: the name a module-level `import numpy` (`as np`) before
     it binds, or `numpy` plus an import to add; ("", []) when neither can be named."""
-    top = _top_statement(analysis, at)
     scope = analysis.scope_of(at)
-    for statement in analysis.module.body:
-        if statement is top:
-            break
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            for alias in small.names if isinstance(small, cst.Import) else ():
-                name = alias.evaluated_alias or "numpy"
-                if alias.evaluated_name == "numpy" and _names_only_imports(scope, name):
-                    return name, []
+    for small in _module_statements_before(analysis, at):
+        for alias in small.names if isinstance(small, cst.Import) else ():
+            name = alias.evaluated_alias or "numpy"
+            if alias.evaluated_name == "numpy" and _names_only_imports(scope, name):
+                return name, []
     if scope is not None and any(not isinstance(a, BuiltinAssignment) for a in scope["numpy"]):
         return "", []
     return "numpy", [ImportNeeded("numpy")]
+
+
+def _module_statements_before(
+    analysis: TracedAnalysis, at: cst.CSTNode
+) -> Iterator[cst.BaseSmallStatement]:
+    """The small statements of the module's top level that run before the one holding `at`."""
+    top = _top_statement(analysis, at)
+    for statement in analysis.module.body:
+        if statement is top:
+            return
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from statement.body
 
 
 def _top_statement(analysis: TracedAnalysis, at: cst.CSTNode) -> cst.CSTNode:
