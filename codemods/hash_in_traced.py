@@ -10,6 +10,7 @@ from libcst.metadata import Assignment, GlobalScope
 from jaxfix.analysis.candidates import HASHED_KEYS
 from jaxfix.analysis.keys import HOST_METHODS
 from jaxfix.analysis.reasons import Via
+from jaxfix.fixes.eager_calls import references
 from jaxfix.fixes.fix import Fix, ImportNeeded
 from jaxfix.fixes.hoist import jax_module_name, jax_numpy_name
 from jaxfix.fixes.syntax import source_of
@@ -262,6 +263,12 @@ class HashInTraced(Rule):
                 return None
             seed = narrowing
         argument, maker = self.traced.parent(seed), None
+        replacements: dict[cst.CSTNode, cst.CSTNode] = {}
+        use: cst.Name | None = None
+        if isinstance(argument, cst.Assign) and argument.value is seed:  # `s = hash(x) % n`
+            use = self._sole_use(argument)
+            argument = self.traced.parent(use) if use is not None else None
+            replacements[seed] = site.args[0].value.with_changes(lpar=[], rpar=[])
         if isinstance(argument, cst.Arg) and not argument.star:
             maker = self.traced.parent(argument)
         if not isinstance(maker, cst.Call) or len(maker.args) != 1:
@@ -276,10 +283,26 @@ class HashInTraced(Rule):
             if not jax_name:
                 return None
             random = f"{jax_name}.random"
-        value = source_of(site.args[0].value)
+        value = source_of(site.args[0].value if use is None else use)
         folded = f"{random}.fold_in({source_of(maker.func)}(0), {value})"
         new = cst.parse_expression(folded).with_changes(lpar=maker.lpar, rpar=maker.rpar)
-        return self.make_fix({maker: new}, imports)
+        return self.make_fix({**replacements, maker: new}, imports)
+
+    def _sole_use(self, assign: cst.Assign) -> cst.Name | None:
+        """The one read of the local name `assign` binds, when it binds it alone and once, in
+        the same function (`seed` of `seed = hash(x)`, read by `PRNGKey(seed)`)."""
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            return None
+        target = assign.targets[0].target
+        function = self.traced.owner_function(assign)
+        if function is None or target.value in self.traced.declared_outer_names(function):
+            return None
+        if len(self.traced.assignments(target)) != 1:
+            return None
+        uses = references(self.traced, target)
+        if len(uses) != 1 or not isinstance(uses[0], cst.Name):
+            return None
+        return uses[0] if self.traced.owner_function(uses[0]) is function else None
 
     # ----- the fix: a lookup table as an array ----------------------------------------------
 

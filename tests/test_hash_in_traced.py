@@ -103,3 +103,40 @@ def test_a_hashed_seed_folds_the_value_into_a_key_only_from_a_jax_key_maker(
         assert check_text(fixed, [RULE]) == []
     else:
         assert fixed == text
+
+
+NAMED_SEED = """\
+import jax
+
+
+@jax.jit
+def f(x, step):
+    seed = hash(step) % 2**31
+{between}    key = jax.random.PRNGKey(seed)
+    return x + jax.random.uniform(key){after}
+"""
+
+
+@pytest.mark.parametrize(
+    ("between", "after", "fixed"),
+    [
+        pytest.param("", "", True, id="read once"),
+        pytest.param("    step = step + 1\n", "", True, id="the value rebound after"),
+        pytest.param("", " + seed", False, id="read twice"),
+        pytest.param("    seed = seed + 1\n", "", False, id="rebound"),
+    ],
+)
+def test_a_seed_hashed_into_a_name_folds_the_value_where_the_name_is_read_once(
+    between: str, after: str, fixed: bool
+) -> None:
+    assert RULE is not None
+    text = NAMED_SEED.format(between=between, after=after)
+    [found] = check_text(text, [RULE])
+    assert found.fix_title is not None if fixed else found.fix_title is None
+    result = fix_text(text, [RULE], unsafe_fixes=True).text
+    if fixed:
+        assert "    seed = step\n" in result
+        assert "    key = jax.random.fold_in(jax.random.PRNGKey(0), seed)\n" in result
+        assert check_text(result, [RULE]) == []
+    else:
+        assert result == text
