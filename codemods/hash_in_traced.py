@@ -75,6 +75,18 @@ STATIC = (
 )
 
 
+# Why a static argument given a tracer has no fix: making the caller's parameter static changes
+# what its own callers may pass; a value made from traced arrays only its author can remake.
+STATIC_UNFIXED = (
+    "no automatic fix: that changes what its callers may pass (an array fails there, each new"
+    " value compiles again)"
+)
+BUILT_UNFIXED = (
+    "no automatic fix: the value is made from traced arrays; build it from Python or NumPy values"
+    " outside the trace"
+)
+
+
 class HashInTraced(Rule):
     """
     ## What it does
@@ -462,7 +474,9 @@ class HashInTraced(Rule):
             if param is None and index < len(params):
                 param = params[index]
             if param in static and self._array_valued(arg.value):
-                advice = f"`{param}` is static; {STATIC}{_caller_advice(self, arg.value, context)}"
+                caller = _caller_advice(self, arg.value, context)
+                unfixed = STATIC_UNFIXED if caller else BUILT_UNFIXED
+                advice = f"`{param}` is static; {STATIC}{caller}; {unfixed}"
                 self._report(call, arg.value, advice, context)
                 return
 
