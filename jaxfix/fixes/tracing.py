@@ -18,6 +18,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import (
     Assignment,
+    ClassScope,
     MetadataWrapper,
     PositionProvider,
     QualifiedName,
@@ -600,8 +601,7 @@ class TracedAnalysis:
         """Whether every use of the module-level `name` in the whole file, but its one binding
         at the top level, lies in `statements` (CPython's tree of the file: a slice may not
         show them all)."""
-        spans = [self._positions[s] for s in statements]
-        lines = [(self._line_of(p.start.line), self._line_of(p.end.line)) for p in spans]
+        lines = self._file_lines(statements)
         bound = 0
         for node in ast.walk(self._analysed.tree):
             if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
@@ -615,6 +615,48 @@ class TracedAnalysis:
         top = [s for s in self._analysed.tree.body if isinstance(s, ast.Assign)]
         at_top = any(isinstance(t, ast.Name) and t.id == name for s in top for t in s.targets)
         return bound == 1 and at_top
+
+    def attribute_used_only_in(self, attribute: str, statements: Sequence[cst.CSTNode]) -> bool:
+        """Whether every `x.attribute` of the whole file (on any `x`) lies in `statements`, and
+        no string names it (`getattr(x, "attribute")`)."""
+        lines = self._file_lines(statements)
+        for node in ast.walk(self._analysed.tree):
+            if isinstance(node, ast.Constant) and node.value == attribute:
+                return False
+            if not isinstance(node, ast.Attribute) or node.attr != attribute:
+                continue
+            if not any(first <= node.lineno <= last for first, last in lines):
+                return False
+        return True
+
+    def used_eagerly(self, function: cst.FunctionDef) -> bool:
+        """Whether code of the whole file outside traced functions reads `function` by its
+        name: `name` for a function, `x.name` on any `x` for a method (an instance's callers are
+        not what a slice keeps). A read that hands it to a `jax` callable (`jax.jit(f)`) is
+        not one."""
+        name = function.name.value
+        method = isinstance(self._scopes.get(function), ClassScope)
+        traced = {
+            node for node, fid in self.facts.module.by_node.items() if fid in self.facts.reasons
+        }
+        todo: list[tuple[ast.AST, bool]] = [(self._analysed.tree, False)]
+        while todo:
+            node, inside = todo.pop()
+            if isinstance(node, summaries.FunctionNode):
+                inside = node in traced
+            read = node.attr if method and isinstance(node, ast.Attribute) else None
+            read = node.id if not method and isinstance(node, ast.Name) else read
+            if read == name and not inside and isinstance(getattr(node, "ctx", None), ast.Load):
+                return True
+            for child in ast.iter_child_nodes(node):
+                if not (isinstance(child, ast.expr) and _handed_to_jax(node, child)):
+                    todo.append((child, inside))
+        return False
+
+    def _file_lines(self, statements: Sequence[cst.CSTNode]) -> list[tuple[int, int]]:
+        """The file's first and last line of each of `statements`."""
+        spans = [self._positions[s] for s in statements]
+        return [(self._line_of(p.start.line), self._line_of(p.end.line)) for p in spans]
 
     def class_named(self, expr: cst.BaseExpression | None) -> cst.ClassDef | None:
         """The class of the module a name is bound to, when it is bound only to it."""
@@ -756,6 +798,16 @@ class TracedAnalysis:
     def _traced(self, expr: cst.BaseExpression, staged: bool = False) -> bool:
         """Whether the analysis finds `expr` certainly traced where it stands."""
         return self.facts.tracer_at(self._where.expression(self._span(expr)))
+
+
+def _handed_to_jax(parent: ast.AST, child: ast.expr) -> bool:
+    """Whether `child` is a name handed to a call of a `jax` callable, as written
+    (`jax.jit(f)`)."""
+    if not isinstance(parent, ast.Call) or not isinstance(child, ast.Name | ast.Attribute):
+        return False
+    if child is parent.func:
+        return False
+    return ast.unparse(parent.func).startswith("jax.")
 
 
 def _same_line(line: int) -> int:
