@@ -13,6 +13,7 @@ from jaxfix.analysis.reasons import Via
 from jaxfix.fixes.eager_calls import references
 from jaxfix.fixes.fix import Fix, ImportNeeded
 from jaxfix.fixes.hoist import jax_module_name, jax_numpy_name
+from jaxfix.fixes.memo import MemoRemoval, memo_removal
 from jaxfix.fixes.syntax import source_of
 from jaxfix.fixes.tracing import TracedFunction
 from jaxfix.models.diagnostic import FixSafety
@@ -73,7 +74,6 @@ STATIC = (
     "jax raises `ValueError: Non-hashable static arguments are not supported`; pass it as a"
     " traced argument, or make it static in the caller too"
 )
-
 
 # Why a static argument given a tracer has no fix: making the caller's parameter static changes
 # what its own callers may pass; a value made from traced arrays only its author can remake.
@@ -143,18 +143,25 @@ class HashInTraced(Rule):
     `KeyError` (the array clamps it), and the values become an array of jax's default dtype
     (`float32`), where Python floats were weakly typed: an `x` of `bfloat16` times a value is
     `float32`. A memo dict (`if k in MEMO: return MEMO[k]` at the top of a function that later
-    fills it with `MEMO[k] = v`) bound at module level to an empty dict and used nowhere else
-    is dropped, with both statements, when the rest of the function is JAX code: under a
-    trace it can only fail, and `jax.jit` caches the traced computation; called eagerly, the
-    function then computes again instead of returning a stored value. A key made from a hash,
-    `jax.random.PRNGKey(hash(x))` or `jax.random.key(hash(x))` (also with `% n` or `& mask`),
-    becomes `jax.random.fold_in(jax.random.PRNGKey(0), x)`: a different key for each `x`, as
-    the hash meant, but not the key `PRNGKey(hash(x))` gives for an `x` called with a Python
-    int, so an eager caller draws other numbers. Other tables, sets, other uses of `hash(x)`
-    (`np.random.seed(hash(x))` seeds the host's generator) and static arguments have no fix:
-    the rewrite depends on what they hold and on the values the key takes. For a static
-    argument given a parameter of a function jitted by its decorator, the message names the
-    parameters to make static there (`static_argnames`).
+    fills it with `MEMO[k] = v`), bound at module level to an empty dict, or `self._memo` made
+    empty (`{}`, `dict()`) by the methods of the function's class, is dropped with both
+    statements and its bindings when the rest of the function is JAX code, nothing else in
+    the file uses the dict (no other read or write, no `getattr`) and no code in view runs the
+    function outside a trace: under a trace the memo can only fail, and `jax.jit` caches the
+    traced computation. Code in other modules that calls the function eagerly computes again
+    instead of getting a stored value. A key made from a hash, `jax.random.PRNGKey(hash(x))`
+    or `jax.random.key(hash(x))` (also with `% n` or `& mask`, and through a local name read
+    once: `seed = hash(x) % n` then `PRNGKey(seed)` becomes `seed = x` then
+    `fold_in(PRNGKey(0), seed)`), becomes `jax.random.fold_in(jax.random.PRNGKey(0), x)`: a
+    different key for each `x`, as the hash meant, but not the key `PRNGKey(hash(x))` gives
+    for an `x` called with a Python int, so an eager caller draws other numbers. Other tables,
+    sets, other uses of `hash(x)` (`np.random.seed(hash(x))` seeds the host's generator) have
+    no fix: the rewrite depends on what they hold and on the values the key takes. A static
+    argument given a tracer has no fix either, and the message says why: making the caller's
+    parameter static changes what its own callers may pass, and a value made from traced
+    arrays only its author can build from Python values. For a parameter of a function jitted
+    by its decorator, the message names the parameters to make static there
+    (`static_argnames`).
 
     ## References
     - https://docs.jax.dev/en/latest/faq.html#jit-and-caching
@@ -171,7 +178,7 @@ class HashInTraced(Rule):
     )
     fix_safety = FixSafety.UNSAFE
     unfixed = (
-        "sets, dicts other than a fixed `0..n-1` table of numbers, host seeds "
+        "sets, dicts other than a fixed `0..n-1` table of numbers or a private memo, host seeds "
         "(`np.random.seed(hash(x))`) and static arguments (the message names the caller to make"
         " static)"
     )
@@ -179,7 +186,8 @@ class HashInTraced(Rule):
 
     def prepare(self) -> None:
         """The memo removals planned, by function (see `_memo_fix`)."""
-        self._memo_fixes: dict[cst.FunctionDef, Fix | None] = {}
+        self._memo_fixes: dict[cst.FunctionDef, MemoRemoval | None] = {}
+        self._memo_made: dict[cst.FunctionDef, Fix] = {}
 
     # ----- the sites ------------------------------------------------------------------------
 
@@ -251,6 +259,11 @@ class HashInTraced(Rule):
     def _report(
         self, site: cst.CSTNode, key: cst.CSTNode, advice: str, context: TracedFunction
     ) -> None:
+        fix = self._seed_fix(site) if advice is HASH else None
+        fix = fix or self._table_fix(site)
+        if fix is None:
+            fix, kept = self._memo_fix(site)
+            advice = f"{advice} (the memo is not dropped: {kept})" if kept else advice
         message = self.message.format(
             site=_code(site),
             key=_code(key),
@@ -258,8 +271,7 @@ class HashInTraced(Rule):
             reason=context.reasons[0],
             advice=advice,
         )
-        fix = self._seed_fix(site) if advice is HASH else None
-        self.report(site, message, fix or self._table_fix(site) or self._memo_fix(site))
+        self.report(site, message, fix)
 
     # ----- the fix: a key folded from the value --------------------------------------------
 
@@ -349,53 +361,23 @@ class HashInTraced(Rule):
         new = cst.parse_expression(array)
         return self.make_fix({site: new.with_changes(lpar=site.lpar, rpar=site.rpar)}, imports)
 
-    def _memo_fix(self, site: cst.CSTNode) -> Fix | None:
-        """In a function whose body checks a module-level memo dict (`if k in MEMO: return
-        MEMO[k]`) and later fills it (`MEMO[k] = v`), both statements removed with the dict,
-        when nothing else in the file uses it and the rest of the function is JAX code: in a
-        trace the memo can only fail, and `jax.jit` already caches the traced computation.
-        One fix for the function's findings."""
+    def _memo_fix(self, site: cst.CSTNode) -> tuple[Fix | None, str]:
+        """The removal of the memo dict the function of `site` checks and fills (see
+        `jaxfix.fixes.memo`), when `site` is in it; one fix for the function's findings. Else
+        why the memo stays ("" where there is none)."""
         function = self.traced.owner_function(site)
         if not isinstance(function, cst.FunctionDef):
-            return None
+            return None, ""
         if function not in self._memo_fixes:
-            self._memo_fixes[function] = self._plan_memo_removal(function)
-        fix = self._memo_fixes[function]
-        if fix is None or not any(self.traced.inside(site, s) for s in fix.replacements):
-            return None
-        return fix
-
-    def _plan_memo_removal(self, function: cst.FunctionDef) -> Fix | None:
-        body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
-        lookups = [(s, found) for s in body if (found := _memo_lookup(s)) is not None]
-        if len(lookups) != 1:
-            return None
-        lookup, (memo, key) = lookups[0]
-        stores = [s for s in body[body.index(lookup) + 1 :] if _memo_store(s) == (memo, key)]
-        if len(stores) != 1:
-            return None
-        binding = self._top_level_binding(memo)
-        removed = [lookup, stores[0]]
-        if binding is None or not self.traced.used_only_in(memo, [*removed, binding]):
-            return None
-        if not self.traced.is_jax_function(function, skip=removed):
-            return None
-        return self.make_fix(dict.fromkeys([*removed, binding], cst.RemovalSentinel.REMOVE))
-
-    def _top_level_binding(self, name: str) -> cst.CSTNode | None:
-        """The module-level statement `name = {}` (or `dict()`) of the slice."""
-        for statement in self.traced.module.body:
-            if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-                assign = statement.body[0]
-                if (
-                    isinstance(assign, cst.Assign)
-                    and len(assign.targets) == 1
-                    and isinstance(assign.targets[0].target, cst.Name)
-                    and assign.targets[0].target.value == name
-                    and _empty_dict(assign.value)
-                ):
-                    return statement
-        return None
+            self._memo_fixes[function] = memo_removal(self.traced, function)
+        plan = self._memo_fixes[function]
+        if plan is None or not any(self.traced.inside(site, s) for s in plan.statements):
+            return None, plan.kept if plan is not None else ""
+        fix = self._memo_made.get(function)
+        if fix is None:
+            fix = self.make_fix(dict.fromkeys(plan.statements, cst.RemovalSentinel.REMOVE))
+            self._memo_made[function] = fix
+        return fix, ""
 
     def _table_size(self, table: cst.BaseExpression) -> int | None:
         """The number of entries of a module-level lookup table the fix can read as an array
@@ -575,58 +557,6 @@ class HashInTraced(Rule):
         if isinstance(annotation, cst.Subscript):
             annotation = annotation.value
         return bool(self.qualified_names(annotation) & KEYED_ANNOTATIONS)
-
-
-def _empty_dict(value: cst.BaseExpression) -> bool:
-    """`{}` or `dict()`: a memo that holds nothing until the function fills it."""
-    if isinstance(value, cst.Dict):
-        return not value.elements
-    return (
-        isinstance(value, cst.Call)
-        and isinstance(value.func, cst.Name)
-        and value.func.value == "dict"
-        and not value.args
-    )
-
-
-def _memo_lookup(statement: cst.CSTNode) -> tuple[str, str] | None:
-    """(memo, key) for `if key in memo: return memo[key]` (no `else`)."""
-    if not isinstance(statement, cst.If) or statement.orelse is not None:
-        return None
-    test = statement.test
-    if not (
-        isinstance(test, cst.Comparison)
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.In)
-        and isinstance(test.comparisons[0].comparator, cst.Name)
-    ):
-        return None
-    memo, key = test.comparisons[0].comparator.value, source_of(test.left)
-    lines = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else []
-    if len(lines) != 1 or not isinstance(lines[0], cst.SimpleStatementLine):
-        return None
-    (returned,) = lines[0].body if len(lines[0].body) == 1 else (None,)
-    value = returned.value if isinstance(returned, cst.Return) else None
-    return (memo, key) if _memo_item(value) == (memo, key) else None
-
-
-def _memo_store(statement: cst.CSTNode) -> tuple[str, str] | None:
-    """(memo, key) for the line `memo[key] = value`."""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-        return None
-    assign = statement.body[0]
-    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
-        return None
-    return _memo_item(assign.targets[0].target)
-
-
-def _memo_item(expr: cst.CSTNode | None) -> tuple[str, str] | None:
-    """(memo, key) for `memo[key]`."""
-    if not isinstance(expr, cst.Subscript) or not isinstance(expr.value, cst.Name):
-        return None
-    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
-        return None
-    return expr.value.value, source_of(expr.slice[0].slice.value)
 
 
 def _caller_advice(rule: HashInTraced, value: cst.BaseExpression, context: TracedFunction) -> str:

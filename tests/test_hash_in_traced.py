@@ -1,5 +1,7 @@
-"""JF106's memo fix: a module-level memo dict in JAX code is dropped only where that means the
-same (the fixture `module_memo_dict_dropped` proves the rewrite under jax)."""
+"""JF106's fixes: a memo dict (module-level or an object's own) in JAX code is dropped only where
+that means the same, and a hashed seed is folded into a key (the fixtures
+`module_memo_dict_dropped`, `method_memo_dict_dropped`, `hash_seed_key_fold_in` and
+`seed_through_a_name_vmap` prove the rewrites under jax)."""
 
 from __future__ import annotations
 
@@ -103,6 +105,72 @@ def test_a_hashed_seed_folds_the_value_into_a_key_only_from_a_jax_key_maker(
         assert check_text(fixed, [RULE]) == []
     else:
         assert fixed == text
+
+
+OWN_MEMO = """\
+import jax
+import jax.numpy as jnp
+
+
+class Model:
+    def __init__(self):
+        self.scale = 2.0
+        self._memo = {made}
+
+    def apply(self, x):
+        if x in self._memo:
+            return self._memo[x]
+        y = jnp.sin(x) * self.scale
+        self._memo[x] = y
+        return y
+{methods}
+
+model = Model()
+
+
+@jax.jit
+def f(x):
+    return model.apply(x) + 1
+{elsewhere}"""
+
+
+@pytest.mark.parametrize(
+    ("made", "methods", "elsewhere", "fixed"),
+    [
+        pytest.param("{}", "", "", True, id="an object's own memo"),
+        pytest.param(
+            "{}", "\n    def reset(self):\n        self._memo = {}\n", "", True, id="reset empty"
+        ),
+        pytest.param("{0: 1.0}", "", "", False, id="prefilled"),
+        pytest.param(
+            "{}", "\n    def reset(self):\n        self._memo.clear()\n", "", False, id="cleared"
+        ),
+        pytest.param(
+            "{}", "\n    def load(self):\n        self._memo = {1: 2.0}\n", "", False, id="refilled"
+        ),
+        pytest.param("{}", "", "\nprint(len(model._memo))\n", False, id="read elsewhere"),
+        pytest.param("{}", "", '\nprint(getattr(model, "_memo"))\n', False, id="getattr"),
+        pytest.param("{}", "", "\nprint(model.apply(1.0))\n", False, id="called eagerly"),
+        pytest.param(
+            "{}", "", "\n\ndef main():\n    return model.apply(1.0)\n", False, id="host caller"
+        ),
+        pytest.param("{}", "", "\ng = jax.vmap(model.apply)\n", True, id="handed to jax"),
+    ],
+)
+def test_an_instance_memo_dict_is_dropped_only_where_nothing_else_reads_it(
+    made: str, methods: str, elsewhere: str, fixed: bool
+) -> None:
+    assert RULE is not None
+    text = OWN_MEMO.format(made=made, methods=methods, elsewhere=elsewhere)
+    found = check_text(text, [RULE])
+    assert len(found) == 3
+    assert {d.fix_title is not None for d in found} == {fixed}
+    assert found == check_text(text, [RULE], slicing=False)
+    if fixed:
+        result = fix_text(text, [RULE], unsafe_fixes=True).text
+        assert "_memo" not in result
+        assert "y = jnp.sin(x) * self.scale\n        return y\n" in result
+        assert check_text(result, [RULE]) == []
 
 
 NAMED_SEED = """\
