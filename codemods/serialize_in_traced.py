@@ -106,15 +106,16 @@ ITEM_STORE = "__setitem__"
 STORES_ITEMS = frozenset(row.callable for row in SINKS if ITEM_STORE in _writers(row))
 # Array methods that serialize their receiver.
 SERIALIZING_METHODS = frozenset({"tobytes", "tofile", "dumps", "dump"})
-# Sinks that no host callback fixes, with what to do instead: a device_get'ed array is still
-# not JSON, and a SQLite connection works only in the thread that made it (a callback runs in
-# another).
+# Sinks that no host callback fixes, with what to do instead: a SQLite connection works only
+# in the thread that made it (a callback runs in another).
 _AFTER = "return the value and {} `jax.device_get(out).tolist()` after the call"
 UNFIXABLE = {
-    **dict.fromkeys(["json.dumps", "json.dump"], _AFTER.format("serialize")),
     "sqlite3.connect": _AFTER.format("write")
     + " (a SQLite connection works only in the thread that made it; a callback runs in another)",
 }
+# Sinks that take Python values only: a host copy (a NumPy array) is still no JSON value, so
+# each of its leaves is given as a list or a Python scalar (`.tolist()`).
+PYTHON_VALUES_ONLY = frozenset({"json.dumps", "json.dump"})
 OPENERS = frozenset(
     {"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open", "shelve.open"}
 )
@@ -195,9 +196,10 @@ class SerializeInTraced(Rule):
     of the function that use what it writes (`os.replace(tmp, path)` after a dump into `tmp`)
     move into the same callback. When a read cannot be made to wait (it shares its statement
     with the call), a statement that must move cannot, or the file name comes from a call site
-    the file does not show, there is no fix. `json` (a host copy is still no JSON value) and
-    `sqlite3` (a connection works only in the thread that made it, and a callback runs in
-    another) have none either.
+    the file does not show, there is no fix. `json` is given each leaf of the host copy as a
+    list or a Python scalar (`.tolist()`: a NumPy array is no JSON value). `sqlite3` (a
+    connection works only in the thread that made it, and a callback runs in another) has no
+    fix.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
@@ -211,7 +213,7 @@ class SerializeInTraced(Rule):
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
     unfixed = (
-        "`json` and `sqlite3` writes (no JSON value, a connection bound to its thread); a read "
+        "`sqlite3` writes (a connection bound to its thread); a read "
         "of the file or state that cannot wait for the callback; a file named by a call site "
         "not in view"
     )
@@ -379,14 +381,18 @@ class SerializeInTraced(Rule):
     def _wrapping(
         self, statement: Statement, jax_name: str
     ) -> dict[cst.BaseExpression, cst.BaseExpression]:
-        """Each traced value a serializer in `statement` is given -> `jax.device_get(value)`."""
-        payloads = [
-            payload
+        """Each traced value a serializer in `statement` is given -> `jax.device_get(value)`
+        (each leaf `.tolist()`'d for a serializer of Python values only)."""
+        found = [
+            (payload, sink)
             for inner in calls_in(statement)
             if (found := self._serializer(inner)) is not None and found[1] not in TEXT_FILES
             for payload in found[2]
+            for sink in [found[1]]
             if self.traced.is_traced(payload)
         ]
+        payloads = [payload for payload, _ in found]
+        listed = {payload for payload, sink in found if sink in PYTHON_VALUES_ONLY}
         lines = statement.body.body if isinstance(statement, cst.With) else [statement]
         payloads += [
             small.value
@@ -396,7 +402,15 @@ class SerializeInTraced(Rule):
             if isinstance(small, cst.Assign) and self._stores_in_a_shelf(small)
         ]
         device_get = cst.parse_expression(f"{jax_name}.device_get(x)")
-        return {p: device_get.with_changes(args=[cst.Arg(p)]) for p in payloads}
+        as_lists = cst.parse_expression(f"{jax_name}.tree_util.tree_map(lambda a: a.tolist(), x)")
+        assert isinstance(device_get, cst.Call) and isinstance(as_lists, cst.Call)
+        wrapped: dict[cst.BaseExpression, cst.BaseExpression] = {}
+        for p in payloads:
+            copy = device_get.with_changes(args=[cst.Arg(p)])
+            if p in listed:
+                copy = as_lists.with_changes(args=[as_lists.args[0], cst.Arg(copy)])
+            wrapped[p] = copy
+        return wrapped
 
     def _movable(self, statement: Statement) -> bool:
         """A statement that can move into the host function with the serialization."""

@@ -15,7 +15,7 @@ from jaxfix.cli import main
 from jaxfix.models.sinks import Origin, SinkKind, project_sink
 from jaxfix.rules.registry import all_rules, sink_owner
 from jaxfix.run.config import job_for, load, validate
-from jaxfix.run.engine import check_text
+from jaxfix.run.engine import check_text, fix_text
 from jaxfix.run.options import Options
 from tests.test_config import codes, jaxfix, project
 
@@ -280,25 +280,30 @@ def test_jaxfix_sinks_reports_a_bad_table_as_check_does(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("header", "call"),
-    [
-        pytest.param("import json", "json.dumps(x)", id="json"),
-        pytest.param("from json import dumps", "dumps(x)", id="json from-import"),
-        pytest.param(
-            "import sqlite3\nDB = sqlite3.connect(':memory:')",
-            "DB.execute('?', (x,))",
-            id="sqlite3",
-        ),
-    ],
-)
-def test_a_sink_no_callback_fixes_has_no_fix_however_it_is_imported(header: str, call: str) -> None:
-    """A host copy is still no JSON value; a SQLite connection works only in its own thread."""
+def test_a_sink_no_callback_fixes_has_no_fix() -> None:
+    """A SQLite connection works only in the thread that made it."""
+    call = "DB.execute('?', (x,))"
+    header = "import sqlite3\nDB = sqlite3.connect(':memory:')"
     text = f"{header}\nimport jax\n\n\n@jax.jit\ndef f(x):\n    {call}\n    return x\n"
     (found,) = check_text(text, RULES)
     assert found.code == "JF101"
     assert found.fix_title is None
     assert "after the call" in found.message
+
+
+@pytest.mark.parametrize(
+    ("header", "call"),
+    [
+        pytest.param("import json", "json.dumps(x)", id="json"),
+        pytest.param("from json import dumps", "dumps(x)", id="json from-import"),
+    ],
+)
+def test_json_is_given_python_values_however_it_is_imported(header: str, call: str) -> None:
+    """A host copy (a NumPy array) is still no JSON value: its leaves are given `.tolist()`."""
+    text = f"{header}\nimport jax\n\n\n@jax.jit\ndef f(x):\n    {call}\n    return x\n"
+    fixed = fix_text(text, RULES, unsafe_fixes=True)
+    assert "(jax.tree_util.tree_map(lambda a: a.tolist(), jax.device_get(x)))" in fixed.text
+    assert fixed.diagnostics == []
 
 
 @pytest.mark.parametrize(
