@@ -43,7 +43,7 @@ class ScanSite:
 def call_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.Call] | str:
     """Every call of `function`, when those are all its uses and no other module's code in
     the run calls it (`Options.foreign_calls`); else why not."""
-    binding = _only_binding(analysis, function)
+    binding = only_binding(analysis, function)
     if isinstance(binding, str):
         return binding
     name = function.name.value
@@ -60,8 +60,8 @@ def call_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.
 
 def uses_of(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.Name] | None:
     """Where the module uses `function`'s name, when those are all its uses (see
-    `_only_binding`); else None."""
-    binding = _only_binding(analysis, function)
+    `only_binding`); else None."""
+    binding = only_binding(analysis, function)
     if isinstance(binding, str):
         return None
     return [access.node for access in binding.references if isinstance(access.node, cst.Name)]
@@ -70,13 +70,13 @@ def uses_of(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[cst.Nam
 def aux_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[AuxSite] | str:
     """Every use of `function`, when each is `jax.grad(function)(...)` (or `value_and_grad`)
     called at once outside traced code, without auxiliary outputs yet; else why not."""
-    binding = _only_binding(analysis, function)
+    binding = only_binding(analysis, function)
     if isinstance(binding, str):
         return binding
     name = function.name.value
     sites: list[AuxSite] = []
     for access in binding.references:
-        transform = _given_first(analysis, access.node)
+        transform = given_first(analysis, access.node)
         names = analysis.imported_names(transform.func) & AUX_TRANSFORMS if transform else set()
         if transform is None or not names:
             return f"`{name}` is used other than as `jax.grad({name})(...)`"
@@ -94,13 +94,13 @@ def aux_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[AuxSi
 def scan_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[ScanSite] | str:
     """Every use of `function`, when each is `lax.scan(function, ...)` outside traced code,
     run forwards (the stacked values are in the order the iterations ran); else why not."""
-    binding = _only_binding(analysis, function)
+    binding = only_binding(analysis, function)
     if isinstance(binding, str):
         return binding
     name = function.name.value
     sites: list[ScanSite] = []
     for access in binding.references:
-        call = _given_first(analysis, access.node)
+        call = given_first(analysis, access.node)
         if call is None or SCAN not in analysis.imported_names(call.func):
             return f"`{name}` is used other than as `lax.scan({name}, ...)`"
         positional = [a for a in call.args if a.keyword is None]
@@ -113,7 +113,7 @@ def scan_sites(analysis: TracedAnalysis, function: cst.FunctionDef) -> list[Scan
     return sites
 
 
-def _given_first(analysis: TracedAnalysis, node: cst.CSTNode) -> cst.Call | None:
+def given_first(analysis: TracedAnalysis, node: cst.CSTNode) -> cst.Call | None:
     """The call `node` is the first positional argument of (`jax.grad(f)`), if it is one."""
     call = _given_to(analysis, node)
     first = call.args[0] if call is not None else None
@@ -134,7 +134,7 @@ def sole_binding(scope: Scope | None, function: cst.FunctionDef) -> Assignment |
     return bindings[0] if len(bindings) == 1 and bindings[0].node is function else None
 
 
-def _only_binding(analysis: TracedAnalysis, function: cst.FunctionDef) -> Assignment | str:
+def only_binding(analysis: TracedAnalysis, function: cst.FunctionDef) -> Assignment | str:
     """The module-level binding of `function`, when it is its only one and no other module's
     code in the run uses it (`Options.foreign_calls`); else why not."""
     name = function.name.value
