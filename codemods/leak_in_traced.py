@@ -10,6 +10,7 @@ from jaxfix.fixes.after_call_sites import rewrite_imported_sites
 from jaxfix.fixes.fix import Fix
 from jaxfix.fixes.hoist import is_host_only_target
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
+from jaxfix.fixes.restore import Restore, plan_restore
 from jaxfix.fixes.syntax import FunctionNode, source_of
 from jaxfix.fixes.tracing import TracedAnalysis
 from jaxfix.models.diagnostic import FixSafety
@@ -105,8 +106,9 @@ class LeakInTraced(Rule):
     jax.effects_barrier()
     print(HISTORY[-1])
     ```
-    When the traced code reads the stored value back, there is no mechanical fix: return the
-    value from the traced function and store or log it after the call.
+    When the traced code reads the stored value back (`global SCALE; SCALE = m; return x /
+    SCALE`), the store stays and the function returns the stored state too, which each call
+    stores again: `return x / SCALE, SCALE` and `y, SCALE = _normalize(x)`.
 
     ## Fix safety
     Unsafe. When every call site of the function is in view (it is private, or the module is
@@ -131,6 +133,17 @@ class LeakInTraced(Rule):
     the same callback. When a read cannot be made to wait (it shares its statement with the
     call), there is no fix.
 
+    A store that the traced code reads back cannot move: its later reads need the traced
+    value. When it runs whenever the function runs, into a `global` or `nonlocal` name, or
+    an attribute or constant item of a module-level or enclosing object, and every use of
+    the function is in view (a local function, or a private one) and is a call of it jitted
+    by its decorator, or given at once to `jax.jit`, `jax.grad`, `jax.value_and_grad` or
+    `jax.jvp` (with `has_aux=True`: the state is its auxiliary output), the function returns
+    the stored state as an extra output and each call site stores it again (`y, SCALE =
+    f(x)`): the host then holds the array the trace stored, not its tracer. Under `jax.jit` a
+    call that reuses the compiled function returns the state computed from what its trace
+    read. Otherwise (a public function, `vmap`, a method's `self`) there is no fix.
+
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError
     - https://docs.jax.dev/en/latest/external-callbacks.html
@@ -148,6 +161,7 @@ class LeakInTraced(Rule):
         "makes the call)"
     )
     after_call_title = "Return the traced values and run the statement on them after each call"
+    restore_title = "Return the stored value and store it again after each call"
     reads_users = True  # whether traced code reads the state back; the call sites
     project_aware = True  # other modules' calls of a function whose statements move after them
     reads_after_calls = True  # the fix waits for the callback where host code reads the state
@@ -210,7 +224,8 @@ class LeakInTraced(Rule):
         found = self.traced.kept_store(node)
         if found is not None:
             written = target.value if isinstance(target, cst.Subscript) else target
-            self._found(node, target, self.message, self._where(found, written), "keep", None)
+            where = self._where(found, written)
+            self._found(node, target, self.message, where, "keep", None, found.holder)
 
     def _logged(self, call: cst.Call) -> bool:
         """`call` hands a traced value to a logger or a metrics writer."""
@@ -268,9 +283,11 @@ class LeakInTraced(Rule):
         where: str,
         verb: str,
         hint: str | None,
+        holder: Holder | None = None,
     ) -> None:
-        """Report `node`, which keeps a traced value in `location` (or logs it: None), with a
-        fix when its statement can move to the host as it is."""
+        """Report `node`, which keeps a traced value in `location` (or logs it: None, or
+        stores it in a place that outlives the trace as `holder` says), with a fix when its
+        statement can move to the host as it is, or when what it stores can be returned."""
         context = self.traced.context_of(node)
         assert context is not None
         what = (
@@ -282,9 +299,15 @@ class LeakInTraced(Rule):
             what=what, where=where, function=context.label, reason=context.reasons[0]
         )
         statement = None if hint or self._traced_root(location) else self._statement(node)
-        if statement is not None and location is not None and self._read_back(location, statement):
-            hint, statement = "it is read back inside the trace", None
         fix = None
+        if statement is not None and location is not None and self._read_back(location, statement):
+            restored = plan_restore(self.traced, statement, location, holder) if holder else ""
+            if restored is None:
+                return  # the function returns what it stores, and each call stores it
+            if isinstance(restored, Restore):
+                fix = self.make_fix(restored.replacements, title=self.restore_title)
+            hint = "it is read back inside the trace" + (f": {restored}" if restored else "")
+            statement = None
         if statement is not None:
             planned = self._hoist(statement, node)
             fix, hint = (planned, hint) if isinstance(planned, Fix) else (None, planned or hint)

@@ -339,7 +339,10 @@ async def test_quick_fixes_rewrite_the_fixture(client: Client, tmp_path: Path, c
         assert fix.diagnostics is not None and fix.edit is not None
         rule = find_rule(str(fix.diagnostics[0].code))
         assert rule is not None
-        titles = [t for t in (rule.fix_title, rule.after_call_title) if t is not None]
+        # Its titles: `fix_title`, and those of its other fixes (`after_call_title`, ...).
+        titles = [
+            t for n in dir(rule) if n.endswith("_title") and isinstance(t := getattr(rule, n), str)
+        ]
         assert any(fix.title.startswith(f"jaxfix ({rule.code}): {t}") for t in titles)
         assert fix.is_preferred is (rule.fix_safety is FixSafety.SAFE)
         edits = document_edits(fix.edit, uri)
