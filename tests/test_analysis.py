@@ -1064,6 +1064,71 @@ def f(x):
     pickle.dumps(f"{x}")  # silent
     pickle.dumps(str(x))  # silent
 """,
+    "a with statement binds what its manager gives: an instance keeps its methods": """
+class Recorder:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def record(self, v):
+        pickle.dumps(v)  # traced
+
+    def skip(self, v):
+        pickle.dumps(v)  # silent
+
+@jax.jit
+def f(x):
+    with Recorder() as rec:
+        rec.record(x)
+""",
+    "a function defined in a block at module level reads the names the module ends with": """
+import sys
+
+if sys.platform == "linux":
+    def log(v):
+        pickle.dumps(v)  # silent
+
+    @jax.jit
+    def f(x):
+        log(x)
+
+def log(v):  # what `log` names when `f` runs
+    pickle.dumps(v)  # traced
+""",
+    "an instance of a class whose every field is metadata adds no tracer to what holds it": """
+import flax.struct
+
+@flax.struct.dataclass
+class Meta:
+    n: int = flax.struct.field(pytree_node=False)
+
+@functools.partial(jax.jit, static_argnames=["n"])
+def f(meta: Meta, n, x):
+    pickle.dumps({"meta": meta, "n": n})  # silent
+    pickle.dumps({"meta": meta, "x": x})  # traced
+""",
+    "a list of instances of a metadata-only class gives instances, with their methods": """
+import flax.struct
+
+@flax.struct.dataclass
+class Meta:
+    n: int = flax.struct.field(pytree_node=False)
+
+    def describe(self, v):
+        pickle.dumps(v)  # traced
+
+    def unused(self, v):
+        pickle.dumps(v)  # silent
+
+def run_all(metas, x):
+    for meta in metas:
+        meta.describe(x)
+    return x
+
+jax.jit(run_all)([Meta(n=1), Meta(n=2)], jnp.ones(3))
+""",
 }
 
 
