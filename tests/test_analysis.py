@@ -1356,6 +1356,29 @@ def test_classes_another_module_declares_with_metadata_fields() -> None:
     assert reported_lines(source) == marked_lines(source, "traced") | marked_lines(source, "silent")
 
 
+def test_a_parameter_annotated_with_no_class_of_the_run_holds_what_its_caller_gives() -> None:
+    """With `static_classes`, only an annotation naming one of them makes a parameter an
+    instance of an imported class: `d: dict` still holds its caller's object, here a dict
+    whose keys a flatten reorders (`Facts.reorders`)."""
+    source = HEADER + textwrap.dedent(
+        """
+        from base import System
+
+        def show(d: dict):
+            jax.debug.print("{d}", d=d)
+
+        @jax.jit
+        def f(s: System, x):
+            show({"b": x, "a": x})
+        """
+    )
+    tree = ast.parse(source)
+    facts = trace(analyse(tree, static_classes=(("base.System", ("n",)),)))
+    shown = next(n.value for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == "d")
+    value = facts.module.value_of(shown)
+    assert value is not None and value.qualified is None and facts.reorders(value)
+
+
 def test_a_part_of_a_module_reads_the_static_fields_the_whole_module_declares() -> None:
     """`whole`: the tree is a part of the module (`jaxfix.models.parts`); the attributes the
     whole module's pytree classes declare static are static in the part too."""
@@ -1666,6 +1689,8 @@ def test_a_module_that_names_no_transform_is_not_interpreted_for_traced_code(
     analysed = analyse_file(tree, source, traced_only=True)
     assert bool(analysed.facts.reasons) is traced
     assert bool(analysed.facts.module.functions) is traced
+    # Nor is what only the interpreters read drawn from its walk (`declarations.declared`).
+    assert analysed.facts.module.whole_read is traced
     assert bool(analyse_file(tree, source).facts.module.functions)  # all code is asked about
 
 
@@ -1784,6 +1809,55 @@ def test_mutually_recursive_functions_have_the_same_summaries_whichever_is_asked
 
 
 LEAVES = (ast.Constant, ast.expr_context)
+
+
+def test_summaries_that_depend_on_the_order_they_were_asked_for_are_not_reused() -> None:
+    """`f` and `g` call each other through an alias (`other = g`), which the cycle check by
+    names does not see: whichever is asked for first sees the other unfinished. An analysis
+    whose tracing met that is analysed afresh for another question, never reused."""
+    source = HEADER + textwrap.dedent("""\
+        def f(x):
+            return other(x) + x
+        def g(x):
+            y = f(x)
+            pickle.dumps(y)
+            return y
+        other = g
+        """)
+    into_f = External("f", positions=(0,), reason="called from traced `k`")
+    into_g = External("g", positions=(0,), reason="called from traced `k`")
+    for first, then in ((into_f, into_g), (into_g, into_f)):
+        tree = ast.parse(source)
+        trace(analyse(tree), [first])
+        again = trace(analyse(tree), [then])  # before another tree is analysed
+        fresh = trace(analyse(ast.parse(source)), [then])
+        assert reported_lines_of(again) == reported_lines_of(fresh)
+
+
+def test_an_analysis_is_reused_after_its_tracing_asked_for_a_function_again() -> None:
+    """A function is running only while it is interpreted: a second call of a finished one
+    makes no summary depend on the order they were asked for."""
+    source = HEADER + "def g(v):\n    return v\n@jax.jit\ndef f(x):\n    return g(x) + g(x)\n"
+    tree = ast.parse(source)
+    first = analyse(tree)
+    trace(first)
+    assert not first.order_dependent and analyse(tree) is first
+
+
+def test_each_function_is_declared_in_a_summary_the_module_bodys_included() -> None:
+    """`declared_in` names the function whose body defines each one, or `<module>`: every
+    one names a summary of the analysis, the module body's (`analyse`) among them."""
+    source = HEADER + textwrap.dedent("""\
+        def g(v):
+            def h(w):
+                return w
+            return h(v)
+        """)
+    module = analyse(ast.parse(source), reuse=False)
+    for fid in list(module.nodes):
+        module.summary_of(fid)
+    assert module.functions["<module>"].node is module.tree
+    assert set(module.declared_in.values()) <= set(module.functions)
 
 
 @pytest.mark.parametrize("package", ["jaxfix", "codemods", "tests/fixtures"])
