@@ -6,16 +6,19 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 import libcst as cst
+from libcst.metadata import GlobalScope
 
 from jaxfix.analysis.candidates import BOUND, MADE
+from jaxfix.analysis.reasons import Via
 from jaxfix.fixes.after_call_sites import rewrite_imported_sites
+from jaxfix.fixes.call_sites import sole_binding
 from jaxfix.fixes.fix import Fix
 from jaxfix.fixes.hoist import is_host_only_target
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
 from jaxfix.fixes.returns import DUMPS, returned
 from jaxfix.fixes.syntax import calls_in, payload_of, source_of
 from jaxfix.fixes.text_files import FILE_WRITERS, TEXT_FILES, opened_in_view
-from jaxfix.fixes.tracing import Statement
+from jaxfix.fixes.tracing import Statement, TracedFunction
 from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.sinks import FIRST, Payload, Sink, SinkKind, names_of, rows
 from jaxfix.rules.rule import Rule, command_hooks
@@ -196,7 +199,10 @@ class SerializeInTraced(Rule):
     of the function that use what it writes (`os.replace(tmp, path)` after a dump into `tmp`)
     move into the same callback. When a read cannot be made to wait (it shares its statement
     with the call), a statement that must move cannot, or the file name comes from a call site
-    the file does not show, there is no fix. `json` is given each leaf of the host copy as a
+    the file does not show, there is no fix, unless the serialization is in a helper that
+    traced code calls on one line, its value dropped (`save(params, path)` in a jitted step):
+    then that call moves, as above, given host copies of the traced values, and the helper runs
+    on the host. `json` is given each leaf of the host copy as a
     list or a Python scalar (`.tolist()`: a NumPy array is no JSON value). `sqlite3` (a
     connection works only in the thread that made it, and a callback runs in another) has no
     fix.
@@ -241,6 +247,10 @@ class SerializeInTraced(Rule):
             row.callable: row.payload for row in self.sink_rows(SinkKind.SERIALIZE)
         }
         self._checkpointers = {row.callable: row for row in self.sink_rows(SinkKind.CHECKPOINTER)}
+        # Helpers whose traced call moves out of the trace (`_helper_call_moved`): the line
+        # of each call, and each helper's fix.
+        self._helper_calls: dict[Statement, cst.CSTNode] = {}
+        self._helper_moves: dict[cst.CSTNode, Fix | None] = {}
 
     def leave_Module(self, original_node: cst.Module) -> None:
         rewrite_imported_sites(self)  # the call sites of other modules' functions
@@ -267,9 +277,57 @@ class SerializeInTraced(Rule):
             return
         fix = self._hoist(node, call_name)
         if not isinstance(fix, Fix):
+            fix = self._helper_call_moved(context) or fix
+        if not isinstance(fix, Fix):
             message += "; return the value and serialize `jax.device_get(out)` after the call"
             message += f" (no host callback: {fix})" if fix else ""
         self.report(node, message, fix if isinstance(fix, Fix) else None)
+
+    def _helper_call_moved(self, helper: TracedFunction) -> Fix | None:
+        """For a serialization in a helper that traced code only calls (`save(params, path)`
+        alone on its line in a jitted step): the move of that call out of the trace, after
+        the call of the step or into a host callback, with host copies of what it is given;
+        the helper then runs on the host. None unless traced code calls it at one such line."""
+        if helper.node in self._helper_moves:
+            return self._helper_moves[helper.node]
+        self._helper_moves[helper.node] = None
+        statement = self._sole_traced_call_line(helper)
+        if statement is None:
+            return None
+        self._helper_calls[statement] = helper.node
+        fix = self._hoists.fix(statement, "_host_" + helper.label)
+        self._helper_moves[helper.node] = fix if isinstance(fix, Fix) else None
+        return self._helper_moves[helper.node]
+
+    def _sole_traced_call_line(self, helper: TracedFunction) -> cst.SimpleStatementLine | None:
+        """The one line of traced code that calls `helper` (a module-level function reached
+        only through such calls), its value dropped; None when there is not exactly one."""
+        node = helper.node
+        if not isinstance(node, cst.FunctionDef) or any(
+            reason.via is not Via.CALLED for reason in helper.reasons
+        ):
+            return None
+        scope = self.traced.scope_of(node)
+        binding = sole_binding(scope, node) if isinstance(scope, GlobalScope) else None
+        if binding is None:
+            return None
+        lines = []
+        for access in binding.references:
+            if self.traced.context_of(access.node) is None:
+                continue  # an eager call: it stays
+            call = self.traced.parent(access.node)
+            statement = self.traced.simple_statement(access.node)
+            if (
+                not isinstance(call, cst.Call)
+                or call.func is not access.node
+                or statement is None
+                or len(statement.body) != 1
+                or not isinstance(statement.body[0], cst.Expr)
+                or statement.body[0].value is not call
+            ):
+                return None
+            lines.append(statement)
+        return lines[0] if len(lines) == 1 else None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         """`db[key] = value` into a shelf (`shelve.open`), which pickles the value."""
@@ -393,6 +451,12 @@ class SerializeInTraced(Rule):
         ]
         payloads = [payload for payload, _ in found]
         listed = {payload for payload, sink in found if sink in PYTHON_VALUES_ONLY}
+        helper = self._helper_calls.get(statement)
+        if helper is not None:  # a helper's call: what it is given
+            assert isinstance(statement, cst.SimpleStatementLine)
+            small = statement.body[0]
+            assert isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+            payloads += [a.value for a in small.value.args if self.traced.is_traced(a.value)]
         lines = statement.body.body if isinstance(statement, cst.With) else [statement]
         payloads += [
             small.value
