@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import libcst as cst
 from libcst.metadata import GlobalScope
 
 from jaxfix.analysis.candidates import BOUND, MADE
+from jaxfix.analysis.effects import Keys
+from jaxfix.analysis.project import ReturnChange
 from jaxfix.analysis.reasons import Via
 from jaxfix.fixes.after_call_sites import rewrite_imported_sites
 from jaxfix.fixes.call_sites import sole_binding
@@ -16,7 +19,7 @@ from jaxfix.fixes.fix import Fix
 from jaxfix.fixes.hoist import is_host_only_target
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
 from jaxfix.fixes.returns import DUMPS, returned
-from jaxfix.fixes.syntax import calls_in, payload_of, source_of
+from jaxfix.fixes.syntax import calls_in, descendants, payload_of, source_of
 from jaxfix.fixes.text_files import FILE_WRITERS, TEXT_FILES, opened_in_view
 from jaxfix.fixes.tracing import Statement, TracedFunction
 from jaxfix.models.diagnostic import FixSafety
@@ -116,6 +119,11 @@ UNFIXABLE = {
     "sqlite3.connect": _AFTER.format("write")
     + " (a SQLite connection works only in the thread that made it; a callback runs in another)",
 }
+# The detail of a `ReturnChange` that asks the modules calling a helper from traced code to move
+# that call out of the trace (the helper serializes what it is given).
+MOVES_CALL = "moves_call"
+# With `MOVES_CALL`: what the helper writes (`Keys.plain`, None when not known).
+WRITES = "writes"
 # Sinks that take Python values only: a host copy (a NumPy array) is still no JSON value, so
 # each of its leaves is given as a list or a Python scalar (`.tolist()`).
 PYTHON_VALUES_ONLY = frozenset({"json.dumps", "json.dump"})
@@ -202,7 +210,10 @@ class SerializeInTraced(Rule):
     the file does not show, there is no fix, unless the serialization is in a helper that
     traced code calls on one line, its value dropped (`save(params, path)` in a jitted step):
     then that call moves, as above, given host copies of the traced values, and the helper runs
-    on the host. `json` is given each leaf of the host copy as a
+    on the host. When the calling code is in other modules of the run, the finding in the
+    helper's module is fixed by those moves, one fix over the files (all made or none; the
+    host reads of what the helper writes, named by its strings and those the call gives it,
+    wait for it). `json` is given each leaf of the host copy as a
     list or a Python scalar (`.tolist()`: a NumPy array is no JSON value). `sqlite3` (a
     connection works only in the thread that made it, and a callback runs in another) has no
     fix.
@@ -251,8 +262,10 @@ class SerializeInTraced(Rule):
         # of each call, and each helper's fix.
         self._helper_calls: dict[Statement, cst.CSTNode] = {}
         self._helper_moves: dict[cst.CSTNode, Fix | None] = {}
+        self._published: set[cst.CSTNode] = set()  # helpers whose importers move their calls
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self._move_imported_helper_calls()
         rewrite_imported_sites(self)  # the call sites of other modules' functions
         wait_in_importers(self)  # the reads after them of what their callbacks write
 
@@ -277,7 +290,7 @@ class SerializeInTraced(Rule):
             return
         fix = self._hoist(node, call_name)
         if not isinstance(fix, Fix):
-            fix = self._helper_call_moved(context) or fix
+            fix = self._helper_call_moved(context) or self._moved_by_importers(context) or fix
         if not isinstance(fix, Fix):
             message += "; return the value and serialize `jax.device_get(out)` after the call"
             message += f" (no host callback: {fix})" if fix else ""
@@ -291,17 +304,6 @@ class SerializeInTraced(Rule):
         if helper.node in self._helper_moves:
             return self._helper_moves[helper.node]
         self._helper_moves[helper.node] = None
-        statement = self._sole_traced_call_line(helper)
-        if statement is None:
-            return None
-        self._helper_calls[statement] = helper.node
-        fix = self._hoists.fix(statement, "_host_" + helper.label)
-        self._helper_moves[helper.node] = fix if isinstance(fix, Fix) else None
-        return self._helper_moves[helper.node]
-
-    def _sole_traced_call_line(self, helper: TracedFunction) -> cst.SimpleStatementLine | None:
-        """The one line of traced code that calls `helper` (a module-level function reached
-        only through such calls), its value dropped; None when there is not exactly one."""
         node = helper.node
         if not isinstance(node, cst.FunctionDef) or any(
             reason.via is not Via.CALLED for reason in helper.reasons
@@ -311,15 +313,94 @@ class SerializeInTraced(Rule):
         binding = sole_binding(scope, node) if isinstance(scope, GlobalScope) else None
         if binding is None:
             return None
+        statement = self._sole_traced_call_line([a.node for a in binding.references])
+        if statement is None:
+            return None
+        self._helper_calls[statement] = helper.node
+        fix = self._hoists.fix(statement, "_host_" + helper.label)
+        self._helper_moves[helper.node] = fix if isinstance(fix, Fix) else None
+        return self._helper_moves[helper.node]
+
+    def _moved_by_importers(self, helper: TracedFunction) -> Fix | str | None:
+        """For a serialization in a helper that only other modules' traced code calls: the
+        run hears that those calls move out of the trace (`MOVES_CALL`), and once every
+        module calling it can move its call, the finding's fix is those moves (`moves`);
+        else why not (None while the run has not answered)."""
+        node = helper.node
+        facts = self.traced.project.facts
+        if (
+            not isinstance(node, cst.FunctionDef)
+            or any(reason.via is not Via.OTHER_MODULE for reason in helper.reasons)
+            or not isinstance(self.traced.scope_of(node), GlobalScope)
+        ):
+            return None
+        name = node.name.value
+        if facts is not None and node not in self._published:
+            self._published.add(node)
+            body = [s for s in node.body.body if isinstance(s, Statement)]
+            # What the helper writes, for the waits; where its code builds the names from
+            # its parameters, every string it holds (the callers add those they give).
+            keys = self.traced.effect_keys(body) or Keys(paths=frozenset(_strings_in(node)))
+            details = ((MOVES_CALL, True), (WRITES, keys.plain()))
+            facts.return_changes.append(ReturnChange(name, self.code, details))
+        answer = next((c for c in self.traced.project.foreign_calls if c.function == name), None)
+        if answer is None:
+            return None
+        if answer.why_not:
+            return answer.why_not
+        title = (
+            f"{self.fix_title}: the calls of `{name}` in other modules' traced code leave the"
+            " trace, with host copies of what they give it"
+        )
+        return dataclasses.replace(self.make_fix({}, title=title), moves=name)
+
+    def _move_imported_helper_calls(self) -> None:
+        """In a module whose traced code calls another module's helper that serializes what
+        it is given (`MOVES_CALL`): that call moves out of the trace, reported as a part of
+        the helper's fix when every module calling it can move its call; what the run needs
+        to decide is noted."""
+        facts = self.traced.project.facts
+        for imported in self.traced.project.changed_imports:
+            returned = imported.returned
+            if returned.rule != self.code or MOVES_CALL not in dict(returned.details):
+                continue
+            references = self.traced.references_to([imported.name])
+            if all(self.traced.context_of(r) is None for r in references):
+                if facts is not None:  # no traced call here: nothing to move
+                    facts.call_sites[imported.name] = ""
+                continue
+            statement = self._sole_traced_call_line(references)
+            fix: Fix | str = "it is not called alone on one line of traced code"
+            if statement is not None:
+                self._helper_calls[statement] = references[0]
+                self.traced.extra_effects[statement] = _written_by(returned, statement)
+                fix = self._hoists.fix(statement, "_host_" + returned.function)
+            why = "" if isinstance(fix, Fix) else fix or "its call cannot leave the trace"
+            if facts is not None:
+                facts.call_sites[imported.name] = why
+            if why or not imported.allowed or statement is None or not isinstance(fix, Fix):
+                continue
+            fix = dataclasses.replace(fix, part_of=returned.transaction(imported.definer))
+            message = (
+                f"`{returned.function}` serializes what it is given ({self.code} reports it"
+                f" where it is defined): its call here moves out of the trace"
+            )
+            self.report(statement.body[0], message, fix)
+
+    def _sole_traced_call_line(
+        self, references: Sequence[cst.CSTNode]
+    ) -> cst.SimpleStatementLine | None:
+        """The one line of traced code that calls the function `references` read, its value
+        dropped; None when there is not exactly one."""
         lines = []
-        for access in binding.references:
-            if self.traced.context_of(access.node) is None:
+        for reference in references:
+            if self.traced.context_of(reference) is None:
                 continue  # an eager call: it stays
-            call = self.traced.parent(access.node)
-            statement = self.traced.simple_statement(access.node)
+            call = self.traced.parent(reference)
+            statement = self.traced.simple_statement(reference)
             if (
                 not isinstance(call, cst.Call)
-                or call.func is not access.node
+                or call.func is not reference
                 or statement is None
                 or len(statement.body) != 1
                 or not isinstance(statement.body[0], cst.Expr)
@@ -524,6 +605,24 @@ class SerializeInTraced(Rule):
             if not is_open:
                 return False
         return all(self._is_host_only_line(statement) for statement in with_node.body.body)
+
+
+def _written_by(helper: ReturnChange, call_line: cst.SimpleStatementLine) -> Keys:
+    """What the call of another module's helper on `call_line` writes: what the helper's own
+    code shows, and the strings the call gives it (the names of what it writes, as it may
+    build them: `open(f"{name}.pkl")`)."""
+    return Keys.from_plain(helper.detail(WRITES)) | Keys(paths=frozenset(_strings_in(call_line)))
+
+
+def _strings_in(node: cst.CSTNode) -> set[str]:
+    """The strings written in `node`'s code, and the literal parts of its f-strings."""
+    found = set()
+    for part in descendants(node):
+        if isinstance(part, cst.SimpleString) and isinstance(part.evaluated_value, str):
+            found.add(part.evaluated_value)
+        elif isinstance(part, cst.FormattedStringText):
+            found.add(part.value)
+    return {text for text in found if text.strip()}
 
 
 # `SerializeInTracedCommand`: this rule as a LibCST codemod (`python -m libcst.tool codemod`).

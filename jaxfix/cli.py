@@ -469,6 +469,7 @@ def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None
     source = outcome.source
     to_stdout = outcome.stdin and not diff
     if outcome.new_text is None or source is None:
+        tally.fixed += len(outcome.fixed)  # by edits in other files only (`Diagnostic.moves`)
         if to_stdout and source is not None:
             sys.stdout.write(source.text)
         return

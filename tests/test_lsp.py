@@ -9,6 +9,7 @@ third is shut down. The quick fixes are judged by the fixtures: applied one afte
 from __future__ import annotations
 
 import asyncio
+import shutil
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,10 +17,12 @@ from pathlib import Path
 import attrs
 import pytest
 import pytest_lsp
+from click.testing import CliRunner
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
+from jaxfix.cli import main as cli_main
 from jaxfix.lsp.actions import wanted
 from jaxfix.lsp.analysis import PerVersion, Snapshot
 from jaxfix.lsp.convert import narrow
@@ -708,3 +711,93 @@ async def test_a_fix_edits_the_reader_of_a_function_that_runs_it(
             break
         await asyncio.sleep(0.05)
     assert uris == {helpers.as_uri(), main.as_uri()}
+
+
+CHECKPOINTS = """\
+import pickle
+
+
+def save(params, name):
+    with open(f"{name}.pkl", "wb") as f:
+        pickle.dump(params, f)
+"""
+UPDATE = """\
+import jax
+
+from pkg import checkpoints
+
+
+@jax.jit
+def update(params):
+    params = params * 0.5
+    checkpoints.save(params, "latest")
+    return params
+"""
+TRAIN_LOOP = """\
+import pickle
+
+import jax.numpy as jnp
+
+from pkg.steps import update
+
+params = update(jnp.ones(2))
+with open("latest.pkl", "rb") as f:
+    print(pickle.load(f))
+"""
+
+
+@pytest_lsp.fixture(config=server_config("-m", "jaxfix.lsp"), loop_scope="module")
+async def helper_client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[None]:
+    """A workspace whose jitted `pkg.steps.update` calls `pkg.checkpoints.save`, which pickles
+    into a file its caller names: only the call in `steps.py` can leave the trace."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "checkpoints.py").write_text(CHECKPOINTS)
+    (tmp_path / "pkg" / "steps.py").write_text(UPDATE)
+    (tmp_path / "main.py").write_text(TRAIN_LOOP)
+    folder = types.WorkspaceFolder(uri=tmp_path.as_uri(), name="project")
+    params = types.InitializeParams(capabilities=capabilities(), workspace_folders=[folder])
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@asyncio_module
+async def test_a_helper_modules_finding_offers_first_the_fix_in_its_callers_module(
+    helper_client: Client, tmp_path: Path
+) -> None:
+    """Opening `checkpoints.py`, whose finding comes from the jitted caller in `steps.py`: the
+    first action is the fix, one workspace edit that moves the call in `steps.py` (and makes
+    `main.py` wait for it), the same edits as `jaxfix apply` over the project; the suppression
+    comes after it."""
+    checkpoints, steps, main = (
+        tmp_path / "pkg" / "checkpoints.py",
+        tmp_path / "pkg" / "steps.py",
+        tmp_path / "main.py",
+    )
+    open_document(helper_client, checkpoints.as_uri(), CHECKPOINTS)
+    await until(lambda: shown_codes(helper_client, checkpoints.as_uri()) == ["JF101"], "JF101")
+    (found,) = helper_client.diagnostics[checkpoints.as_uri()]
+    for _ in range(200):  # until the workspace's run has heard from `steps.py`
+        actions = await code_actions(helper_client, checkpoints.as_uri(), found.range)
+        if any(a.title.startswith("jaxfix (JF101): ") for a in actions):
+            break
+        await asyncio.sleep(0.05)
+    fix, *rest = actions
+    assert fix.title.startswith("jaxfix (JF101): ")
+    assert any(a.title.startswith("Suppress JF101") for a in rest)
+    assert fix.edit is not None and fix.edit.document_changes is not None
+    edited = {
+        c.text_document.uri: [e for e in c.edits if isinstance(e, types.TextEdit)]
+        for c in fix.edit.document_changes
+        if isinstance(c, types.TextDocumentEdit)
+    }
+    assert set(edited) == {steps.as_uri(), main.as_uri()}
+    project = tmp_path / "copy"
+    shutil.copytree(tmp_path, project, ignore=shutil.ignore_patterns("copy", ".jaxfix_cache"))
+    result = CliRunner().invoke(cli_main, ["apply", "--unsafe-fixes", "--no-cache", str(project)])
+    assert result.exit_code == 0, result.output
+    for path, text in ((steps, UPDATE), (main, TRAIN_LOOP)):
+        applied = apply(text, edited[path.as_uri()])
+        assert applied == (project / path.relative_to(tmp_path)).read_text()
+    assert (project / "pkg" / "checkpoints.py").read_text() == CHECKPOINTS

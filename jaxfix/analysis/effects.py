@@ -23,7 +23,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from jaxfix.analysis.names import dotted, of_the_program
 from jaxfix.analysis.statements import (
@@ -60,6 +60,20 @@ class Keys:
             self.paths | other.paths,
             self.console or other.console,
         )
+
+    def plain(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]:
+        """As plain values (they travel between processes and into the cache)."""
+        return (
+            tuple(sorted(self.names)),
+            tuple(sorted(self.attributes)),
+            tuple(sorted(self.paths)),
+            self.console,
+        )
+
+    @classmethod
+    def from_plain(cls, plain: Sequence[Any]) -> Keys:
+        names, attributes, paths, console = plain
+        return cls(frozenset(names), frozenset(attributes), frozenset(paths), bool(console))
 
     def seen_in(self, nodes: Iterable[ast.AST], pruned: Collection[int] = ()) -> bool:
         """Whether the code of `nodes` (less the nodes under those whose ids are `pruned`)

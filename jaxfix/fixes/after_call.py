@@ -295,7 +295,10 @@ def _with_fix(diagnostic: Diagnostic, fixes: Mapping[int, Fix | None]) -> Diagno
     """`diagnostic` with the fix that replaces its placeholder (see `FunctionMoves`)."""
     if diagnostic.fix is None or id(diagnostic.fix) not in fixes:
         return diagnostic
-    return diagnostic.with_fix(fixes[id(diagnostic.fix)])
+    fix = fixes[id(diagnostic.fix)]
+    if fix is not None and diagnostic.part_of:  # the placeholder was part of another's fix
+        fix = dataclasses.replace(fix, part_of=diagnostic.part_of)
+    return diagnostic.with_fix(fix)
 
 
 def _an_array(analysis: TracedAnalysis, function: cst.FunctionDef, name: str) -> bool:

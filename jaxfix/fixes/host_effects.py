@@ -192,20 +192,13 @@ def publish_waits(facts: ModuleFacts, function: str, keys: Keys, rule: str, orig
         if WAITS in dict(change.details):
             keys = keys | _keys_of(change)
             rule, origin = change.rule, change.detail(ORIGIN)
-    plain = (
-        tuple(sorted(keys.names)),
-        tuple(sorted(keys.attributes)),
-        tuple(sorted(keys.paths)),
-        keys.console,
-    )
-    details = ((WAITS, plain), (ORIGIN, origin))
+    details = ((WAITS, keys.plain()), (ORIGIN, origin))
     facts.return_changes.append(ReturnChange(function, rule, details, keeps_return=True))
     return True
 
 
 def _keys_of(change: ReturnChange) -> Keys:
-    names, attributes, paths, console = change.detail(WAITS)
-    return Keys(frozenset(names), frozenset(attributes), frozenset(paths), console)
+    return Keys.from_plain(change.detail(WAITS))
 
 
 def wait_in_importers(rule: FixingRule) -> None:

@@ -131,6 +131,10 @@ class TracedAnalysis:
         # statements moved after its calls, `jaxfix.fixes.after_call`): the engine runs them, in
         # order, once the rules' traversal is over.
         self.finishing: list[Callable[[], None]] = []
+        # What statements write besides what their code shows (`effect_keys`): the call of
+        # another module's helper that a fix moves out of the trace writes what the helper
+        # does (None: not known).
+        self.extra_effects: dict[cst.CSTNode, Keys | None] = {}
         self.fix_plans: dict[object, Any] = {}  # those plans, by what each is about
 
     def _traced_functions(self) -> dict[FunctionNode, TracedFunction]:
@@ -675,7 +679,12 @@ class TracedAnalysis:
         found = self._ast_statements(statements)
         if found is None or found[1] is None:
             return None
-        return self._analysed.effects().keys_of(found[0], found[1])
+        keys = self._analysed.effects().keys_of(found[0], found[1])
+        for statement in statements:
+            if statement in self.extra_effects and keys is not None:
+                extra = self.extra_effects[statement]
+                keys = keys | extra if extra is not None else None
+        return keys
 
     def later_users(self, statements: Sequence[Statement], keys: Keys) -> list[Statement] | None:
         """The statements of the same traced function, after `statements`, that mention

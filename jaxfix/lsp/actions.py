@@ -97,11 +97,12 @@ def quick_fix(
     found: Diagnostic, target: Target, elsewhere: Elsewhere | None = None
 ) -> types.CodeAction | None:
     """`found`'s fix (its edits must have been computed), preferred only when it is safe;
-    with the edits it makes in other documents (`elsewhere`), in the same workspace edit."""
-    if found.fix_safety is None or not found.edits:
+    with the edits it makes in other documents (`elsewhere`), in the same workspace edit (a
+    fix may make all its edits there: the move of a helper's calls in its callers' files)."""
+    if found.fix_safety is None or not (found.edits or elsewhere):
         return None
-    edits = convert.text_edits(found.edits, target.index)
-    documents = {target.uri: (target.version, edits), **(elsewhere or {})}
+    own = {target.uri: (target.version, convert.text_edits(found.edits, target.index))}
+    documents = {**(own if found.edits else {}), **(elsewhere or {})}
     title = f"jaxfix ({found.code}): {found.fix_title}"
     if elsewhere:
         title += f" (and {len(elsewhere)} other file{'s' if len(elsewhere) > 1 else ''})"

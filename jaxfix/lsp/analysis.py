@@ -107,34 +107,49 @@ def parts_elsewhere(
 ) -> tuple[Elsewhere, ...] | None:
     """What `found`'s fix changes in the workspace's other files (`Diagnostic.moves`): the
     parts that the files told of its function take, each analysed with the job the workspace
-    gives it (its open text in `texts`, else the saved one); None when one of them cannot
-    be analysed (then the fix is not offered: never half of it)."""
+    gives it (its open text in `texts`, else the saved one), and the parts of the fixes those
+    parts make in turn (a helper's call moved into a callback in its caller's file, whose
+    readers wait for it); None when one of them cannot be analysed (then the fix is not
+    offered: never half of it)."""
     if not found.moves:
         return ()
-    fix = f"{place_of(snapshot.path).module}:{found.moves}"
-    told = [  # told of the function, or of one that runs it (`ReturnChange.transaction`)
+    edits: dict[Path, tuple[str, list[TextEdit]]] = {}
+    todo = [f"{place_of(snapshot.path).module}:{found.moves}"]
+    seen: set[str] = set()
+    while todo:
+        fix = todo.pop()
+        if fix in seen:
+            continue
+        seen.add(fix)
+        for path, job in _told_of(fix, snapshot.path, jobs):
+            try:
+                text = texts[path] if path in texts else path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+            source = SourceFile(path, text.encode("utf-8", "surrogatepass"), text, "utf-8")
+            outcome = run_job(source, dataclasses.replace(job, fix=False, edits=True))
+            if outcome.error:
+                return None
+            for part in (d for d in outcome.diagnostics if d.part_of == fix):
+                edits.setdefault(path, (text, []))[1].extend(part.edits)
+                if part.moves:
+                    todo.append(f"{place_of(path).module}:{part.moves}")
+    # A file told of the function may take no part (it reads nothing after).
+    return tuple(Elsewhere(path, text, tuple(e)) for path, (text, e) in edits.items() if e)
+
+
+def _told_of(fix: str, own: Path, jobs: Mapping[Path, Job]) -> list[tuple[Path, Job]]:
+    """The other files told of the function of `fix`, or of one that runs it
+    (`ReturnChange.transaction`)."""
+    return [
         (path, job)
         for path, job in sorted(jobs.items())
-        if path != snapshot.path
+        if path != own
         and any(
             c.allowed and c.returned.transaction(c.definer) == fix
             for c in job.options.changed_imports
         )
     ]
-    found_elsewhere = []
-    for path, job in told:
-        try:
-            text = texts[path] if path in texts else path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
-        source = SourceFile(path, text.encode("utf-8", "surrogatepass"), text, "utf-8")
-        outcome = run_job(source, dataclasses.replace(job, fix=False, edits=True))
-        if outcome.error:
-            return None
-        edits = tuple(e for d in outcome.diagnostics if d.part_of == fix for e in d.edits)
-        if edits:  # a file told of the function may take no part (it reads nothing after)
-            found_elsewhere.append(Elsewhere(path, text, edits))
-    return tuple(found_elsewhere)
 
 
 def fixed_text(snapshot: Snapshot) -> str | None:

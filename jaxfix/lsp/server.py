@@ -283,7 +283,7 @@ async def code_action(
         elsewhere = {
             d.moves: await asyncio.to_thread(ls.elsewhere, d, snapshot)
             for d in here
-            if d.moves and d.edits
+            if d.moves and d.fix_safety is not None
         }
         found += await asyncio.to_thread(
             actions.line_actions, here, target, lambda d: elsewhere.get(d.moves, {})

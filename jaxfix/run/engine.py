@@ -318,9 +318,12 @@ def _fixed(
         if not fixes:
             return Result(diagnostics, code, fixed)
         chosen = cst_run.non_overlapping(wrapper, fixes)
-        code = cst_run.apply_fixes(wrapper, chosen, options.packages)
+        before, code = code, cst_run.apply_fixes(wrapper, chosen, options.packages)
         codes = sorted({d.code for d in diagnostics if d.fix in chosen})
-        fixed.extend(d for d in diagnostics if cst_run.contains(chosen, cst_run.fix_of(d)))
+        done = [d for d in diagnostics if cst_run.contains(chosen, cst_run.fix_of(d))]
+        fixed.extend(done)
+        if code == before:  # fixes whose edits are all in other files (`Diagnostic.moves`)
+            return Result([d for d in diagnostics if d not in done], code, fixed)
         wrapper = _reparse(code, filename, codes)
         found = cst_run.run(wrapper, active, options)
         diagnostics = _fixable(_unsuppressed(code, found, rules), options)
