@@ -98,6 +98,16 @@ def capabilities(*encodings: str) -> types.ClientCapabilities:
     return attrs.evolve(base, general=general)
 
 
+async def open_workspace(client: Client, root: Path, files: dict[str, str]) -> None:
+    """Write `files` (by path under `root`) and start a session over `root` as a workspace."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    folder = types.WorkspaceFolder(uri=root.as_uri(), name="project")
+    params = types.InitializeParams(capabilities=capabilities(), workspace_folders=[folder])
+    await client.initialize_session(params)
+
+
 @pytest_lsp.fixture(config=server_config("-m", "jaxfix.lsp"), scope="module")
 async def client(lsp_client: Client) -> AsyncIterator[None]:
     await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities()))
@@ -150,13 +160,15 @@ def step(x):
 async def project_client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[None]:
     """A server whose workspace is `tmp_path`, holding a package in which a jitted function
     of one module calls a function of another that pickles what it is given."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "helpers.py").write_text(HELPERS)
-    (tmp_path / "pkg" / "train.py").write_text(TRAIN)
-    folder = types.WorkspaceFolder(uri=tmp_path.as_uri(), name="project")
-    params = types.InitializeParams(capabilities=capabilities(), workspace_folders=[folder])
-    await lsp_client.initialize_session(params)
+    await open_workspace(
+        lsp_client,
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/helpers.py": HELPERS,
+            "pkg/train.py": TRAIN,
+        },
+    )
     yield
     await lsp_client.shutdown_session()
 
@@ -615,13 +627,15 @@ print(len(steps.SNAPS))
 async def waits_client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[None]:
     """A workspace whose `run.py` reads, right after calling it, what `pkg.steps.step`
     writes: a host callback's fix there needs a barrier in `run.py`."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "steps.py").write_text(STEPS)
-    (tmp_path / "run.py").write_text(RUN)
-    folder = types.WorkspaceFolder(uri=tmp_path.as_uri(), name="project")
-    params = types.InitializeParams(capabilities=capabilities(), workspace_folders=[folder])
-    await lsp_client.initialize_session(params)
+    await open_workspace(
+        lsp_client,
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/steps.py": STEPS,
+            "run.py": RUN,
+        },
+    )
     yield
     await lsp_client.shutdown_session()
 
@@ -676,14 +690,16 @@ READER = (
 async def chain_client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[None]:
     """A workspace whose `main.py` reads what `pkg.helpers.save` writes, which it runs
     through `pkg.steps.step`: the barrier the callback's fix needs is two modules away."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "helpers.py").write_text(SAVER)
-    (tmp_path / "pkg" / "steps.py").write_text(JITTED)
-    (tmp_path / "main.py").write_text(READER)
-    folder = types.WorkspaceFolder(uri=tmp_path.as_uri(), name="project")
-    params = types.InitializeParams(capabilities=capabilities(), workspace_folders=[folder])
-    await lsp_client.initialize_session(params)
+    await open_workspace(
+        lsp_client,
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/helpers.py": SAVER,
+            "pkg/steps.py": JITTED,
+            "main.py": READER,
+        },
+    )
     yield
     await lsp_client.shutdown_session()
 
@@ -750,14 +766,16 @@ with open("latest.pkl", "rb") as f:
 async def helper_client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[None]:
     """A workspace whose jitted `pkg.steps.update` calls `pkg.checkpoints.save`, which pickles
     into a file its caller names: only the call in `steps.py` can leave the trace."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "checkpoints.py").write_text(CHECKPOINTS)
-    (tmp_path / "pkg" / "steps.py").write_text(UPDATE)
-    (tmp_path / "main.py").write_text(TRAIN_LOOP)
-    folder = types.WorkspaceFolder(uri=tmp_path.as_uri(), name="project")
-    params = types.InitializeParams(capabilities=capabilities(), workspace_folders=[folder])
-    await lsp_client.initialize_session(params)
+    await open_workspace(
+        lsp_client,
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/checkpoints.py": CHECKPOINTS,
+            "pkg/steps.py": UPDATE,
+            "main.py": TRAIN_LOOP,
+        },
+    )
     yield
     await lsp_client.shutdown_session()
 
