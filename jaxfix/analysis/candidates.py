@@ -307,7 +307,7 @@ class Candidates:
             else:
                 found.update(function.statement for function in functions if function.stores)
         if HASHED_KEYS in anchors:
-            found |= self._hashing_statements(traced if traced_only else None, within)
+            found |= self._hashing_statements(traced if traced_only else None, within, found)
         if HOST_INDEXES in anchors:
             index = statement_index(self._analysis().tree)
             analysed = self._analysis()
@@ -356,20 +356,25 @@ class Candidates:
         return memo.made_at_top
 
     def _hashing_statements(
-        self, traced: set[CandidateFunction] | None, within: Collection[int] | None = None
+        self,
+        traced: set[CandidateFunction] | None,
+        within: Collection[int] | None = None,
+        known: Collection[int] = (),
     ) -> set[int]:
         """The statements of the sites that may hash a value in `traced` functions; without
         them (what other modules' traced calls could reach), of the sites that read a
         parameter of their function, which such a call makes traced. Of the statements
-        `within` only, when given."""
+        `within` only, when given. The statements `known` to be candidates already are not
+        asked about again (each site is judged alone: the union is the same)."""
         found: set[int] = set()
         if traced is None and within is not None:
-            sites = [site for site in self.key_sites if site[2] in within]
+            sites = [site for site in self.key_sites if site[2] in within and site[2] not in known]
             return self._sites_reading_parameters(sites)
         if traced is not None:
             for site, owner, statement in self.key_sites:
                 if (
                     statement not in found
+                    and statement not in known
                     and owner in traced
                     and self._hashes(site, owner, traced=True)
                 ):
