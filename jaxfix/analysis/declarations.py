@@ -315,13 +315,21 @@ class _Declarations:
         self, call: ast.Call, fids: tuple[str, ...], transforms: Mapping[str, TransformSpec]
     ) -> bool:
         hands_on: bool | None = None  # asked only when the call is given a function
+        expr: Any
         for expr in [call.func, *call.args, *(k.value for k in call.keywords)]:
-            if isinstance(expr, ast.Starred):
+            kind = type(expr)  # exact classes: the parser makes no subclass
+            if kind is ast.Starred:
                 expr = expr.value
-            if isinstance(expr, ast.Attribute) and expr.attr in CUSTOM_RULE_METHODS:
-                return True
-            parts = dotted(expr)
-            if parts is None and not isinstance(expr, ast.Lambda):
+                kind = type(expr)
+            if kind is ast.Lambda:
+                parts = None
+            elif kind is ast.Name or kind is ast.Attribute:
+                if kind is ast.Attribute and expr.attr in CUSTOM_RULE_METHODS:
+                    return True
+                parts = dotted(expr)
+                if parts is None:
+                    continue
+            else:  # a literal, a call, an operation: names nothing (`dotted` is None)
                 continue
             if expr is not call.func and (parts is None or parts[-1] in self.function_names):
                 if hands_on is None:
@@ -393,12 +401,15 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
                 calls.append((fid, call, callee, params_of(module.nodes[callee])[1]))
     if not calls:
         return {}
+    # What each name handed to those calls is bound to (the others are never asked about).
+    handed = {arg.id for _, call, _, _ in calls for arg in call.args if type(arg) is ast.Name}
     bound: dict[tuple[str, str], set[str | None]] = {}  # (function id, name) -> classes
     for fid, scope in module.scopes.items():
         for assign in scope.assigns:
-            made = _made(assign.value, module)
-            for target in assign.targets:
-                for name in names_bound(target):
+            kept = [n for target in assign.targets for n in names_bound(target) if n in handed]
+            if kept:
+                made = _made(assign.value, module)
+                for name in kept:
                     bound.setdefault((fid, name), set()).add(made)
     found: dict[str, dict[str, str]] = {}
     for _ in range(4):  # instances handed on through a chain of calls
