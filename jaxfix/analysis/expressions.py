@@ -151,7 +151,13 @@ class Evaluator(CallEvaluator):
         self.summary.values[node] = value
         if self.guarded:
             self.module.guarded.add(node)
-        self.note_reach(node, reach)
+        # `note_reach`, inline: asked of every expression (half a million on the benchmark's
+        # corpus), and most often with nothing to note.
+        conditions = self.module.conditions
+        if reach is not None and reach.sources:
+            conditions[node] = (self.summary.id, reach.sources)
+        elif conditions:
+            conditions.pop(node, None)
         return value
 
     def note_reach(self, node: ast.AST, reach: Value | None) -> None:
