@@ -788,6 +788,20 @@ def test_the_multi_module_example_fails_before_and_runs_after(tmp_path: Path) ->
 
 
 @pytest.mark.jax
+def test_the_training_example_fails_before_and_runs_after(tmp_path: Path) -> None:
+    """A jitted step whose helper modules checkpoint, log and buffer: after the fix it writes
+    what the program computes run eagerly (`JAX_DISABLE_JIT=1`)."""
+    copy = tmp_path / "training"
+    shutil.copytree(Path(__file__).parent.parent / "examples" / "training", copy)
+    expected = (
+        "losses [1.0, 0.3641, 0.0137]\n"
+        "batches 3 [[1.0, 2.0], [0.5, 2.0]]\n"
+        "checkpoint [0.2436, 0.4031]\n"
+    )
+    fails_then_runs_fixed(copy, ["-m", "trainer.run"], expected)
+
+
+@pytest.mark.jax
 def test_the_after_call_example_fails_before_and_runs_after(tmp_path: Path) -> None:
     """The pickling moves out of the jitted function in `lab/steps.py` to after its call in
     `lab/run.py`, which reads the snapshot right after the call."""
