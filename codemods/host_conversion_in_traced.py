@@ -196,8 +196,8 @@ class HostConversionInTraced(Rule):
     summary = "NumPy, float(), .item() or print of a traced value inside traced code"
     message = "`{call}` {problem} inside `{function}` ({reason}); {advice}"
     fix_title = (
-        "Print with `jax.debug.print`, call the `jax.numpy` equivalent, or move the statement"
-        " to a host callback"
+        "Print with `jax.debug.print`, call the `jax.numpy` equivalent, move the statement to"
+        " a host callback, or run a SciPy solver in `jax.pure_callback`"
     )
     fix_safety = FixSafety.UNSAFE
     unfixed = (
