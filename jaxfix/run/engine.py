@@ -322,7 +322,8 @@ def _fixed(
         codes = sorted({d.code for d in diagnostics if d.fix in chosen})
         done = [d for d in diagnostics if cst_run.contains(chosen, cst_run.fix_of(d))]
         fixed.extend(done)
-        if code == before:  # fixes whose edits are all in other files (`Diagnostic.moves`)
+        if code == before and all(fix.moves for fix in chosen):
+            # Fixes whose edits are all in other files (`Diagnostic.moves`): made there.
             return Result([d for d in diagnostics if d not in done], code, fixed)
         wrapper = _reparse(code, filename, codes)
         found = cst_run.run(wrapper, active, options)
