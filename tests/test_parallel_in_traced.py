@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
-from jaxfix.rules.registry import find_rule
-from jaxfix.run.engine import check_text
+from jaxfix.rules.registry import all_rules, find_rule
+from jaxfix.run.engine import check_text, fix_text
 
 RULE = find_rule("JF105")
 PROGRAM = """\
@@ -53,3 +55,40 @@ def test_the_work_moves_into_the_trace_only_when_it_is_jax_code(body: str, fixed
     (found,) = check_text(text, [RULE])
     assert (found.fix_title is not None) is fixed
     assert [found] == check_text(text, [RULE], slicing=False)  # the slice holds no helper
+
+
+def test_numpy_that_runs_on_the_array_is_jax_code() -> None:
+    assert RULE is not None
+    (found,) = check_text(PROGRAM.format(body="    return np.sum(v * 2) + np.mean(v)"), [RULE])
+    assert found.fix_title is not None
+
+
+def test_the_pool_fix_follows_jax_numpy_namesakes_in_the_next_round() -> None:
+    """The work's `np.asarray` blocks the pool's fix until JF104 makes it `jax.numpy`'s; one
+    `apply` then does both, the pool's rewrite in the round after."""
+    source = textwrap.dedent("""\
+        import multiprocessing
+
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+
+        def block_energy(block):
+            centred = np.asarray(block) - np.mean(block)
+            return np.sum(centred**2)
+
+
+        @jax.jit
+        def energy(params):
+            blocks = [params[i : i + 3] for i in range(0, params.shape[0], 3)]
+            with multiprocessing.Pool(2) as workers:
+                energies = workers.map(block_energy, blocks)
+            return jnp.stack(energies)
+        """)
+    fixed = fix_text(source, all_rules(), unsafe_fixes=True)
+    assert sorted(d.code for d in fixed.fixed) == ["JF104", "JF105"]
+    assert "centred = jnp.asarray(block) - np.mean(block)" in fixed.text
+    assert "energies = list(map(block_energy, blocks))" in fixed.text
+    assert "multiprocessing" not in fixed.text
+    assert check_text(fixed.text, all_rules()) == []

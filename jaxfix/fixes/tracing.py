@@ -36,7 +36,15 @@ from jaxfix.analysis.project import Entry, ProjectContext
 from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.analysis.values import Kind, Param, Staged
 from jaxfix.fixes.module_walk import NOTHING_OWNED, AttributeValues, ModuleWalk, Owned
-from jaxfix.fixes.syntax import FunctionNode, descendants, first_parameter, names_read, own_names
+from jaxfix.fixes.syntax import (
+    FunctionNode,
+    descendants,
+    first_parameter,
+    names_read,
+    own_names,
+    source_of,
+)
+from jaxfix.models import numpy_scipy
 from jaxfix.models.transforms import TRANSFORMS, TransformSpec
 
 Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
@@ -51,6 +59,13 @@ PURE_BUILTINS = frozenset(
 )
 LEAVING_METHODS = frozenset({"item", "tolist", "tobytes", "tofile", "dump", "dumps", "format"})
 MAX_CALL_DEPTH = 3
+# NumPy functions that JAX code may call on its arrays (see `_numpy_on_array`).
+ARRAY_METHOD_NUMPY = frozenset(
+    {"all", "amax", "amin", "any", "argmax", "argmin", "argsort", "around", "cumprod"}
+    | {"cumsum", "flip", "imag", "max", "mean", "min", "moveaxis", "ndim", "prod", "real"}
+    | {"repeat", "reshape", "round", "searchsorted", "shape", "size", "squeeze", "std", "sum"}
+    | {"swapaxes", "transpose", "var"}
+)
 
 
 class OutsideSlice(Exception):
@@ -202,11 +217,19 @@ class TracedAnalysis:
 
     def is_jax_code(self, function: cst.BaseExpression, depth: int = 0) -> bool:
         """Whether `function` can run in a trace as it is: a `jax` function, or a function of
-        the module (or a lambda) that calls only `jax` functions, methods of its own values
-        (not `.item()`, `.tolist()`...), pure built-ins and other such functions, and stores
+        the module (or a lambda) that calls only `jax` functions, NumPy functions that run on
+        a tracer (`np.sum`: the array's own method), methods of its own values (not
+        `.item()`, `.tolist()`...), pure built-ins and other such functions, and stores
         nothing outside itself. Host work (`float(v)`, a file, a database) would fail there."""
+        return self.host_work(function, depth) is None
+
+    def host_work(
+        self, function: cst.BaseExpression, depth: int = 0, calling: Collection[str] = ()
+    ) -> str | None:
+        """Why `function` cannot run in a trace as it is (see `is_jax_code`), None when it
+        can; the names `calling` (its parameters) hold JAX code, which it may call."""
         if any(name.startswith("jax.") for name in self._file_names(function)):
-            return True  # `jnp.tanh`
+            return None  # `jnp.tanh`
         node = (
             function
             if isinstance(function, cst.Lambda)
@@ -214,31 +237,53 @@ class TracedAnalysis:
             if isinstance(function, cst.Name)
             else None
         )
-        return node is not None and self.is_jax_function(node, depth=depth)
+        if node is None:
+            return f"`{source_of(function)}` is not a function of this module"
+        return self._host_work_in(node, depth=depth, calling=calling)
 
     def is_jax_function(
         self, node: FunctionNode, skip: Collection[cst.CSTNode] = (), depth: int = 0
     ) -> bool:
         """`is_jax_code` of a `def` or lambda, less the statements `skip`."""
+        return self._host_work_in(node, skip, depth) is None
+
+    def _host_work_in(
+        self,
+        node: FunctionNode,
+        skip: Collection[cst.CSTNode] = (),
+        depth: int = 0,
+        calling: Collection[str] = (),
+    ) -> str | None:
+        """`host_work` of a `def` or lambda, less the statements `skip`."""
         if depth > MAX_CALL_DEPTH:
-            return False
-        own = own_names(node)
+            return "it calls functions too deep to follow"
+        own = own_names(node) - set(calling)
+        host: list[tuple[cst.CSTNode, str]] = []  # what runs on the host, and how to say it
         for child in descendants(node.body, skip):
             if isinstance(child, cst.Global | cst.Nonlocal | cst.Del | cst.Yield | cst.Await):
-                return False
+                host.append((child, "it has a `global`, `nonlocal`, `del`, `yield` or `await`"))
             target = (
                 child.target
                 if isinstance(child, cst.AssignTarget | cst.AugAssign | cst.AnnAssign)
                 else None
             )
             if target is not None and not isinstance(target, cst.Name | cst.Tuple | cst.List):
-                return False  # an attribute or an item: maybe of an outer object
-            if isinstance(child, cst.Call) and not self._jax_call(child, own, depth):
-                return False
-        return True
+                # an attribute or an item: maybe of an outer object
+                host.append((target, f"it stores into `{source_of(target)}`"))
+            if isinstance(child, cst.Call) and not self._jax_call(child, own, depth, calling):
+                host.append((child, f"it calls `{source_of(child.func)}`, which is not JAX code"))
+        if not host:
+            return None
+        # The first in the file; of a call and the calls it starts with, the innermost.
+        order = {id(found): -index for index, found in enumerate(host)}
+        return min(host, key=lambda found: (self.position(found[0]), order[id(found)]))[1]
 
-    def _jax_call(self, call: cst.Call, own: set[str], depth: int) -> bool:
+    def _jax_call(
+        self, call: cst.Call, own: set[str], depth: int, calling: Collection[str] = ()
+    ) -> bool:
         func = call.func
+        if isinstance(func, cst.Name) and func.value in calling:
+            return True  # a parameter that holds JAX code
         root = func
         while isinstance(root, cst.Attribute | cst.Subscript | cst.Call):
             root = root.func if isinstance(root, cst.Call) else root.value
@@ -246,7 +291,9 @@ class TracedAnalysis:
             return isinstance(func, cst.Attribute) and func.attr.value not in LEAVING_METHODS
         names = self._file_names(func)
         if names:
-            return all(n.startswith("jax.") or n in PURE_BUILTINS for n in names)
+            return all(
+                n.startswith("jax.") or n in PURE_BUILTINS or _numpy_on_array(n) for n in names
+            )
         return isinstance(func, cst.Name) and self.is_jax_code(func, depth + 1)
 
     def _file_names(self, expr: cst.BaseExpression) -> set[str]:
@@ -807,6 +854,14 @@ class TracedAnalysis:
     def _traced(self, expr: cst.BaseExpression, staged: bool = False) -> bool:
         """Whether the analysis finds `expr` certainly traced where it stands."""
         return self.facts.tracer_at(self._where.expression(self._span(expr)))
+
+
+def _numpy_on_array(name: str) -> bool:
+    """A NumPy function that runs on a `jax.Array` by calling its own method (`np.sum(x)` is
+    `x.sum()`) or indexing it: the model table saw it work on a tracer. Not its host helpers
+    (`np.testing.tempdir`, `np.printoptions`)."""
+    short = name.removeprefix("numpy.")
+    return short != name and short in ARRAY_METHOD_NUMPY and numpy_scipy.works(name)
 
 
 def _handed_to_jax(parent: ast.AST, child: ast.expr) -> bool:
