@@ -127,6 +127,8 @@ HINTS = {
     Kind.PROCESS: SPAWN,
     Kind.THREAD: SPAWN,
 }
+# The methods whose work takes each item of one iterable (`pool.map(work, items)`).
+ITEM_METHODS = frozenset({"map", "imap", "imap_unordered"})
 # Where the call sends values, and the values it sends.
 Found = tuple[Kind, list[cst.BaseExpression]]
 
@@ -239,10 +241,15 @@ class ParallelInTraced(Rule):
     becomes `list(map(f, xs))` (`ex.map` becomes `map`, as it gave an iterator), `starmap`
     `list(itertools.starmap(f, xs))`, `apply(f, (x,))` and `ex.submit(f, x).result()` become
     `f(x)`. The values are those the pool gave. Only work that is JAX code is moved: a `jax`
-    function, or a function of the module that calls only `jax` functions, methods of its own
-    values (not `.item()` / `.tolist()`), pure built-ins and other such functions, and stores
-    nothing outside itself (host work such as `float(v)`, a file or a database would fail in
-    the trace or run once per trace). A
+    function, or a function of the module that calls only `jax` functions, NumPy functions
+    that run on a `jax.Array` (`np.sum`), methods of its own values (not `.item()` /
+    `.tolist()`), pure built-ins and other such functions, and stores nothing outside itself
+    (host work such as `float(v)`, a file, a log or a database would fail in the trace or run
+    once per trace; the message names it). Work that calls its item
+    (`pool.map(lambda op: op(x), ops)`) is JAX code when the items are: a tuple or list
+    display of JAX functions, or a name bound once to one (a list read nowhere else). A
+    NumPy conversion in the work that JF104 rewrites (`np.asarray` to `jax.numpy.asarray`)
+    is rewritten first, and the pool's work moves in the next round of the same `apply`. A
     pool made by `with Pool() as pool:` is removed with its block when nothing else uses it,
     one made inline (`Pool().map(...)`) with the call.
     `joblib.Parallel(n_jobs=2)(joblib.delayed(f)(x) for x in xs)` becomes
@@ -298,7 +305,29 @@ class ParallelInTraced(Rule):
             why=WHY[kind],
         )
         fix = self._fix(node) if kind in (Kind.PROCESSES, Kind.THREADS) else None
-        self.report(node, f"{message}; {HINTS[kind]}", fix)
+        hint = HINTS[kind]
+        if fix is None and kind in (Kind.PROCESSES, Kind.THREADS):
+            hint += self._why_not_traceable(node)
+        self.report(node, f"{message}; {hint}", fix)
+
+    def _why_not_traceable(self, call: cst.Call) -> str:
+        """Why the pool's work cannot run in the trace, for the message ("" when it could, or
+        when the work is not seen)."""
+        if isinstance(call.func, cst.Attribute):
+            work = [a.value for a in call.args if a.keyword is None][:1]
+            why = self._host_work(call) if work else None
+        else:
+            work = [
+                task.func.args[0].value
+                for task in calls_in(call.args[0].value if call.args else call.func)
+                if isinstance(task.func, cst.Call)
+                and self.qualified_names(task.func.func) & {DELAYED}
+                and task.func.args
+            ][:1]
+            why = self.traced.host_work(work[0]) if work else None
+        if why is None:
+            return ""
+        return f" (not rewritten: `{source_of(work[0])}` cannot run in the trace: {why})"
 
     # ----- the fix: the work in the trace, one call after another ---------------------------
 
@@ -444,7 +473,7 @@ class ParallelInTraced(Rule):
             ):
                 return None
             original = waits
-        if not self.traced.is_jax_code(positional[0].value):
+        if self._host_work(call) is not None:
             return None
         f = source_of(positional[0].value)
         rest = [source_of(a.value) for a in positional[1:]]
@@ -454,6 +483,73 @@ class ParallelInTraced(Rule):
         imports = (ImportNeeded("itertools"),) if "itertools." in code else ()
         new = cst.parse_expression(code)
         return Rewrite(original, new.with_changes(lpar=original.lpar, rpar=original.rpar), imports)
+
+    def _host_work(self, call: cst.Call) -> str | None:
+        """Why the work `call` hands to its pool cannot run in the trace (None when it can): the
+        function is not JAX code, or calls its item (`pool.map(lambda op: op(x), ops)`) and
+        the items are not all JAX functions."""
+        positional = [a.value for a in call.args if a.keyword is None]
+        if not positional:
+            return "the pool's work is not given by position"
+        work = positional[0]
+        why = self.traced.host_work(work)
+        if why is None:
+            return None
+        parameter = self._item_parameter(call)
+        if parameter is None or self.traced.host_work(work, calling=[parameter]) is not None:
+            return why
+        if not self._jax_functions(positional[1]):
+            return (
+                f"it calls each item (`{parameter}`), and the items are not all known to be"
+                " JAX functions"
+            )
+        return None
+
+    def _item_parameter(self, call: cst.Call) -> str | None:
+        """The parameter of the work of `pool.map(work, items)` (one iterable) that takes each
+        item, when the work is a lambda or a `def` of the module with one parameter."""
+        func = call.func
+        positional = [a.value for a in call.args if a.keyword is None]
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ITEM_METHODS:
+            return None
+        if len(positional) != 2:
+            return None
+        work = positional[0]
+        node = (
+            work
+            if isinstance(work, cst.Lambda)
+            else self.traced.function_of_name(work)
+            if isinstance(work, cst.Name)
+            else None
+        )
+        if node is None:
+            return None
+        params = _parameters(node.params)
+        if len(params) != 1 or params[0] is not next(iter(node.params.params), None):
+            return None
+        return params[0].name.value
+
+    def _jax_functions(self, items: cst.BaseExpression) -> bool:
+        """`items` is a tuple or list display of JAX functions (`[jnp.fliplr, jnp.flipud]`),
+        or a name bound once to one that nothing else reads (a list could grow)."""
+        if isinstance(items, cst.Name):
+            assignments = self.traced.assignments(items)
+            if len(assignments) != 1:
+                return False
+            (assignment,) = assignments
+            value = self._binding_value(assignment.node)
+            if isinstance(value, cst.List) and any(
+                r.node is not items for r in assignment.references
+            ):
+                return False
+            if value is None:
+                return False
+            items = value
+        if not isinstance(items, cst.List | cst.Tuple) or not items.elements:
+            return False
+        return all(
+            isinstance(e, cst.Element) and self.traced.is_jax_code(e.value) for e in items.elements
+        )
 
     def _family(self, maker: cst.BaseExpression) -> Family | None:
         """Whose pool `maker` (a constructor call) makes: `multiprocessing`'s (also through a

@@ -57,10 +57,64 @@ def test_the_work_moves_into_the_trace_only_when_it_is_jax_code(body: str, fixed
     assert [found] == check_text(text, [RULE], slicing=False)  # the slice holds no helper
 
 
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        pytest.param("return float(v) * 2", "it calls `float`", id="a host conversion"),
+        pytest.param("DB['v'] = v\n    return v", "it stores into `DB['v']`", id="a store"),
+        pytest.param("return np.asarray(v).max()", "it calls `np.asarray`", id="innermost"),
+    ],
+)
+def test_the_message_says_what_keeps_the_work_out_of_the_trace(body: str, why: str) -> None:
+    assert RULE is not None
+    (found,) = check_text(PROGRAM.format(body=f"    {body}"), [RULE])
+    assert found.fix_title is None
+    assert f"(not rewritten: `work` cannot run in the trace: {why}" in found.message
+
+
 def test_numpy_that_runs_on_the_array_is_jax_code() -> None:
     assert RULE is not None
     (found,) = check_text(PROGRAM.format(body="    return np.sum(v * 2) + np.mean(v)"), [RULE])
     assert found.fix_title is not None
+
+
+ITEMS = """\
+from concurrent.futures import ThreadPoolExecutor
+
+import jax
+import jax.numpy as jnp
+
+
+def noisy(v):
+    print("called")
+    return v
+
+
+@jax.jit
+def f(x):
+    {items}
+    with ThreadPoolExecutor(2) as pool:
+        out = list(pool.map(lambda op: op(x), ops))
+    return jnp.stack(out)
+"""
+
+
+@pytest.mark.parametrize(
+    ("items", "fixed"),
+    [
+        pytest.param("ops = (jnp.sin, jnp.cos)", True, id="a tuple of JAX functions"),
+        pytest.param("ops = [jnp.sin, jnp.cos]", True, id="a list read only by the pool"),
+        pytest.param("ops = [jnp.sin, noisy]", False, id="one prints"),
+        pytest.param("ops = [jnp.sin]\n    ops.append(jnp.cos)", False, id="a list that grows"),
+        pytest.param("ops = (jnp.sin, x)", False, id="an item that is not a function"),
+    ],
+)
+def test_work_calling_its_items_moves_only_when_they_are_jax_functions(
+    items: str, fixed: bool
+) -> None:
+    assert RULE is not None
+    (found,) = check_text(ITEMS.format(items=items), [RULE])
+    assert (found.fix_title is not None) is fixed
 
 
 def test_the_pool_fix_follows_jax_numpy_namesakes_in_the_next_round() -> None:
