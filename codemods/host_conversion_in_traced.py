@@ -22,7 +22,7 @@ from jaxfix.fixes.eager_calls import (
     written,
 )
 from jaxfix.fixes.fix import Fix, ImportNeeded
-from jaxfix.fixes.hoist import is_host_only_target, jax_module_name, jax_numpy_name
+from jaxfix.fixes.hoist import gating_if, is_host_only_target, jax_module_name, jax_numpy_name
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
 from jaxfix.fixes.host_solver import solver_callback
 from jaxfix.fixes.returns import DUMPS
@@ -166,7 +166,10 @@ class HostConversionInTraced(Rule):
     module-level array) moves with the statement into a
     host callback, as JF103's stores do: there it gets concrete values (a `jax.numpy` result
     would leak a tracer into the host state), and host code that reads the state after a call
-    waits for it with `jax.effects_barrier()`. `scipy.special`'s
+    waits for it with `jax.effects_barrier()`. An `if` whose test converts a traced value and
+    whose branches only change host state (`if int(step) % every == 0: save(params)`) only
+    gates host effects: it moves into the callback whole, where the test gets concrete values.
+    `scipy.special`'s
     `expit`, `logit`, `erf`, `erfc`, `gammaln`, `xlogy`, `xlog1py`, `softmax`, `log_softmax`
     and `logsumexp` become their `jax.scipy.special` namesakes on the NumPy calls' conditions.
     A SciPy optimizer or root finder given traced values (`res = minimize(objective, x0=x0)`,
@@ -476,12 +479,18 @@ class HostConversionInTraced(Rule):
         """For a conversion whose statement only changes host state (`ACTS.append(np.asarray
         (h))`, `self.last = float(loss)`): the statement moved into a host callback, where the
         conversion gets concrete values, and the advice that says so; else no fix."""
-        statement = self.traced.simple_statement(conversion, through_applied=True)
-        if statement is None or not self._host_statement(statement):
+        statement: Statement | None = self.traced.simple_statement(conversion, through_applied=True)
+        if statement is not None and not self._host_statement(statement):
+            statement = None
+        gate = gating_if(self.traced, statement or conversion, self._host_statement)
+        statement = gate or statement
+        if statement is None:
             return None, advice
         fix = self._hoists.fix(statement, "_host_" + _last_name(statement))
         if not isinstance(fix, Fix):
             return None, advice
+        if gate is not None:
+            return fix, "run the `if` that gates host effects in `jax.debug.callback`"
         return fix, "run the statement in `jax.debug.callback`, where the values are concrete"
 
     def _host_statement(self, statement: Statement) -> bool:
@@ -859,8 +868,14 @@ def _nothing_wrapped(
     return {}
 
 
-def _last_name(statement: cst.SimpleStatementLine) -> str:
-    """`append` for `ACTS.append(...)`, `store` for an assignment: the host function's name."""
+def _last_name(statement: Statement) -> str:
+    """`append` for `ACTS.append(...)`, `store` for an assignment, the first branch's for an
+    `if`: the host function's name."""
+    if isinstance(statement, cst.If):
+        first = statement.body.body[0]
+        return _last_name(first) if isinstance(first, Statement) else "store"
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return "store"
     small = statement.body[0]
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         func = small.value.func

@@ -16,7 +16,7 @@ from jaxfix.analysis.reasons import Via
 from jaxfix.fixes.after_call_sites import rewrite_imported_sites
 from jaxfix.fixes.call_sites import sole_binding
 from jaxfix.fixes.fix import Fix
-from jaxfix.fixes.hoist import is_host_only_target
+from jaxfix.fixes.hoist import gating_if, is_host_only_target
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
 from jaxfix.fixes.returns import DUMPS, returned
 from jaxfix.fixes.syntax import calls_in, descendants, payload_of, source_of
@@ -210,7 +210,9 @@ class SerializeInTraced(Rule):
     the file does not show, there is no fix, unless the serialization is in a helper that
     traced code calls on one line, its value dropped (`save(params, path)` in a jitted step):
     then that call moves, as above, given host copies of the traced values, and the helper runs
-    on the host. When the calling code is in other modules of the run, the finding in the
+    on the host. An `if` on traced values whose branches only change host state moves whole
+    (`if int(step) % every == 0:` around the serialization: the test gets concrete values on
+    the host). When the calling code is in other modules of the run, the finding in the
     helper's module is fixed by those moves, one fix over the files (all made or none; the
     host reads of what the helper writes, named by its strings and those the call gives it,
     wait for it). `json` is given each leaf of the host copy as a
@@ -565,14 +567,18 @@ class SerializeInTraced(Rule):
 
     def _host_only_statement(
         self, call: cst.Call | cst.Assign
-    ) -> cst.SimpleStatementLine | cst.With | None:
+    ) -> cst.SimpleStatementLine | cst.With | cst.If | None:
         """The statement holding `call` if its only effect is on host state, else None.
 
         Inside `with ... as f:` the whole block moves (the host function cannot write to a
-        file the block has already closed), and only when it is a block of `open(...)`s."""
+        file the block has already closed), and only when it is a block of `open(...)`s; an
+        `if` whose test on traced values only gates host effects moves whole (`gating_if`)."""
         node = self.traced.simple_statement(call, through_applied=True)
         if node is None or not self._is_host_only_line(node):
             return None
+        gate = gating_if(self.traced, node, self._movable)
+        if gate is not None:
+            return gate
         block = self.traced.parent(node)
         with_node = self.traced.parent(block) if block is not None else None
         if not isinstance(with_node, cst.With) or all(i.asname is None for i in with_node.items):

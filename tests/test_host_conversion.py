@@ -447,3 +447,38 @@ def test_a_solve_reads_its_fields_from_the_callback() -> None:
     )
     assert "return res_x + res_fun" in fixed.text
     assert "        def objective(c):" in fixed.text  # moved into the host function
+
+
+GATED = """\
+import pickle
+
+import jax
+
+SNAPSHOTS = []
+
+
+@jax.jit
+def step(params, i):
+    if int(i) % 2 == 0:
+        {branch}
+    return params
+"""
+
+
+@pytest.mark.parametrize(
+    ("branch", "gated"),
+    [
+        ("SNAPSHOTS.append(pickle.dumps(params))", True),
+        ("params = params * 2", False),  # traced state: not a gate of host effects
+        ("SNAPSHOTS.append(1)\n        params = params * 2", False),
+    ],
+)
+def test_an_if_on_traced_values_moves_to_the_host_only_when_it_gates_host_effects(
+    branch: str, gated: bool
+) -> None:
+    found = check_text(GATED.format(branch=branch), RULES)
+    conversion = next(d for d in found if d.code == "JF104" and d.message.startswith("`int`"))
+    assert (conversion.fix_title is not None) is gated
+    if gated:
+        fixed = fix_text(GATED.format(branch=branch), RULES, unsafe_fixes=True).text
+        assert "        if int(i) % 2 == 0:\n            SNAPSHOTS.append(" in fixed

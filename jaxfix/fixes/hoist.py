@@ -6,7 +6,7 @@ concrete values. Shared by every rule whose fix is "do this on the host".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import UnionType
 
 import libcst as cst
@@ -231,6 +231,30 @@ def hoist_statements(
         f"{jax_name}.debug.callback({', '.join([host_name, *given.values()])}{ordered})\n"
     ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     return [*kept, host_def, callback]
+
+
+def gating_if(
+    analysis: TracedAnalysis, node: cst.CSTNode, host_only: Callable[[Statement], bool]
+) -> cst.If | None:
+    """The `if` that `node` (a statement of its branches, or a part of its test) belongs to,
+    when the `if` only gates host effects: each statement of its branches is host-only and its
+    test reads a traced value, which it needs concrete (`if int(step) % every == 0: save(p)`).
+    Such an `if` moves to the host whole, test and all. Not an `elif` chain."""
+    current = node
+    while not isinstance(parent := analysis.parent(current), cst.If):
+        if parent is None or isinstance(parent, cst.FunctionDef | cst.Lambda | cst.Module):
+            return None
+        current = parent
+    gate = parent
+    if isinstance(gate.orelse, cst.If) or isinstance(analysis.parent(gate), cst.If):
+        return None
+    branches = [*gate.body.body, *(gate.orelse.body.body if gate.orelse else ())]
+    in_test = analysis.inside(node, gate.test)
+    if not in_test and not any(node is statement for statement in branches):
+        return None
+    if not all(isinstance(s, Statement) and host_only(s) for s in branches):
+        return None
+    return gate if analysis.traced_names(gate.test) else None
 
 
 def values_of(function: cst.FunctionDef | cst.Lambda, name: str) -> list[cst.BaseExpression]:
