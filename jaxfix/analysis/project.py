@@ -146,6 +146,9 @@ class ModuleFacts:
     # The top-level classes that declare pytree metadata fields, with their names: static
     # attributes of an instance of the class in every module of the run.
     static_classes: dict[str, list[str]] = field(default_factory=dict)
+    # The full names (through the module's imports) it may use a class by (annotations,
+    # calls): where the static fields of another module's class can change its results.
+    class_uses: set[str] = field(default_factory=set)
 
     def forget_since(self, published: int) -> None:
         """Forget the return changes published after the first `published` (a rules' run
@@ -188,10 +191,12 @@ class ModuleFacts:
                 str(name): [str(f) for f in fields]
                 for name, fields in data.get("static_classes", {}).items()
             },
+            class_uses=set(data.get("class_uses", ())),
         )
 
 
 _SETS = (
+    "class_uses",
     "functions",
     "anchored",
     "calls",
@@ -221,6 +226,7 @@ def with_tree_facts(facts: ModuleFacts, first: ModuleFacts) -> ModuleFacts:
         decorators=set(first.decorators),
         imported=set(first.imported),
         static_classes=dict(first.static_classes),
+        class_uses=set(first.class_uses),
     )
 
 

@@ -106,6 +106,23 @@ def top_level_static_classes(tree: ast.Module, module: Module) -> dict[str, list
     return found
 
 
+def class_use_names(module: Module) -> set[str]:
+    """The full names (through the module's imports) that the module may use a class by: what
+    its parameters' annotations read and what it calls (a constructor). Where another
+    module's class with static fields is used, its instances' fields are known."""
+    found: set[str] = set()
+    for function in module.nodes.values():
+        args = function.args
+        for param in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            if param.annotation is not None:
+                for node in ast.walk(param.annotation):
+                    if isinstance(node, ast.Name | ast.Attribute):
+                        found.add(qualified_name(node, module))
+    for scope in module.scopes.values():
+        found.update(qualified_name(call.func, module) for call in scope.calls)
+    return found - {""}
+
+
 def static_attribute_names(module: Module) -> set[str]:
     """Every attribute name some pytree class of the module declares as metadata, and those
     a `register_dataclass` call of the module names (whatever class it registers)."""

@@ -305,8 +305,9 @@ def _share_static_classes(
 ) -> None:
     """Tell each file the metadata fields of the classes it imports from other files of the
     run (`sys: System`, `System` declaring `mj_model = struct.field(pytree_node=False)`); analyse
-    again those whose findings or traced calls into the run may change with it (the others
-    keep it for the later rounds)."""
+    again those that use one (in an annotation or a call) and whose findings
+    or traced calls into the run may change with it (the others keep it for the later
+    rounds)."""
     if not any(outcome.facts.static_classes for outcome in outcomes.values()):
         return
     rerun = {}
@@ -317,7 +318,8 @@ def _share_static_classes(
         path, job = tasks[i]
         options = dataclasses.replace(job.options, static_classes=known)
         tasks[i] = (path, dataclasses.replace(job, options=options))
-        if outcome.diagnostics or outcome.facts.calls_out:
+        uses = not outcome.facts.class_uses.isdisjoint(name for name, _ in known)
+        if uses and (outcome.diagnostics or outcome.facts.calls_out):
             rerun[i] = tasks[i]
     outcomes.update(analyser.outcomes(rerun))
 

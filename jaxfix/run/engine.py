@@ -22,7 +22,7 @@ from jaxfix.analysis import candidates, candidates_read, firstpass
 from jaxfix.analysis.declarations import whole_module
 from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.project import ModuleFacts, Place, note_top_level, traced_calls
-from jaxfix.analysis.pytree_fields import top_level_static_classes
+from jaxfix.analysis.pytree_fields import class_use_names, top_level_static_classes
 from jaxfix.analysis.summaries import Bindings
 from jaxfix.models.diagnostic import AttachedFix, Diagnostic, TextEdit
 from jaxfix.models.edits import EditsWanted, line_edits
@@ -637,7 +637,10 @@ def _note_facts(
     facts.wrappers.update(found.wrappers(tree))
     facts.imported.update((raw, place.absolute(raw)) for raw in found.project_imports(packages))
     facts.decorators.update(found.project_decorators(packages))
-    facts.static_classes.update(top_level_static_classes(tree, analysed.facts.module))
+    module = analysed.facts.module
+    facts.static_classes.update(top_level_static_classes(tree, module))
+    if facts.imported:
+        facts.class_uses.update(class_use_names(module))
     for call, name in found.project_calls(packages, within=named):
         facts.calls.add((named[call.statement], place.absolute(name)))
     if (facts.anchored or facts.calls) and len(analysed.text) >= MIN_OUTLINED:
