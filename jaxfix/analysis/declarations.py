@@ -30,6 +30,7 @@ from jaxfix.models.transforms import (
     CALL_WRAPPERS,
     CUSTOM_RULE_METHODS,
     PARTIAL,
+    SAME_PARAMETERS,
     TRACED_MODULE_BASES,
     TransformSpec,
 )
@@ -388,6 +389,7 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     names = {
         node.name: fid for fid, node in module.nodes.items() if not isinstance(node, ast.Lambda)
     }
+    names = _transformed_aliases(module, names) | names
     calls: list[tuple[str, ast.Call, str, list[str]]] = []  # caller, call, callee, positional
     for fid, scope in module.scopes.items():
         for call in scope.calls:
@@ -432,6 +434,32 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
         if new == found:
             break
         found = new
+    return found
+
+
+def _transformed_aliases(module: Module, names: Mapping[str, str]) -> dict[str, str]:
+    """Module-level names bound once to a transform that keeps its function's parameters,
+    applied to a function of the module (`solve = jax.jit(run)`, `jax.jit(lambda k, x: ...)`),
+    each with that function's id: a call of the name is a call of the function."""
+    bound: dict[str, list[ast.expr]] = {}
+    for assign in module.scope("<module>").assigns:
+        for target in assign.targets:
+            for name in names_bound(target):
+                bound.setdefault(name, []).append(assign.value)
+    found: dict[str, str] = {}
+    for name, values in bound.items():
+        value = values[0] if len(values) == 1 else None
+        if not isinstance(value, ast.Call) or not value.args:
+            continue
+        if module.import_name(value.func) not in SAME_PARAMETERS:
+            continue
+        function = value.args[0]
+        if isinstance(function, ast.Lambda):
+            fid = module.by_node.get(function)
+        else:
+            fid = names.get(function.id) if isinstance(function, ast.Name) else None
+        if fid is not None:
+            found[name] = fid
     return found
 
 

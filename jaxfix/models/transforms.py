@@ -156,6 +156,35 @@ TRANSFORMS: dict[str, TransformSpec] = {
     **FRAMEWORK_TRANSFORMS,
 }
 
+# Transforms whose result takes the parameters of the function it is given, in order
+# (`solve = jax.jit(run)`: `solve(a, b)` gives `run` `a` and `b`).
+SAME_PARAMETERS = frozenset(
+    {
+        "jax.jit",
+        "jax.pjit",
+        "jax.experimental.pjit.pjit",
+        "jax.pmap",
+        "jax.vmap",
+        "jax.grad",
+        "jax.value_and_grad",
+        "jax.jacfwd",
+        "jax.jacrev",
+        "jax.hessian",
+        "jax.checkpoint",
+        "jax.remat",
+        "equinox.filter_jit",
+        "equinox.filter_pmap",
+        "equinox.filter_grad",
+        "equinox.filter_value_and_grad",
+        "equinox.filter_vmap",
+        "flax.nnx.jit",
+        "flax.nnx.grad",
+        "flax.nnx.value_and_grad",
+        "flax.nnx.vmap",
+        "flax.nnx.remat",
+    }
+)
+
 # Module classes whose methods run only inside `init` / `apply` (Flax linen) or a transformed
 # function (Haiku), which are meant to be jitted: their array inputs are traced by design.
 TRACED_MODULE_BASES = frozenset({"flax.linen.Module", "haiku.Module"})
