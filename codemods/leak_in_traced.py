@@ -51,6 +51,8 @@ class LeakInTraced(Rule):
     a dict the class keeps in `self.cache`, or an attribute of `self` or of an outer object;
     and traced values passed to a logger (`logging.info`, `logging.getLogger(...)` loggers,
     also kept in `self.log` by the class, `wandb.log`, `writer.add_scalar`, `log_metrics`).
+    An unpacking stores each part (`global KEY; KEY, sub = jax.random.split(KEY)`), and under
+    `jax.jit` an array made from constants is a tracer too (it is staged).
     A list or dict the traced function creates itself is not reported, nor are Flax NNX, Flax
     linen, Equinox and Haiku modules' own attributes. A conversion that raises on a tracer
     (`HISTORY.append(float(loss))`, `.item()`) stores nothing: it is JF104's.
@@ -223,6 +225,7 @@ class LeakInTraced(Rule):
             return
         found = self.traced.kept_store(node)
         if found is not None:
+            target = _written(target, found.root)
             written = target.value if isinstance(target, cst.Subscript) else target
             where = self._where(found, written)
             self._found(node, target, self.message, where, "keep", None, found.holder)
@@ -395,6 +398,23 @@ class LeakInTraced(Rule):
             method = func.attr.value if isinstance(func, cst.Attribute) else source_of(func)
             return self._hoists.fix(statement, "_host_" + method.replace(".", "_"))
         return self._hoists.fix(statement, "_host_store")
+
+
+def _written(target: cst.BaseExpression, root: str) -> cst.BaseExpression:
+    """The part of an unpacking target (`key, sub = ...`) that stores into `root`: the first
+    whose name, or the base of whose attribute or item, it is; `target` itself otherwise."""
+    if not isinstance(target, cst.Tuple | cst.List):
+        return target
+    for element in target.elements:
+        part = element.value
+        base = part
+        while isinstance(base, _TARGETS):
+            base = base.value
+        if isinstance(base, cst.Name) and base.value == root:
+            return _written(part, root) if isinstance(part, cst.Tuple | cst.List) else part
+        if isinstance(part, cst.Tuple | cst.List) and _written(part, root) is not part:
+            return _written(part, root)
+    return target
 
 
 def _no_wrapping(

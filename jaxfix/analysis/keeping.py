@@ -167,6 +167,8 @@ class Keeping:
         name = self.full_name(func, fid)
         if name is not None:
             converts = name in CONVERSIONS and (raising or name not in RAISING_CONVERSIONS)
+            if name.startswith(ARRAY_NAMESPACES) and self.is_traced(call, fid):
+                return True  # staged: under `jit`, `random.split(KEY)` of a constant too
             array = name.startswith(ARRAY_NAMESPACES) or converts
             arguments = call_arguments(call)
             return array and any(self.leaks(_unstarred(arg), fid, raising) for arg in arguments)
@@ -189,6 +191,19 @@ class Keeping:
             target, value = statement.target, statement.value
         else:
             return None
+        unpacking = isinstance(target, ast.Tuple | ast.List)
+        for part, stored in _unpacked(target, value):
+            if unpacking and not isinstance(part, ast.Name):
+                continue  # only a `global` / `nonlocal` name, as `self.a, self.b = ...` may
+                # write into an object the trace was given
+            found = self._kept_in(part, stored, fid)
+            if found is not None:
+                return found
+        return None
+
+    def _kept_in(self, target: ast.expr, value: ast.expr, fid: str) -> Outliving | None:
+        """Where storing `value` in `target` (no tuple) keeps a leaking value (see
+        `kept_store`)."""
         if not self.leaks(value, fid, raising=False):
             return None
         if isinstance(target, ast.Name):
@@ -547,6 +562,27 @@ def _bind(target: ast.expr, value: ast.expr | None, bindings: dict[str, list[Bin
     elif isinstance(target, ast.Tuple | ast.List):
         for element in target.elts:
             _bind(_unstarred(element), None, bindings)
+
+
+def _unpacked(target: ast.expr, value: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
+    """Each target an assignment stores into, with the expression whose value (or a part of
+    it) it gets: `key, sub = random.split(key)` gives each of `key` and `sub` a row of the
+    split; `a, b = x, y` gives `a` `x`. A starred target is left out."""
+    if not isinstance(target, ast.Tuple | ast.List):
+        yield target, value
+        return
+    pairs = isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts)
+    for index, element in enumerate(target.elts):
+        if isinstance(element, ast.Starred):
+            continue
+        if pairs:
+            assert isinstance(value, ast.Tuple | ast.List)
+            part = value.elts[index]
+            if isinstance(part, ast.Starred):
+                return
+            yield from _unpacked(element, part)
+        else:
+            yield from _unpacked(element, value)
 
 
 def _everything(body: list[ast.stmt]) -> Iterator[ast.AST]:
