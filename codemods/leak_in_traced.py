@@ -37,6 +37,9 @@ SINKS = (
 # The mutators whose value code uses; every other one returns None, so a call whose value is
 # used is another object's method of that name (`state = opt.update(grads, state)`).
 VALUED_MUTATORS = frozenset({"setdefault"})
+# Why a kept closure has no fix: a callback would keep a closure too, over host copies taken
+# once per call (once per element under `vmap`), where the code meant to keep one.
+CLOSURE_HINT = "the code that calls it later needs the values: return them from the function"
 Statement = cst.SimpleStatementLine
 _TARGETS = (cst.Attribute, cst.Subscript)
 
@@ -52,7 +55,11 @@ class LeakInTraced(Rule):
     and traced values passed to a logger (`logging.info`, `logging.getLogger(...)` loggers,
     also kept in `self.log` by the class, `wandb.log`, `writer.add_scalar`, `log_metrics`).
     An unpacking stores each part (`global KEY; KEY, sub = jax.random.split(KEY)`), and under
-    `jax.jit` an array made from constants is a tracer too (it is staged).
+    `jax.jit` an array made from constants is a tracer too (it is staged). A function that
+    closes over a tracer (a lambda or a `def` of the traced function reading one of its
+    tracers) keeps it too, also when it is handed to a function of the module that stores its
+    parameter (`checks.setdefault(name, []).append(check)`): calling it after the trace
+    fails. Such a store has no fix.
     A list or dict the traced function creates itself is not reported, nor are Flax NNX, Flax
     linen, Equinox and Haiku modules' own attributes. A conversion that raises on a tracer
     (`HISTORY.append(float(loss))`, `.item()`) stores nothing: it is JF104's.
@@ -156,6 +163,10 @@ class LeakInTraced(Rule):
     summary = "A traced value stored in state that outlives the trace, or logged"
     message = "`{what}` keeps a traced value in {where} inside `{function}` ({reason})"
     log_message = "`{what}` logs a traced value inside `{function}` ({reason})"
+    closure_message = (
+        "`{what}` keeps a function that closes over a traced value in {where} inside"
+        " `{function}` ({reason})"
+    )
     fix_title = "Move the statement to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
     unfixed = (
@@ -207,7 +218,9 @@ class LeakInTraced(Rule):
         if found is None or self.traced.is_undone(node):
             return
         hint = "tracers are unhashable" if method == "add" else None
-        self._found(node, func.value, self.message, self._where(found, func.value), "keep", hint)
+        template = self.closure_message if found.closure else self.message
+        hint = CLOSURE_HINT if found.closure else hint
+        self._found(node, func.value, template, self._where(found, func.value), "keep", hint)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1:
@@ -228,7 +241,10 @@ class LeakInTraced(Rule):
             target = _written(target, found.root)
             written = target.value if isinstance(target, cst.Subscript) else target
             where = self._where(found, written)
-            self._found(node, target, self.message, where, "keep", None, found.holder)
+            template, hint = (
+                (self.closure_message, CLOSURE_HINT) if found.closure else (self.message, None)
+            )
+            self._found(node, target, template, where, "keep", hint, found.holder)
 
     def _logged(self, call: cst.Call) -> bool:
         """`call` hands a traced value to a logger or a metrics writer."""
@@ -368,6 +384,12 @@ class LeakInTraced(Rule):
 
     def _read_back(self, location: cst.BaseExpression, statement: Statement) -> bool:
         """Whether traced code outside `statement` reads what it stores."""
+        while (
+            isinstance(location, cst.Call)
+            and isinstance(location.func, cst.Attribute)
+            and location.func.attr.value == "setdefault"
+        ):
+            location = location.func.value  # `HIST.setdefault("loss", [])`: an item of `HIST`
         if isinstance(location, cst.Subscript):
             location = location.value
         if isinstance(location, cst.Attribute):

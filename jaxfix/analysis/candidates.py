@@ -246,6 +246,11 @@ class Candidates:
         def keeps_traced(call: CandidateCall) -> bool:
             return on_outer(call) and self._analysis().kept_call(call.call)
 
+        def keeps_closure(call: CandidateCall) -> bool:
+            fid = self._fid(call.owner)
+            kept = self._analysis().keeping.kept_call(call.call, fid) if fid else None
+            return kept is not None and kept.closure
+
         # Where `traced_only` is not asked for, the analysis' verdicts are not needed.
         traced = self.traced() - set(skipped) if traced_only else set()
         given = self._analysis().traced_calls() if given_traced and traced_only else None
@@ -265,8 +270,8 @@ class Candidates:
             if call.owner not in traced or given is None:
                 return False
             known = given.get(call.call)
-            if known is None:
-                return False
+            if known is None:  # it may keep a function that closes over a tracer
+                return bool(outer) and on_outer(call) and keeps_closure(call)
             # What the analysis resolved: a module's function is no method (`jnp.log` is not
             # a logger's `log`).
             if known.method is not None:
@@ -720,11 +725,19 @@ def _split(
 
 
 def _attribute_root(expr: ast.expr) -> str | None:
-    """`a` for `a`, `a.b.c` and `a["k"].b` (`Keeping.outliving`); None for any other base (a
-    call)."""
-    while isinstance(expr, ast.Attribute | ast.Subscript):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
+    """`a` for `a`, `a.b.c`, `a["k"].b` and `a.setdefault(k, [])` (`Keeping.outliving`); None
+    for any other base (another call)."""
+    while True:
+        if isinstance(expr, ast.Attribute | ast.Subscript):
+            expr = expr.value
+        elif (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr == "setdefault"
+        ):
+            expr = expr.func.value
+        else:
+            return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _reads_parameter(site: ast.expr, owner: CandidateFunction | None) -> bool:

@@ -18,7 +18,7 @@ import builtins
 import enum
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jaxfix.analysis.names import dotted, of_the_program
 from jaxfix.analysis.statements import call_arguments, inner_statements
@@ -96,6 +96,8 @@ class Outliving:
     holder: Holder
     root: str
     enclosing: str = ""
+    # What it keeps is a function that closes over tracers (`lambda: jnp.all(z > 0)`).
+    closure: bool = False
 
 
 @dataclass
@@ -115,6 +117,7 @@ class Keeping:
         self.facts = facts
         self._scopes: dict[str, _ScopeIndex] = {}
         self._classes: dict[ast.AST, ast.ClassDef] | None = None  # method -> its class
+        self._closure_params: dict[str, set[str]] | None = None  # see `closure_params`
 
     # ----- values ------------------------------------------------------------------------
 
@@ -204,8 +207,13 @@ class Keeping:
     def _kept_in(self, target: ast.expr, value: ast.expr, fid: str) -> Outliving | None:
         """Where storing `value` in `target` (no tuple) keeps a leaking value (see
         `kept_store`)."""
-        if not self.leaks(value, fid, raising=False):
+        closure = self.closure(value, fid)
+        if not closure and not self.leaks(value, fid, raising=False):
             return None
+        found = self._kept_target(target, fid)
+        return replace(found, closure=True) if found is not None and closure else found
+
+    def _kept_target(self, target: ast.expr, fid: str) -> Outliving | None:
         if isinstance(target, ast.Name):
             found = self.outliving(target, fid)
             outer = found is not None and found.holder in (Holder.GLOBAL, Holder.NONLOCAL)
@@ -240,9 +248,75 @@ class Keeping:
                 return None
         else:
             return None
-        if not any(self.leaks(payload, fid, raising=False) for payload in payloads):
+        closure = any(self.closure(payload, fid) for payload in payloads)
+        if not closure and not any(self.leaks(p, fid, raising=False) for p in payloads):
             return None
-        return self.outliving(func.value, fid)
+        found = self.outliving(func.value, fid)
+        return replace(found, closure=True) if found is not None and closure else found
+
+    # ----- closures ----------------------------------------------------------------------
+
+    def closure(self, node: ast.expr, fid: str) -> bool:
+        """`node`, in the code of `fid`, is a function that closes over a tracer: a lambda
+        or a `def` of `fid` whose body reads a name of `fid` that is a tracer there, or a
+        parameter every caller in traced code gives such a function (`expect(name, check)`
+        called with `lambda: jnp.all(z > 0)`). Calling it later, outside the trace, uses the
+        tracer."""
+        if isinstance(node, ast.Lambda):
+            return self._captures(node, fid)
+        if not isinstance(node, ast.Name) or fid not in self.facts.reasons:
+            return False
+        bindings = self._index(fid).bindings.get(node.id, [])
+        if len(bindings) != 1:
+            return False
+        binding = bindings[0]
+        if isinstance(binding.node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return self._captures(binding.node, fid)
+        return binding.parameter and node.id in self.closure_params().get(fid, set())
+
+    def _captures(
+        self, function: ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef, fid: str
+    ) -> bool:
+        inner = self.module.by_node.get(function)
+        if inner is None or fid not in self.facts.reasons:
+            return False
+        own = self._index(inner).bindings
+        body: list[ast.AST] = (
+            [function.body] if isinstance(function, ast.Lambda) else list(function.body)
+        )
+        return any(
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id not in own
+            and self.facts.tracer_at(node)
+            for part in body
+            for node in ast.walk(part)
+        )
+
+    def closure_params(self) -> dict[str, set[str]]:
+        """The parameters of the module's functions that traced code gives a function closing
+        over a tracer (see `closure`), by function id: every call of the function in traced
+        code that gives the parameter anything gives it such a function."""
+        if self._closure_params is not None:
+            return self._closure_params
+        self._closure_params = {}
+        for _ in range(3):  # handed on through a chain of calls
+            given: dict[tuple[str, str], list[bool]] = defaultdict(list)
+            for summary in self.facts.traced_functions():
+                for call in summary.calls:
+                    callee = self.module.functions.get(call.target or "")
+                    if callee is None or call.guarded:
+                        continue
+                    for param, arg in _given(callee.positional[call.bound :], call.node):
+                        given[(callee.id, param)].append(self.closure(arg, summary.id))
+            found: dict[str, set[str]] = {}
+            for (callee_id, param), closures in given.items():
+                if all(closures):
+                    found.setdefault(callee_id, set()).add(param)
+            if found == self._closure_params:
+                break
+            self._closure_params = found
+        return self._closure_params
 
     # ----- objects -----------------------------------------------------------------------
 
@@ -253,10 +327,17 @@ class Keeping:
         container default, an object of an enclosing function that is not traced. None for
         the function's own objects and its other parameters' (the caller's)."""
         root = node
-        while isinstance(root, ast.Attribute | ast.Subscript):  # `HISTORY["loss"]` too
-            root = root.value
+        while True:  # `HISTORY["loss"]`, `HISTORY.setdefault("loss", [])` too
+            if isinstance(root, ast.Attribute | ast.Subscript):
+                root = root.value
+            elif _item_of(root):
+                root = _container_of(root)
+            else:
+                break
         if not isinstance(root, ast.Name):
             return None
+        if root is not node and not isinstance(node, ast.Attribute | ast.Subscript):
+            node = _container_of(node)
         name = root.id
         own = self._index(fid)
         if name in own.global_names:
@@ -562,6 +643,35 @@ def _bind(target: ast.expr, value: ast.expr | None, bindings: dict[str, list[Bin
     elif isinstance(target, ast.Tuple | ast.List):
         for element in target.elts:
             _bind(_unstarred(element), None, bindings)
+
+
+def _item_of(node: ast.expr) -> bool:
+    """`d.setdefault(k, [])`: an item the dict `d` keeps, handed back."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "setdefault"
+    )
+
+
+def _container_of(node: ast.expr) -> ast.expr:
+    """The object whose item a `setdefault` call hands back (`d` of `d.setdefault(k, [])`)."""
+    while _item_of(node):
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        node = node.func.value
+    return node
+
+
+def _given(positional: list[str], call: ast.Call) -> Iterator[tuple[str, ast.expr]]:
+    """Each parameter `call` gives a value by position (up to a starred argument) or by
+    keyword, with the argument."""
+    for param, arg in zip(positional, call.args, strict=False):
+        if isinstance(arg, ast.Starred):
+            break
+        yield param, arg
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            yield keyword.arg, keyword.value
 
 
 def _unpacked(target: ast.expr, value: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
