@@ -398,7 +398,13 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
                 if isinstance(call.func, ast.Call) and call.func.args
                 else call.func
             )
-            callee = names.get(func.id) if isinstance(func, ast.Name) and call.args else None
+            callee = (
+                names.get(func.id)
+                if isinstance(func, ast.Name) and call.args
+                else module.by_node.get(func)
+                if isinstance(func, ast.Lambda) and call.args
+                else None
+            )
             if callee is not None:
                 calls.append((fid, call, callee, params_of(module.nodes[callee])[1]))
     if not calls:
