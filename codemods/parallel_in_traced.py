@@ -28,6 +28,9 @@ class Kind(enum.Enum):
     PROCESS = "a child process"  # `Process(target=f, args=...)`
     THREAD = "a thread"  # `Thread(target=f, args=...)`
     FACTORY = "a context or manager"  # `get_context(...)` / `Manager()`: makes the others
+    SHARED = "a manager's server process"  # `Manager().dict()` / `.list()`: a proxy
+    CLUSTER = "a Dask cluster's workers"  # `dask.distributed.Client(...)`
+    RAY = "Ray's object store"  # `ray.put(x)`
 
 
 # Constructors, by their full names, and what they make (the row's detail: a `Kind`'s name; a
@@ -52,6 +55,10 @@ SINKS = tuple(
         # `Thread(target=f, args=(x,))`: the arguments its target runs with.
         ("threading.Thread", Kind.THREAD),
         ("multiprocessing.Process", Kind.PROCESS),
+        ("dask.distributed.Client", Kind.CLUSTER),
+        ("distributed.Client", Kind.CLUSTER),
+        # Functions that send what they are given: `ray.put(x)`.
+        ("ray.put", Kind.RAY),
     ]
 )
 SPAWNED = frozenset({Kind.THREAD, Kind.PROCESS})
@@ -62,7 +69,13 @@ FACTORY_METHODS: dict[str, Kind] = {
     "SimpleQueue": Kind.QUEUE,
     "JoinableQueue": Kind.QUEUE,
     "Pipe": Kind.CONNECTION,
+    "dict": Kind.SHARED,
+    "list": Kind.SHARED,
 }
+# Values of a manager's shared dict or list go to its server process: `shared[key] = value`
+# (`ITEM_STORE`) and the methods that store their arguments.
+ITEM_STORE = "__setitem__"
+
 # The methods that send their arguments to the workers, by the kind of receiver.
 METHODS: dict[Kind, frozenset[str]] = {
     Kind.PROCESSES: frozenset(
@@ -80,6 +93,8 @@ METHODS: dict[Kind, frozenset[str]] = {
     ),
     Kind.QUEUE: frozenset({"put", "put_nowait"}),
     Kind.CONNECTION: frozenset({"send"}),
+    Kind.SHARED: frozenset({"update", "setdefault", "append", "extend", "insert"}),
+    Kind.CLUSTER: frozenset({"submit", "map", "scatter"}),
 }
 METHODS[Kind.THREADS] = METHODS[Kind.PROCESSES]
 # Arguments of those methods that are not sent: the function and the pool's own options.
@@ -90,12 +105,23 @@ NOT_SENT = frozenset({"func", "fn", "callback", "error_callback", "chunksize", "
 # the receiver is a pool a top-level statement makes (`BOUND_MAKERS`).
 RARE_METHODS = frozenset(
     {"imap", "imap_unordered", "starmap", "starmap_async", "map_async", "apply_async"}
-    | {"submit", "put", "put_nowait", "send"}
+    | {"submit", "put", "put_nowait", "send", "scatter"}
 )
 # Pools and executors whose every method counts on a name the module binds once, at its top
 # level, to one of them (`POOL = ThreadPoolExecutor(2)`): `candidates.BOUND` anchors them.
 BOUND_MAKERS = frozenset(
-    row.callable for row in SINKS if row.detail in (Kind.PROCESSES.name, Kind.THREADS.name)
+    row.callable
+    for row in SINKS
+    if row.detail in (Kind.PROCESSES.name, Kind.THREADS.name, Kind.CLUSTER.name)
+)
+# A manager's shared dict or list that a top-level statement binds (`SHARED =
+# Manager().dict()`), as `candidates.BOUND` names it: every method and item store counts.
+BOUND_SHARED = frozenset(
+    f"{row.callable}().{method}"
+    for row in SINKS
+    if row.detail == Kind.FACTORY.name
+    for method, kind in FACTORY_METHODS.items()
+    if kind is Kind.SHARED
 )
 SPAWNER_ARGUMENTS = {"args": 3, "kwargs": 4}  # keyword -> position (group, target, name first)
 PARALLEL = "joblib.Parallel"
@@ -109,6 +135,9 @@ WHY = {
     Kind.CONNECTION: "a tracer cannot be pickled",
     Kind.PROCESS: "a tracer cannot be pickled, and a forked child gets a useless copy of it",
     Kind.THREAD: THREAD_WHY,
+    Kind.SHARED: "a tracer cannot be pickled",
+    Kind.CLUSTER: "a tracer cannot be pickled",
+    Kind.RAY: "a tracer cannot be pickled",
 }
 FAN_OUT = (
     "map the work with `jax.vmap`, run the pool outside the traced function, or call it"
@@ -126,6 +155,9 @@ HINTS = {
     Kind.CONNECTION: SEND,
     Kind.PROCESS: SPAWN,
     Kind.THREAD: SPAWN,
+    Kind.SHARED: SEND,
+    Kind.CLUSTER: FAN_OUT,
+    Kind.RAY: SEND,
 }
 # The methods whose work takes each item of one iterable (`pool.map(work, items)`).
 ITEM_METHODS = frozenset({"map", "imap", "imap_unordered"})
@@ -188,8 +220,11 @@ class ParallelInTraced(Rule):
     `map` / `imap` / `starmap` / `apply` (and `_async`) methods of a `multiprocessing` pool,
     `submit` / `map` of a `concurrent.futures` executor, `put` / `put_nowait` of a
     `multiprocessing` queue, `send` of a `multiprocessing.Pipe` connection,
-    `threading.Thread` / `multiprocessing.Process` with traced `args`, and
-    `joblib.Parallel(n_jobs=...)(joblib.delayed(f)(x) for ...)`. A pool's work may also
+    `threading.Thread` / `multiprocessing.Process` with traced `args`,
+    `joblib.Parallel(n_jobs=...)(joblib.delayed(f)(x) for ...)`, a manager's shared dict or
+    list (`Manager().dict()`: `shared[key] = x`, `update`, `setdefault`, `append`, `extend`,
+    `insert`; made in the traced function or bound once by a top-level statement), a Dask
+    `Client`'s `submit` / `map` / `scatter`, and `ray.put`. A pool's work may also
     carry the traced value itself: a lambda that reads a traced parameter or local of the
     function around it (`pool.map(lambda op: op(image), ops)`).
 
@@ -282,31 +317,60 @@ class ParallelInTraced(Rule):
         | frozenset(FACTORY_METHODS)
         | RARE_METHODS
         | {"Process", PARALLEL, DELAYED}
-        | {BOUND + name for name in BOUND_MAKERS}
+        | {BOUND + name for name in BOUND_MAKERS | BOUND_SHARED}
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.traced.context_of(node)
         if context is None:
             return
-        found = self._method_call(node) or self._spawn(node) or self._parallel(node)
+        found = (
+            self._method_call(node) or self._spawn(node) or self._parallel(node) or self._sent(node)
+        )
         if found is None:
             return
+        self._report(node, node.func, context, found)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`shared[key] = value` into a manager's shared dict or list."""
+        context = self.traced.context_of(node)
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        if context is None or not isinstance(target, cst.Subscript):
+            return
+        made = self._made(target.value, node)
+        if made is None or made[0] is not Kind.SHARED:
+            return
+        if not (self._made_here(made[1], node) or self._made_at_top(made[1])):
+            return
+        shown = cst.Subscript(target.value, [cst.SubscriptElement(cst.Index(cst.Ellipsis()))])
+        self._report(node, shown, context, (Kind.SHARED, [node.value]))
+
+    def _report(
+        self,
+        node: cst.Call | cst.Assign,
+        shown: cst.BaseExpression,
+        context: TracedFunction,
+        found: Found,
+    ) -> None:
+        """Report `found` at `node` when it sends a traced value (with a fix for a pool)."""
         kind, payloads = found
         if not any(self.traced.is_traced(p) for p in payloads) and not (
-            kind in (Kind.PROCESSES, Kind.THREADS) and self._closes_over_traced(node)
+            kind in (Kind.PROCESSES, Kind.THREADS)
+            and isinstance(node, cst.Call)
+            and self._closes_over_traced(node)
         ):
             return
         message = self.message.format(
-            call=source_of(node.func),
+            call=source_of(shown),
             where=kind.value,
             function=context.label,
             reason=context.reasons[0],
             why=WHY[kind],
         )
-        fix = self._fix(node) if kind in (Kind.PROCESSES, Kind.THREADS) else None
+        pool = kind in (Kind.PROCESSES, Kind.THREADS) and isinstance(node, cst.Call)
+        fix = self._fix(node) if pool and isinstance(node, cst.Call) else None
         hint = HINTS[kind]
-        if fix is None and kind in (Kind.PROCESSES, Kind.THREADS):
+        if fix is None and pool and isinstance(node, cst.Call):
             hint += self._why_not_traceable(node)
         self.report(node, f"{message}; {hint}", fix)
 
@@ -589,26 +653,37 @@ class ParallelInTraced(Rule):
             return None  # only these put the call in the analysed slice
         if kind in (Kind.QUEUE, Kind.CONNECTION):
             return kind, _argument(call, 0, "obj")
+        if kind is Kind.SHARED or (kind is Kind.CLUSTER and method == "scatter"):
+            return kind, [a.value for a in call.args]
         given = [a.value for a in call.args if a.keyword is None]
         keywords = [
             a.value for a in call.args if a.keyword is not None and a.keyword.value not in NOT_SENT
         ]
         return kind, given[1:] + keywords
 
-    def _made_here(self, maker: cst.Call, call: cst.Call) -> bool:
+    def _made_here(self, maker: cst.Call, call: cst.CSTNode) -> bool:
         """The constructor runs in traced code and in the same module-level statement."""
         return self.traced.context_of(maker) is not None and (
             _top_level(self, maker) is _top_level(self, call)
         )
 
     def _made_at_top(self, maker: cst.Call) -> bool:
-        """`name = Pool(...)`, a top-level statement, with a constructor of `BOUND_MAKERS`."""
+        """`name = Pool(...)`, a top-level statement, with a constructor of `BOUND_MAKERS`, or
+        `name = Manager().dict()` (`BOUND_SHARED`)."""
         assign = self.traced.parent(maker)
-        return (
-            isinstance(assign, cst.Assign)
-            and self.traced.at_top_level(assign)
-            and bool(self.qualified_names(maker.func) & BOUND_MAKERS)
-        )
+        if not isinstance(assign, cst.Assign) or not self.traced.at_top_level(assign):
+            return False
+        func = maker.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+            made = {f"{n}().{func.attr.value}" for n in self.qualified_names(func.value.func)}
+            return bool(made & BOUND_SHARED)
+        return bool(self.qualified_names(maker.func) & BOUND_MAKERS)
+
+    def _sent(self, call: cst.Call) -> Found | None:
+        """`ray.put(x)`: a function that sends what it is given."""
+        if self._kind_of_name(call.func) is not Kind.RAY:
+            return None
+        return Kind.RAY, [a.value for a in call.args]
 
     def _spawn(self, call: cst.Call) -> Found | None:
         """`threading.Thread(target=f, args=(x,))`, `mp.Process(...)`, `ctx.Process(...)`."""
@@ -725,7 +800,16 @@ class ParallelInTraced(Rule):
             if len(values) != 1:
                 return False
             expr = values[0]
-        return isinstance(expr, cst.Call) and self._kind_of_name(expr.func) is Kind.FACTORY
+        if not isinstance(expr, cst.Call):
+            return False
+        if self._kind_of_name(expr.func) is Kind.FACTORY:
+            return True
+        func = expr.func  # `get_context("fork").Manager()`
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "Manager"
+            and (self._factory(func.value))
+        )
 
     def prepare(self) -> None:
         """What each constructor makes, the project's (worker processes unless built in) too;

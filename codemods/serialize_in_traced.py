@@ -35,6 +35,62 @@ def _writers(row: Sink) -> list[str]:
     return row.detail.split() or ["save"]
 
 
+def _store_rows(makers: Sequence[str], writes: Sequence[tuple[str, Payload | None]]) -> list[Sink]:
+    """The rows of objects that `makers` construct, whose methods (space-separated) write the
+    argument beside them."""
+    return [
+        Sink(maker, SinkKind.CHECKPOINTER, payload, methods)
+        for maker in makers
+        for methods, payload in writes
+    ]
+
+
+REDIS = ("redis.Redis", "redis.StrictRedis", "redis.from_url", "redis.Redis.from_url")
+# Host stores and caches, by the constructors that make them, with the methods that write and
+# the argument each writes (`__setitem__`: the value of `store[key] = value`). diskcache and
+# redis pickle or encode what they are given (`ConcretizationTypeError`, redis' `DataError`);
+# h5py and zarr convert it to a NumPy array (`TracerArrayConversionError`).
+STORES = (
+    *_store_rows(
+        ["diskcache.Cache", "diskcache.FanoutCache"],
+        [("set add", Payload(1, "value")), ("push", Payload(0, "value")), ("__setitem__", None)],
+    ),
+    *_store_rows(
+        ["diskcache.Index"],
+        [("setdefault", Payload(1, "default")), ("push", Payload(0, "value"))],
+    ),
+    *_store_rows(["diskcache.Index"], [("__setitem__", None)]),
+    *_store_rows(["diskcache.Deque"], [("append appendleft", Payload(0, "value"))]),
+    *_store_rows(
+        REDIS,
+        [
+            ("set getset setnx lpush rpush sadd", Payload(1, "value", rest=True)),
+            ("setex psetex", Payload(2, "value")),
+            ("hset hsetnx", Payload(2, "value")),
+            ("publish", Payload(1, "message")),
+        ],
+    ),
+    *_store_rows(
+        ["h5py.File"],
+        [("create_dataset", Payload(3, "data")), ("__setitem__", None)],
+    ),
+    *_store_rows(
+        [f"zarr.{maker}" for maker in ("open", "open_array", "create", "zeros", "empty")],
+        [("__setitem__", None)],
+    ),
+    *_store_rows(["zarr.open_group", "zarr.group"], [("create_dataset", Payload(3, "data"))]),
+    # `pickle.Pickler(f).dump(obj)`.
+    *_store_rows(["pickle.Pickler", "dill.Pickler", "cloudpickle.Pickler"], [("dump", FIRST)]),
+)
+# Methods named too commonly (`x.at[i].set(v)`, `xs.append(x)`) to look for on any receiver:
+# they count only on an object that traced code makes, that one top-level statement binds
+# to a name, or that a `with` around the traced function opens (`candidates.MADE`, `BOUND`).
+COMMON_WRITERS = frozenset(
+    {"set", "add", "push", "setdefault", "append", "appendleft", "getset", "setnx", "sadd"}
+    | {"setex", "psetex", "hset", "hsetnx", "publish", "lpush", "rpush", "dump"}
+)
+STORE_MAKERS = frozenset(row.callable for row in STORES)
+
 # Serializers, with the argument they serialize (`rest`: that one, every later one and every
 # keyword argument); orbax checkpointers, whose `save(directory_or_step, ...)` writes every
 # later argument.
@@ -56,8 +112,32 @@ SINKS = (
             ("json.dump", "obj"),
             ("flax.serialization.to_bytes", "target"),
             ("flax.serialization.msgpack_serialize", "pytree"),
+            ("simplejson.dumps", "obj"),
+            ("simplejson.dump", "obj"),
+            ("ujson.dumps", "obj"),
+            ("ujson.dump", "obj"),
+            ("orjson.dumps", "__obj"),
+            ("msgpack.packb", "o"),
+            ("msgpack.pack", "o"),
+            ("msgpack.dumps", "o"),
+            ("msgpack.dump", "o"),
+            ("yaml.dump", "data"),
+            ("yaml.safe_dump", "data"),
+            ("jsonpickle.encode", "value"),
+            ("hickle.dump", "py_obj"),
+            ("safetensors.numpy.save", "tensor_dict"),
+            ("safetensors.numpy.save_file", "tensor_dict"),
+            ("safetensors.flax.save", "tensors"),
+            ("safetensors.flax.save_file", "tensors"),
+            ("zarr.array", "data"),
         ]
     ),
+    Sink("scipy.io.savemat", SinkKind.SERIALIZE, Payload(1, "mdict")),
+    Sink("numpy.lib.format.write_array", SinkKind.SERIALIZE, Payload(1, "array")),
+    Sink("flax.training.checkpoints.save_checkpoint", SinkKind.SERIALIZE, Payload(1, "target")),
+    Sink("equinox.tree_serialise_leaves", SinkKind.SERIALIZE, Payload(1, "pytree")),
+    Sink("zarr.save", SinkKind.SERIALIZE, Payload(1, rest=True)),
+    Sink("zarr.save_array", SinkKind.SERIALIZE, Payload(1, "arr")),
     Sink("numpy.save", SinkKind.SERIALIZE, Payload(1, "arr")),
     Sink("numpy.savetxt", SinkKind.SERIALIZE, Payload(1, "X")),
     Sink("jax.numpy.save", SinkKind.SERIALIZE, Payload(1, "arr")),
@@ -83,6 +163,8 @@ SINKS = (
     ),
     # A database connection: `execute(sql, parameters)` writes the parameters.
     Sink("sqlite3.connect", SinkKind.CHECKPOINTER, Payload(1), "execute executemany"),
+    # Stores and caches: a constructor's object, one row per argument its methods write.
+    *STORES,
     # A shelf pickles what is stored in it: `db[key] = value` (`__setitem__`, no payload).
     Sink("shelve.open", SinkKind.CHECKPOINTER, None, "__setitem__"),
     # CSV writers write `str()` of each value: a tracer's is `JitTracer(float32[])`.
@@ -118,6 +200,12 @@ _AFTER = "return the value and {} `jax.device_get(out).tolist()` after the call"
 UNFIXABLE = {
     "sqlite3.connect": _AFTER.format("write")
     + " (a SQLite connection works only in the thread that made it; a callback runs in another)",
+    **dict.fromkeys(
+        REDIS,
+        "return the value and write the bytes of its host copy"
+        " (`np.asarray(jax.device_get(out)).tobytes()`) after the call (redis takes bytes,"
+        " strings and numbers only: no host copy of an array is one)",
+    ),
 }
 # The detail of a `ReturnChange` that asks the modules calling a helper from traced code to move
 # that call out of the trace (the helper serializes what it is given).
@@ -126,9 +214,13 @@ MOVES_CALL = "moves_call"
 WRITES = "writes"
 # Sinks that take Python values only: a host copy (a NumPy array) is still no JSON value, so
 # each of its leaves is given as a list or a Python scalar (`.tolist()`).
-PYTHON_VALUES_ONLY = frozenset({"json.dumps", "json.dump"})
+PYTHON_VALUES_ONLY = frozenset(
+    {"json.dumps", "json.dump", "simplejson.dumps", "simplejson.dump", "ujson.dumps"}
+    | {"ujson.dump", "orjson.dumps", "msgpack.packb", "msgpack.pack", "msgpack.dumps"}
+    | {"msgpack.dump", "yaml.safe_dump"}
+)
 OPENERS = frozenset(
-    {"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open", "shelve.open"}
+    {"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open", "shelve.open", "h5py.File"}
 )
 
 
@@ -141,7 +233,14 @@ class SerializeInTraced(Rule):
     connection's `execute` / `executemany` parameters, a `csv` writer's `writerow` /
     `writerows`, a file's `write` / `writelines` of text made from one (`f"{loss}"`,
     `str(loss)`; not of a file whose literal mode only reads, `open(p)`, `open(p, "rb")`), an
-    item stored in a `shelve` shelf) of a traced value inside a function that
+    item stored in a `shelve` shelf, host stores and caches written through the object their
+    constructor makes (`diskcache.Cache` / `FanoutCache` / `Index` / `Deque`'s `set`, `add`,
+    `push`, `cache[key] = value`; `redis.Redis`'s `set`, `hset`, `lpush`, `publish`;
+    `h5py.File`'s `create_dataset(..., data=x)` and `f[key] = x`; `zarr` arrays' `z[...] = x`;
+    `pickle.Pickler(f).dump(x)`), other serializers (`msgpack`, `yaml`, `simplejson`,
+    `ujson`, `orjson`, `jsonpickle`, `hickle`, `safetensors`, `scipy.io.savemat`, `zarr.save`,
+    Flax's `save_checkpoint`, Equinox's `tree_serialise_leaves`)) of a traced value inside a
+    function that
     jax traces (`jit`, `grad`, `vmap`, `pmap`, `lax.scan` and loop bodies, `custom_vjp` rules,
     and the functions they call).
 
@@ -215,10 +314,14 @@ class SerializeInTraced(Rule):
     the host). When the calling code is in other modules of the run, the finding in the
     helper's module is fixed by those moves, one fix over the files (all made or none; the
     host reads of what the helper writes, named by its strings and those the call gives it,
-    wait for it). `json` is given each leaf of the host copy as a
+    wait for it). `json` (and the other serializers of Python values only: `msgpack`,
+    `yaml.safe_dump`, ...) is given each leaf of the host copy as a
     list or a Python scalar (`.tolist()`: a NumPy array is no JSON value). `sqlite3` (a
-    connection works only in the thread that made it, and a callback runs in another) has no
-    fix.
+    connection works only in the thread that made it, and a callback runs in another) and
+    `redis` (it takes bytes, strings and numbers only) have no fix. A store method named as
+    commonly as `set` or `add`, and `store[key] = value`, count only on an object made in
+    traced code, bound once by a top-level statement, or opened by a `with` around the traced
+    function.
 
     ## References
     - https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError
@@ -232,7 +335,8 @@ class SerializeInTraced(Rule):
     fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
     unfixed = (
-        "`sqlite3` writes (a connection bound to its thread); a read "
+        "`sqlite3` writes (a connection bound to its thread); `redis` writes (no array is a"
+        " value it takes); a read "
         "of the file or state that cannot wait for the callback; a file named by a call site "
         "not in view"
     )
@@ -244,9 +348,9 @@ class SerializeInTraced(Rule):
     anchors = (
         names_of(SINKS, SinkKind.SERIALIZE)
         | SERIALIZING_METHODS
-        | WRITERS - {ITEM_STORE} - FILE_WRITERS
-        | {MADE + name for name in STORES_ITEMS | TEXT_FILES}
-        | {BOUND + name for name in TEXT_FILES}
+        | WRITERS - {ITEM_STORE} - FILE_WRITERS - COMMON_WRITERS
+        | {MADE + name for name in STORES_ITEMS | TEXT_FILES | STORE_MAKERS}
+        | {BOUND + name for name in TEXT_FILES | STORES_ITEMS | STORE_MAKERS}
     )
     options: ClassVar[Mapping[str, str]] = {
         "extra-serializers": "The project's own functions that serialize or save their first"
@@ -259,7 +363,9 @@ class SerializeInTraced(Rule):
         self._serializers = {
             row.callable: row.payload for row in self.sink_rows(SinkKind.SERIALIZE)
         }
-        self._checkpointers = {row.callable: row for row in self.sink_rows(SinkKind.CHECKPOINTER)}
+        self._checkpointers: dict[str, list[Sink]] = {}
+        for row in self.sink_rows(SinkKind.CHECKPOINTER):
+            self._checkpointers.setdefault(row.callable, []).append(row)
         # Helpers whose traced call moves out of the trace (`_helper_call_moved`): the line
         # of each call, and each helper's fix.
         self._helper_calls: dict[Statement, cst.CSTNode] = {}
@@ -421,7 +527,9 @@ class SerializeInTraced(Rule):
         assert isinstance(target, cst.Subscript)
         shown = f"{source_of(target.value)}[...] = ..."
         message = self.message.format(call=shown, function=context.label, reason=context.reasons[0])
-        fix = self._hoist(node, "shelve_store")
+        row = self._item_store(node)
+        assert row is not None
+        fix = self._hoist(node, row.callable.split(".")[0] + "_store")
         if not isinstance(fix, Fix):
             message += "; return the value and store `jax.device_get(out)` after the call"
             message += f" (no host callback: {fix})" if fix else ""
@@ -453,12 +561,17 @@ class SerializeInTraced(Rule):
         return False
 
     def _stores_in_a_shelf(self, node: cst.Assign) -> bool:
-        """Whether `node` is `name[key] = value`, a traced value into a shelf bound to `name`."""
+        """Whether `node` is `name[key] = value`, a traced value into a store (a shelf, a
+        cache) bound to `name`."""
+        return self._item_store(node) is not None
+
+    def _item_store(self, node: cst.Assign) -> Sink | None:
+        """The row of the store that `node`, `name[key] = value`, writes a traced value to."""
         target = node.targets[0].target if len(node.targets) == 1 else None
         if not isinstance(target, cst.Subscript) or not isinstance(target.value, cst.Name):
-            return False
-        row = self._checkpointer(target.value)
-        return row is not None and ITEM_STORE in _writers(row) and self.traced.is_traced(node.value)
+            return None
+        row = self._checkpointer(target.value, ITEM_STORE)
+        return row if row is not None and self.traced.is_traced(node.value) else None
 
     def _returned(self, call: cst.Call) -> bool:
         """A serialization the function returns is JF107's (`serialized-return`)."""
@@ -482,32 +595,37 @@ class SerializeInTraced(Rule):
         ):
             return f".{func.attr.value}()", func.attr.value, [func.value]
         if isinstance(func, cst.Attribute) and func.attr.value in WRITERS:
-            row = self._checkpointer(func.value)
-            if row is None or func.attr.value not in _writers(row):
-                return None
-            if row.callable in TEXT_FILES and not opened_in_view(self.traced, func.value):
+            row = self._checkpointer(func.value, func.attr.value)
+            if row is None:
                 return None
             return source_of(func), row.callable, payload_of(call, row.payload or SAVED)
         return None
 
-    def _checkpointer(self, receiver: cst.BaseExpression) -> Sink | None:
-        """The row of `ocp.StandardCheckpointer()` or `sqlite3.connect(...)`, called there or
-        by the only binding of a name."""
+    def _checkpointer(self, receiver: cst.BaseExpression, method: str) -> Sink | None:
+        """The row whose `method` writes, of `ocp.StandardCheckpointer()`,
+        `sqlite3.connect(...)` or `diskcache.Cache(...)`, called there or by the only binding
+        of a name. A file, or a method named too commonly to be looked for on any receiver
+        (`COMMON_WRITERS`, `ITEM_STORE`), counts only on an object in view (made in traced
+        code, bound once at the top level, or opened by a `with` around it)."""
         if isinstance(receiver, cst.Call):
-            names = self.qualified_names(receiver.func)
-            return next(
-                (self._checkpointers[n] for n in sorted(names & self._checkpointers.keys())), None
-            )
-        if not isinstance(receiver, cst.Name):
-            return None
-        return next(
-            (
-                row
-                for name, row in sorted(self._checkpointers.items())
+            names = sorted(self.qualified_names(receiver.func) & self._checkpointers.keys())
+        elif isinstance(receiver, cst.Name):
+            names = [
+                name
+                for name in sorted(self._checkpointers)
                 if self.traced.is_assigned_from(receiver, frozenset({name}))
-            ),
-            None,
-        )
+            ]
+        else:
+            return None
+        for name in names:
+            row = next((r for r in self._checkpointers[name] if method in _writers(r)), None)
+            if row is None:
+                continue
+            common = method in COMMON_WRITERS or method == ITEM_STORE
+            if (row.callable in TEXT_FILES or common) and not opened_in_view(self.traced, receiver):
+                return None
+            return row
+        return None
 
     def _hoist(self, call: cst.Call | cst.Assign, call_name: str) -> Fix | str:
         """One fix per statement, shared by every serializer call in it (and in the

@@ -63,6 +63,9 @@ _WRITING_MODES = frozenset("waxcn+")
 # call of that constructor (`POOL = ThreadPoolExecutor(2)`, then `POOL.map(f, x)`), or that an
 # enclosing function binds with `with <call> as name:` (`with open(p) as log:` around a jitted
 # closure that calls `log.write`): a method named too commonly to anchor on any receiver.
+# `BOUND + "multiprocessing.Manager().dict"` stands for a name bound so to the object a
+# method of the constructor's object makes (`SHARED = Manager().dict()`). Also an item or
+# attribute that traced code stores into such a name (`SHARED[key] = value`).
 BOUND = "<bound>."
 
 # An anchor that stands for syntax, not a callee: a value hashed as a dict key or set element
@@ -304,6 +307,17 @@ class Candidates:
                 not traced_only or given is None or self._analysis().receives_traced(function.node)
             ):
                 found.add(function.statement)
+        if bound:  # `DB[key] = value` into a store a top-level statement or a `with` makes
+            for function in functions:
+                if function.statement not in found and any(
+                    function.is_outer(root)
+                    and not (
+                        self._made_at_top().get(root, set())
+                        | self._entered_in(function.statement, root)
+                    ).isdisjoint(bound)
+                    for root in function.store_roots
+                ):
+                    found.add(function.statement)
         if STORES in anchors:
             if traced_only:
                 index = statement_index(self._analysis().tree)
@@ -352,13 +366,23 @@ class Candidates:
         if memo.made_at_top is None:
             defined = Counter(name for b in self.bindings for name in b.defines)
             memo.made_at_top = {
-                target.id: self._callee_names(statement.value.func)
+                target.id: self._made_by(statement.value)
                 for statement in self._analysis().tree.body
                 if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)
                 for target in statement.targets
                 if isinstance(target, ast.Name) and defined[target.id] == 1
             }
         return memo.made_at_top
+
+    def _made_by(self, value: ast.Call) -> frozenset[str]:
+        """The full names of what `value` calls, and `f().m` for the method `m` of what a
+        call of `f` returns (`multiprocessing.Manager().dict`: see `BOUND`)."""
+        names = self._callee_names(value.func)
+        func = value.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+            made = self._full_names(func.value.func)
+            names |= {f"{name}().{func.attr}" for name in made}
+        return names
 
     def _hashing_statements(
         self,

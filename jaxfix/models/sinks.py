@@ -17,7 +17,9 @@ class SinkKind(enum.StrEnum):
 
     SERIALIZE = "serialize"  # JF101: pickles, dumps or saves its payload
     # JF101: makes an object whose writing methods write their arguments: `save(path, ...)`
-    # the rest, or the row's (a database's `execute`, a CSV writer's `writerow`).
+    # the rest, or the row's (a database's `execute`, a CSV writer's `writerow`). A
+    # constructor whose methods write different arguments has a row per argument
+    # (`diskcache.Cache`: `set(key, value)`, `push(value)`), each method in one row.
     CHECKPOINTER = "checkpointer"
     CACHE = "cache"  # JF102: a memoizing decorator (hashes or pickles the arguments)
     LOG = "log"  # JF103: a module-level function that logs its arguments
