@@ -201,6 +201,16 @@ class CallEvaluator:
                 return self.module.by_node.get(statement)
         return None
 
+    def _attribute_instance(self, class_name: str, attr: str) -> str | None:
+        """The module's class of which every value its methods give `self.<attr>` is a new
+        instance (`self.logger = MetricsLogger()` in `__init__`); None for anything else."""
+        key = (class_name, attr)
+        known = self.module.attribute_instances
+        if key not in known:
+            cls = self.module.classes.get(class_name)
+            known[key] = None if cls is None else _assigned_instance(cls, attr, self.module)
+        return known[key]
+
     # -- calls -----------------------------------------------------------------------------
 
     def _callee_name(self, func: ast.expr, env: Env) -> str | None:
@@ -666,3 +676,54 @@ PYTHON_TYPE_NAMES = frozenset(
 
 # Attributes every tracer has: a value without one is a Python value.
 ARRAY_ATTRIBUTES = frozenset({"dtype", "shape", "ndim", "aval"})
+
+
+def _assigned_instance(cls: ast.ClassDef, attr: str, module: Module) -> str | None:
+    """The class of the module that each assignment of `self.<attr>` in `cls`'s methods
+    calls, when there is one and every assignment calls that same class."""
+    made: set[str | None] = set()
+    for method in cls.body:
+        if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        positional = [*method.args.posonlyargs, *method.args.args]
+        if not positional:
+            continue
+        own = positional[0].arg
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if _writes_attribute(target, own, attr):
+                        made.add(_made_class(node, target, module))
+            elif isinstance(node, ast.Delete | ast.For | ast.With | ast.NamedExpr):
+                written = [n for n in ast.walk(node) if _writes_attribute(n, own, attr)]
+                made |= {None} if written else set()
+    return made.pop() if len(made) == 1 else None
+
+
+def _writes_attribute(node: ast.AST, own: str, attr: str) -> bool:
+    """`node` is `own.attr` written (a target, at any depth of a tuple target)."""
+    if isinstance(node, ast.Tuple | ast.List | ast.Starred):
+        parts = node.elts if isinstance(node, ast.Tuple | ast.List) else [node.value]
+        return any(_writes_attribute(part, own, attr) for part in parts)
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == own
+        and not isinstance(node.ctx, ast.Load)
+    )
+
+
+def _made_class(
+    node: ast.Assign | ast.AnnAssign | ast.AugAssign, target: ast.expr, module: Module
+) -> str | None:
+    """The module's class `node` (assigning `target`) calls to make its value; None for
+    another value, or for a target in a tuple."""
+    value = node.value if not isinstance(node, ast.AugAssign) else None
+    if isinstance(target, ast.Tuple | ast.List) or not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Name) and func.id in module.classes and func.id not in module.imports:
+        return func.id
+    return None

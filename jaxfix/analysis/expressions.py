@@ -208,10 +208,16 @@ class Evaluator(CallEvaluator):
         if base == JAX_OBJECT:
             return UNKNOWN if node.attr in ARRAY_VALUED_ATTRIBUTES else JAX_OBJECT
         if base.qualified is not None and base.qualified.startswith("<instance>."):
-            method = self._method(base.qualified.removeprefix("<instance>."), node.attr)
+            class_name = base.qualified.removeprefix("<instance>.")
+            method = self._method(class_name, node.attr)
             if method is not None:
                 # The receiver's sources ride along: `self` is traced when the instance is.
                 return Value(Kind.UNKNOWN, base.sources, function=method, qualified="<bound>")
+            held = self._attribute_instance(class_name, node.attr)
+            if held is not None and base.field(node.attr) is None:
+                # `self.logger`, made `MetricsLogger()` by the class's methods.
+                kind = Kind.TRACED if base.kind is Kind.TRACED else Kind.UNKNOWN
+                return Value(kind, base.sources, qualified=f"<instance>.{held}")
         elif base.qualified is not None and not base.qualified.startswith("<"):
             return Value(base.kind, qualified=f"{base.qualified}.{node.attr}")
         if node.attr in STATIC_ATTRIBUTES or node.attr in self.module.static_fields:
@@ -223,7 +229,7 @@ class Evaluator(CallEvaluator):
             return given
         if node.attr in self.module.static_classes.get(instance_class(base) or "", ()):
             return STATIC  # a metadata field of a class another module of the run declares
-        if base.kind is Kind.TRACED:
+        if base.kind is Kind.TRACED and instance_class(base) is None:
             return base
         if base.sources and instance_class(base) is not None:
             return v.traced(base.sources)  # a field of an instance narrowed from a traced value
@@ -377,6 +383,10 @@ class Evaluator(CallEvaluator):
             # Calling an instance runs its class's `__call__`, with the instance as `self`.
             target = self._method(instance_of, "__call__")
             receiver, bound = func, 1
+        elif func.function is None and (made := _class_called(func)) is not None:
+            # Calling the class runs its `__init__` on the new instance.
+            target = self._method(made, "__init__")
+            receiver, bound = Value(Kind.UNKNOWN, qualified=f"<instance>.{made}"), 1
         args = tuple(self.expr(a, env) for a in node.args)
         keywords = {k.arg or "**": self.expr(k.value, env) for k in node.keywords}
         callee = func.qualified if func.qualified and not func.qualified.startswith("<") else None
@@ -463,3 +473,9 @@ def _asks_array_attribute(test: ast.Call) -> bool:
         return isinstance(test.func, ast.Name) and test.func.id == "hasattr"
     default = args[2]
     return len(args) == 3 and isinstance(default, ast.Constant) and not default.value
+
+
+def _class_called(func: Value) -> str | None:
+    """The module's class `func` is (`<class>.C`), if it is one."""
+    prefix, qualified = "<class>.", func.qualified or ""
+    return qualified.removeprefix(prefix) if qualified.startswith(prefix) else None

@@ -480,6 +480,18 @@ class Keeping:
         where = self.module.declared_in.get(fid, MODULE)
         return cls is not None and self._plain_class(cls, where, 0) and not self._made_traced(cls)
 
+    def self_made_in_trace(self, fid: str, name: str) -> bool:
+        """`name` is `self` of the method `fid` of a class whose instances traced code makes
+        (`LabeledArray(pred)` in a jitted function): its attributes are written on an object
+        of the trace, which traced code may read back."""
+        method = self.module.nodes.get(fid)
+        if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        if _first_parameter(method) != name:
+            return False
+        cls = self._class_of(method)
+        return cls is not None and self._made_traced(cls)
+
     def _plain_class(self, cls: ast.ClassDef, fid: str, depth: int) -> bool:
         if depth > MAX_DEPTH or cls.decorator_list or cls.keywords:
             return False

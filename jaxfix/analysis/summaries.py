@@ -166,6 +166,9 @@ class Module:
     # Parameters the module's calls give instances of one of its classes only (`make_step(
     # model, x)` with `model = MLP(...)`): function id -> parameter -> class name.
     instance_params: dict[str, dict[str, str]] = field(default_factory=dict)
+    # (class, attribute) -> the module's class every method's `self.<attribute> = C(...)`
+    # makes an instance of, None when another value is assigned (found on demand).
+    attribute_instances: dict[tuple[str, str], str | None] = field(default_factory=dict)
     # The classes of other modules of the run with metadata fields, by their names as the
     # module imports them (`brax.base.System`, `.base.System`): their static fields.
     static_classes: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -314,9 +317,21 @@ def bind_arguments(summary: Summary, call: Call) -> dict[str, Value]:
             given[summary.positional[0]] = call.receiver
     for name, value in zip(positional, call.args, strict=False):
         given[name] = value
+    extra: list[Value] = []
     for keyword, value in call.keywords.items():
         if keyword in summary.params:
             given[keyword] = value
+        else:
+            extra.append(value)
+    node = summary.node
+    if not isinstance(node, ast.Module):
+        # `*args` holds the positions past the named ones, `**kwargs` the other keywords
+        # (`log(loss=x)` in `def log(self, **kw)`): traced when one of them is.
+        rest = call.args[len(positional) :]
+        if node.args.vararg is not None and rest:
+            given[node.args.vararg.arg] = v.combine(rest)
+        if node.args.kwarg is not None and extra:
+            given[node.args.kwarg.arg] = v.combine(extra)
     return given
 
 

@@ -135,7 +135,11 @@ def is_host_only_target(analysis: TracedAnalysis, target: cst.BaseExpression) ->
         base: cst.BaseExpression = target
         while isinstance(base, _HOST_TARGETS):
             base = base.value
-        return isinstance(base, cst.Name) and not _built_locally(analysis, base)
+        return (
+            isinstance(base, cst.Name)
+            and not _built_locally(analysis, base)
+            and not analysis.self_made_in_trace(base)
+        )
     if isinstance(target, cst.Name):
         scope = analysis.scope_of(target)
         return isinstance(scope, FunctionScope) and target.value in analysis.declared_outer_names(

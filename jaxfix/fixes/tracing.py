@@ -456,6 +456,31 @@ class TracedAnalysis:
         known = self._analysed.call_in_traced(node) if isinstance(node, ast.Call) else None
         return known is not None and known.raising
 
+    def self_made_in_trace(self, name: cst.Name) -> bool:
+        """Whether `name` is `self` of a method of a class whose instances traced code makes
+        (see `Keeping.self_made_in_trace`)."""
+        found = self._ast_expression(name)
+        return (
+            found is not None
+            and isinstance(found[0], ast.Name)
+            and (self._analysed.keeping.self_made_in_trace(found[1], found[0].id))
+        )
+
+    def holds_instance(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` holds an instance of one of the module's classes (a module-level
+        `checker = Checker()`): an object whose methods are the class's, not a string's."""
+        node = self._where.expression(self._span(expr))
+        value = self.facts.module.value_of(node) if node is not None else None
+        return value is not None and (value.qualified or "").startswith("<instance>.")
+
+    def calls_own_function(self, call: cst.Call) -> bool:
+        """Whether `call`, in traced code, calls a function of the module: a method of one
+        of its classes through an instance the analysis knows (`run.log(...)` for a
+        module-level `run = Run()`). Its body is analysed itself, whatever its name says."""
+        node = self._where.expression(self._span(call))
+        known = self._analysed.call_in_traced(node) if isinstance(node, ast.Call) else None
+        return known is not None and known.target is not None
+
     def is_undone(self, call: cst.Call) -> bool:
         """Whether every exit of its function undoes `call`'s push (see
         `FileAnalysis.undone_calls`)."""
