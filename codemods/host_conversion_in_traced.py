@@ -555,6 +555,7 @@ class HostConversionInTraced(Rule):
             method == FORMAT
             and isinstance(func.value, cst.SimpleString | cst.Name)
             and not self.traced.is_traced(func.value)
+            and not self.traced.holds_instance(func.value)  # `checker.format(...)`
             and self._any_traced(call)
             and not self._in_print(call)
             and not self.traced.raising(call)
@@ -642,6 +643,8 @@ class HostConversionInTraced(Rule):
         return any(self._is_logging(call) for call in self._enclosing_calls(node))
 
     def _is_logging(self, call: cst.Call) -> bool:
+        if self.traced.calls_own_function(call):
+            return False  # a method of the module's class: what its body does is analysed
         names = self.qualified_names(call.func)
         if names & self._logging_functions or any(n.startswith(LOGGING_MODULES) for n in names):
             return True
