@@ -249,8 +249,6 @@ class LeakInTraced(Rule):
     def _logged(self, call: cst.Call) -> bool:
         """`call` hands a traced value to a logger or a metrics writer."""
         func = call.func
-        if self.traced.calls_own_function(call):
-            return False  # a method of the module's class: its body is analysed itself
         if self.qualified_names(func) & self._logging_functions:
             pass
         elif not isinstance(func, cst.Attribute) or self.qualified_names(func):
