@@ -1,9 +1,10 @@
 """Find the Python files to analyse.
 
 Explicit file paths are always honoured; directories are walked deterministically for ``*.py``
-files while skipping hidden directories, caches, virtual environments and whatever ``.gitignore``
-files (or ``extra_excludes``) exclude. Problems are yielded as :class:`DiscoveryError` values
-instead of being raised, so one unreadable directory never aborts a whole run.
+files and ``*.ipynb`` notebooks while skipping hidden directories, caches, virtual environments
+and whatever ``.gitignore`` files (or ``extra_excludes``) exclude. Problems are yielded as
+:class:`DiscoveryError` values instead of being raised, so one unreadable directory never aborts
+a whole run.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ __all__ = ["DiscoveryError", "iter_python_files"]
 SKIPPED_DIR_NAMES = frozenset({"__pycache__", "node_modules", "site-packages"})
 VENV_MARKER = "pyvenv.cfg"
 GITIGNORE = ".gitignore"
-PY_SUFFIX = ".py"
+PY_SUFFIXES = (".py", ".ipynb")  # Python files and Jupyter notebooks
 
 _ERRNO_MESSAGES = {
     errno.ENOENT: "no such file or directory",
@@ -149,7 +150,7 @@ def _scan_dir(walk: _Walk, current: _Dir) -> Generator[Path | DiscoveryError, No
         if is_dir:
             if _wanted_dir(walk, layers, rel):
                 subdirs.append(_Dir(current.path / entry.name, rel, layers))
-        elif entry.name.endswith(PY_SUFFIX) and not _excluded(walk, layers, rel, is_dir=False):
+        elif entry.name.endswith(PY_SUFFIXES) and not _excluded(walk, layers, rel, is_dir=False):
             yield from _file_entry(walk, entry, current.path / entry.name, rel)
     return subdirs
 
@@ -194,7 +195,8 @@ def _is_ignored(layers: tuple[_IgnoreLayer, ...], parts: tuple[str, ...], *, is_
 def _file_entry(
     walk: _Walk, entry: os.DirEntry[str], path: Path, rel: tuple[str, ...]
 ) -> Iterator[Path | DiscoveryError]:
-    """Yield a ``*.py`` entry if it is a regular file (or a symlink to one inside the root)."""
+    """Yield a ``*.py`` or ``*.ipynb`` entry if it is a regular file (or a symlink to one
+    inside the root)."""
     try:
         if entry.is_symlink():
             real = _symlink_target(walk, path)

@@ -10,6 +10,7 @@ disk after it was read.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import io
 import os
@@ -18,6 +19,8 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
+
+from jaxfix.run.notebook import NOTEBOOK_SUFFIX, Notebook, NotebookError, parse_notebook
 
 __all__ = ["SourceError", "SourceFile", "read_source", "read_stdin_source", "write_source_atomic"]
 
@@ -52,6 +55,13 @@ class SourceFile:
     raw: bytes
     text: str
     encoding: str
+    # A Jupyter notebook's: then `raw` is its JSON and `text` the Python of its code cells
+    # (`jaxfix.run.notebook`), and what is written back is the notebook with that Python.
+    notebook: Notebook | None = None
+
+    def rendered(self, text: str) -> str:
+        """What the file holds once its text is `text`: the text, or a notebook's JSON."""
+        return text if self.notebook is None else self.notebook.render(text)
 
 
 def read_source(path: Path) -> SourceFile:
@@ -66,12 +76,23 @@ def read_source(path: Path) -> SourceFile:
         raw = path.read_bytes()
     except OSError as exc:
         raise SourceError(path, _os_message(exc)) from exc
-    return _decode(path, raw)
+    return _notebook_or_source(_decode(path, raw))
 
 
 def read_stdin_source(data: bytes, display_name: str = "-") -> SourceFile:
     """Decode source text that arrived on stdin, reporting problems under ``display_name``."""
-    return _decode(Path(display_name), data)
+    return _notebook_or_source(_decode(Path(display_name), data))
+
+
+def _notebook_or_source(source: SourceFile) -> SourceFile:
+    """A `.ipynb` file read as the Python of its code cells; any other file as it is."""
+    if source.path.suffix != NOTEBOOK_SUFFIX:
+        return source
+    try:
+        notebook = parse_notebook(source.text)
+    except NotebookError as exc:
+        raise SourceError(source.path, str(exc)) from exc
+    return dataclasses.replace(source, text=notebook.python, notebook=notebook)
 
 
 def write_source_atomic(source: SourceFile, new_text: str) -> None:
@@ -81,7 +102,7 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
     where allowed, its owner) are kept. A symlink is not replaced: its target is, so the link
     survives. On failure the original is untouched and no temporary file is left behind.
     """
-    data = _encode(source, new_text)
+    data = _encode(source, source.rendered(new_text))
     target = Path(os.path.realpath(source.path))
     try:
         st = os.stat(target)
