@@ -23,6 +23,7 @@ from jaxfix import __version__
 # Imported where a command needs them, not at every start: the rules' docs and LibCST
 # (`report.docs`), the analysis (`run.runner`, the proofs), pygls (`lsp.server`), and the few
 # milliseconds of `add_ignore`, `interactive` and the NumPy table that a check does without.
+from jaxfix.models.cells import CellMap
 from jaxfix.models.diagnostic import Diagnostic, TextEdit
 from jaxfix.models.edits import apply_edits
 from jaxfix.models.sinks import Sink, SinkKind
@@ -42,6 +43,7 @@ from jaxfix.rules.suppression import UNUSED_CODE
 from jaxfix.run.cache import DEFAULT_FOLDER, clean
 from jaxfix.run.config import ConfigError, ConfigFinder, Overrides, job_for, validate
 from jaxfix.run.job import Job
+from jaxfix.run.notebook import NOTEBOOK_SUFFIX
 from jaxfix.run.outcome import Outcome
 from jaxfix.run.session import STDIN, BadConfig, RunOptions, finder_for, outcomes
 from jaxfix.run.sourcefile import (
@@ -254,7 +256,9 @@ def apply(paths: tuple[str, ...], **values: Any) -> None:
         ):
             _count(outcome, tally)
             if not diff and outcome.diagnostics:  # what remains, as `check` prints it
-                result = FileResult(outcome.display, None, outcome.diagnostics, None)
+                result = FileResult(
+                    outcome.display, None, outcome.diagnostics, None, _cells_of(outcome)
+                )
                 echo(render("text", [result], color=color, show_fixes=False), nl=False)
             _emit_fixed(outcome, tally, diff, color)
     _summary(apply_summary(tally, overrides.unsafe_fixes or False, dry_run=diff), tally)
@@ -292,7 +296,38 @@ def _file_result(outcome: Outcome, with_text: bool) -> FileResult:
     text = None
     if with_text and outcome.diagnostics:
         text = outcome.source.text if outcome.source else _read_text(outcome.display)
-    return FileResult(outcome.display, text, outcome.diagnostics, outcome.error)
+    return FileResult(outcome.display, text, outcome.diagnostics, outcome.error, _cells_of(outcome))
+
+
+def _cells_of(outcome: Outcome) -> CellMap | None:
+    """A notebook's cells, which its findings' positions name; None for any other file."""
+    if not outcome.diagnostics or not outcome.display.endswith(NOTEBOOK_SUFFIX):
+        return None
+    source = outcome.source
+    if source is None:
+        try:
+            source = read_source(Path(outcome.display))
+        except SourceError:
+            return None
+    return source.notebook.cell_map if source.notebook is not None else None
+
+
+def _diff(display: str, source: SourceFile, new_text: str, color: bool) -> str:
+    """The unified diff of a file's fixes; a notebook's, cell by cell (`a/nb.ipynb:cell 2`)."""
+    if source.notebook is None:
+        return unified_diff(display, source.text, new_text, color)
+    before = source.notebook.cell_sources(source.text)
+    after = source.notebook.cell_sources(new_text)
+    return "".join(
+        unified_diff(f"{display}:cell {number}", _ended(old), _ended(new), color)
+        for (number, old), (_, new) in zip(before, after, strict=True)
+        if old != new
+    )
+
+
+def _ended(text: str) -> str:
+    """A cell's source with a last newline (which cells usually lack), for a diff."""
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def _read_text(path: str) -> str | None:
@@ -471,14 +506,14 @@ def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None
     if outcome.new_text is None or source is None:
         tally.fixed += len(outcome.fixed)  # by edits in other files only (`Diagnostic.moves`)
         if to_stdout and source is not None:
-            sys.stdout.write(source.text)
+            sys.stdout.write(source.rendered(source.text))
         return
     tally.changed_files += 1
     tally.fixed += len(outcome.fixed)
     if diff:
-        echo(unified_diff(outcome.display, source.text, outcome.new_text, color), nl=False)
+        echo(_diff(outcome.display, source, outcome.new_text, color), nl=False)
     elif to_stdout:
-        sys.stdout.write(outcome.new_text)
+        sys.stdout.write(source.rendered(outcome.new_text))
     else:
         try:
             write_source_atomic(source, outcome.new_text)

@@ -5,11 +5,16 @@ outputs, execution counts and metadata kept."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from jaxfix.cli import main
 from jaxfix.models.cells import CellMap
 from jaxfix.run.discovery import iter_python_files
 from jaxfix.run.notebook import MAGIC, NotebookError, parse_notebook
@@ -152,3 +157,92 @@ def test_folders_are_walked_for_notebooks(tmp_path: Path) -> None:
     (tmp_path / "c.txt").write_text("")
     found = [p.name for p in iter_python_files([tmp_path]) if isinstance(p, Path)]
     assert found == ["a.py", "b.ipynb"]
+
+
+# The command line
+
+
+def write_experiment(tmp_path: Path) -> Path:
+    path = tmp_path / "exp.ipynb"
+    path.write_text(dumped(EXPERIMENT), encoding="utf-8")
+    return path
+
+
+def test_check_names_the_cell_of_a_finding(tmp_path: Path) -> None:
+    write_experiment(tmp_path)
+    (tmp_path / "bad.ipynb").write_text("{")
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)])
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'exp.ipynb'}:cell 2:7:18: JF101 `pickle.dumps`" in result.stdout
+    assert f"error: {tmp_path / 'bad.ipynb'}: invalid notebook JSON" in result.stderr
+    assert "Checked 2 files: 1 finding" in result.stderr
+
+
+def test_apply_diff_shows_the_changed_cells(tmp_path: Path) -> None:
+    path = write_experiment(tmp_path)
+    result = CliRunner().invoke(
+        main, ["apply", "--diff", "--unsafe-fixes", "--no-cache", str(path)]
+    )
+    assert result.exit_code == 1
+    assert result.stdout.startswith(f"--- a/{path}:cell 2\n+++ b/{path}:cell 2\n@@ -4,5 +4,9 @@\n")
+    assert "+    jax.debug.callback(_host_pickle_dumps, h, ordered=True)\n" in result.stdout
+    assert path.read_text(encoding="utf-8") == dumped(EXPERIMENT)
+
+
+def fixed_experiment(tmp_path: Path) -> Path:
+    path = write_experiment(tmp_path)
+    result = CliRunner().invoke(main, ["apply", "--unsafe-fixes", "--no-cache", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_apply_fixes_the_notebook_in_place(tmp_path: Path) -> None:
+    path = fixed_experiment(tmp_path)
+    document = json.loads(path.read_text(encoding="utf-8"))  # still a notebook's JSON
+    assert "jax.debug.callback(_host_pickle_dumps, h, ordered=True)" in "".join(
+        document["cells"][2]["source"]
+    )
+    for index in (0, 1, 3):
+        assert document["cells"][index] == EXPERIMENT["cells"][index]
+    assert document["cells"][2]["execution_count"] == 2
+    assert path.read_text(encoding="utf-8").endswith("}\n")
+    again = CliRunner().invoke(main, ["check", "--no-cache", str(path)])
+    assert again.exit_code == 0, again.output
+
+
+def test_apply_on_standard_input_answers_the_notebook(tmp_path: Path) -> None:
+    args = ["apply", "--unsafe-fixes", "--no-cache", "-", "--stdin-filename", "exp.ipynb"]
+    result = CliRunner().invoke(main, args, input=dumped(EXPERIMENT))
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert "jax.debug.callback" in "".join(document["cells"][2]["source"])
+    assert document["cells"][3] == EXPERIMENT["cells"][3]
+
+
+RUN_CELLS = """\
+import json, sys
+cells = json.load(open(sys.argv[1], encoding="utf-8"))["cells"]
+namespace = {"__name__": "__main__"}
+for cell in cells:
+    if cell["cell_type"] == "code":
+        source = "".join(cell["source"])
+        lines = [l for l in source.splitlines() if not l.lstrip().startswith("%")]
+        exec(compile("\\n".join(lines), "<cell>", "exec"), namespace)
+"""
+
+
+@pytest.mark.jax
+def test_the_fixed_cells_run_under_jax(tmp_path: Path) -> None:
+    """Run in order in one namespace, as Jupyter would, the fixed cells give the output the
+    traced `pickle.dumps` never gave: the step's result, and one pickled host array."""
+    path = fixed_experiment(tmp_path)
+    script = textwrap.dedent(RUN_CELLS) + "print(len(namespace['BLOBS']))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[0.        1.5231884] 1\n1\n"

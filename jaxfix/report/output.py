@@ -8,16 +8,23 @@ from dataclasses import dataclass
 
 import click
 
+from jaxfix.models.cells import CellMap
 from jaxfix.models.diagnostic import Diagnostic, FixSafety
 
 
-def finding_line(path: str, diagnostic: Diagnostic) -> str:
-    """`path:line:col: CODE message`, 1-based, with `[*]` when a fix exists."""
+def finding_line(path: str, diagnostic: Diagnostic, cells: CellMap | None = None) -> str:
+    """`path:line:col: CODE message`, 1-based, with `[*]` when a fix exists (`path:cell
+    N:line:col` in a notebook, whose cells `cells` maps)."""
     marker = " [*]" if diagnostic.fix_safety is not None else ""
-    return (
-        f"{path}:{diagnostic.line}:{diagnostic.column + 1}: "
-        f"{diagnostic.code} {diagnostic.message}{marker}"
-    )
+    return f"{path}:{position(diagnostic, cells)}: {diagnostic.code} {diagnostic.message}{marker}"
+
+
+def position(diagnostic: Diagnostic, cells: CellMap | None) -> str:
+    """`line:col` of where the finding starts, 1-based; `cell N:line:col` in a notebook."""
+    column = diagnostic.column + 1
+    if cells is None:
+        return f"{diagnostic.line}:{column}"
+    return cells.label(diagnostic.line, column)
 
 
 def unified_diff(path: str, before: str, after: str, color: bool) -> str:

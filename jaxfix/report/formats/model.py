@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from jaxfix.models.cells import CellMap
 from jaxfix.models.diagnostic import Diagnostic, TextEdit
 from jaxfix.models.edits import apply_edits
 from jaxfix.rules.registry import find_rule
@@ -24,6 +25,9 @@ class FileResult:
     text: str | None
     diagnostics: Sequence[Diagnostic]
     error: str | None = None  # the one-line problem when the file could not be analysed
+    # A notebook's cells: its positions are then `cell N:line:col` (lines of `text`, the
+    # Python of its code cells, otherwise)
+    cells: CellMap | None = None
 
     def fixed_text(self, diagnostic: Diagnostic) -> str | None:
         """The file with only this finding's fix applied; None without edits or source."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from jaxfix.models.cells import CellMap
 from jaxfix.models.diagnostic import Diagnostic
 from jaxfix.report.formats.model import FileResult, findings, style
-from jaxfix.report.output import finding_line, unified_diff
+from jaxfix.report.output import finding_line, position, unified_diff
 
 INDENT = "    "
 
@@ -16,7 +17,7 @@ def render_text(results: Sequence[FileResult], color: bool, show_fixes: bool) ->
     """Every finding as its line, its fix line and (with `show_fixes`) its fix's diff."""
     parts: list[str] = []
     for result, diagnostic in findings(results):
-        parts.append(styled_finding_line(result.path, diagnostic, color) + "\n")
+        parts.append(styled_finding_line(result.path, diagnostic, color, result.cells) + "\n")
         if diagnostic.fix_safety is not None:
             parts.append(fix_line(diagnostic, color) + "\n")
         if show_fixes:
@@ -24,13 +25,15 @@ def render_text(results: Sequence[FileResult], color: bool, show_fixes: bool) ->
     return "".join(parts)
 
 
-def styled_finding_line(path: str, diagnostic: Diagnostic, color: bool) -> str:
+def styled_finding_line(
+    path: str, diagnostic: Diagnostic, color: bool, cells: CellMap | None = None
+) -> str:
     """`jaxfix.report.output.finding_line`, with the path, code and `[*]` styled when `color`."""
     if not color:
-        return finding_line(path, diagnostic)
+        return finding_line(path, diagnostic, cells)
     marker = f" {style('[*]', color, fg='cyan')}" if diagnostic.fix_safety is not None else ""
     return (
-        f"{style(path, color, bold=True)}:{diagnostic.line}:{diagnostic.column + 1}: "
+        f"{style(path, color, bold=True)}:{position(diagnostic, cells)}: "
         f"{style(diagnostic.code, color, fg='red', bold=True)} {diagnostic.message}{marker}"
     )
 
