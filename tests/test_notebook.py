@@ -178,6 +178,16 @@ def test_check_names_the_cell_of_a_finding(tmp_path: Path) -> None:
     assert "Checked 2 files: 1 finding" in result.stderr
 
 
+def test_a_later_cell_reaches_a_function_an_earlier_cell_defines(tmp_path: Path) -> None:
+    helper = "import pickle\nimport jax\n\ndef save(v):\n    return pickle.dumps(v)"
+    path = tmp_path / "h.ipynb"
+    path.write_text(
+        dumped(notebook(code(helper), code("@jax.jit\ndef f(x):\n    save(x)\n    return x")))
+    )
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(path)])
+    assert result.stdout.startswith(f"{path}:cell 1:5:12: JF107 `pickle.dumps`")
+
+
 def test_apply_diff_shows_the_changed_cells(tmp_path: Path) -> None:
     path = write_experiment(tmp_path)
     result = CliRunner().invoke(
