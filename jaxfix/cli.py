@@ -154,7 +154,11 @@ _cache_dir = click.option(
 )
 
 
-@click.group()
+# `-h` as well as `--help`, on the group and (inherited through the context) every command.
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+@click.group(context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="jaxfix")
 def main() -> None:
     """Find and rewrite JAX code that serializes, caches or leaks traced values."""
@@ -172,6 +176,12 @@ class _CheckCommand(click.Command):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         end = args.index("--") if "--" in args else len(args)
+        if "--fix" in args[:end]:  # Ruff's `check --fix` is `jaxfix apply`
+            unsafe = " --unsafe-fixes" if "--unsafe-fixes" in args[:end] else ""
+            raise click.UsageError(
+                f"`check` does not fix: run `jaxfix apply{unsafe} PATH...` to apply the fixes",
+                ctx,
+            )
         args = [ADD_IGNORE + "=" if arg == ADD_IGNORE else arg for arg in args[:end]] + args[end:]
         return super().parse_args(ctx, args)
 

@@ -382,3 +382,26 @@ def test_the_command_flushes_its_output_before_its_hard_exit(tmp_path: Path) -> 
     assert done.stderr.strip().endswith(
         "Checked 201 files: 201 findings, 201 fixable with `jaxfix apply`."
     )
+
+
+@pytest.mark.parametrize("command", [[], ["check"], ["apply"], ["explain"], ["clean"]])
+def test_dash_h_is_help(command: list[str]) -> None:
+    """`-h` works as `--help` does, as in Ruff."""
+    assert invoke(*command, "-h").stdout == invoke(*command, "--help").stdout
+    assert invoke(*command, "-h").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["--fix"], "`jaxfix apply PATH...`"),
+        (["--fix", "--unsafe-fixes"], "`jaxfix apply --unsafe-fixes PATH...`"),
+    ],
+)
+def test_check_fix_names_apply(tmp_path: Path, args: list[str], hint: str) -> None:
+    """Ruff's `check --fix` is `jaxfix apply`: the error says so, and nothing is written."""
+    path = write(tmp_path, "a.py", CACHED)
+    result = invoke("check", *args, str(path))
+    assert result.exit_code == 2
+    assert hint in result.stderr
+    assert path.read_text() == CACHED
