@@ -201,6 +201,13 @@ class _CheckCommand(click.Command):
 @click.option("--show-fixes", is_flag=True, help="Show the diff of each fixable finding.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of findings.")
 @click.option(
+    "--output-file",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write the findings to this file instead of stdout.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print the findings only: no summary line.")
+@click.option(
     ADD_IGNORE,
     default=None,
     metavar="[=REASON]",
@@ -217,14 +224,16 @@ def check(paths: tuple[str, ...], **values: Any) -> None:
     )
     add_ignore: str | None = values.pop("add_ignore")
     exit_zero = values.pop("exit_zero")
+    output_file: Path | None = values.pop("output_file")
+    quiet = values.pop("quiet")
     overrides, options = _overrides(values), _run_options(values)
     if add_ignore is not None:
-        sys.exit(_add_ignores(paths, overrides, options, add_ignore or None))
+        sys.exit(_add_ignores(paths, overrides, options, add_ignore or None, quiet))
     edits = fmt in FORMATS_WITH_EDITS or show_fixes
-    color = wants_color(sys.stdout)
+    color = output_file is None and wants_color(sys.stdout)
     tally = Tally()
     results: list[FileResult] = []
-    streaming = fmt in STREAMING_FORMATS and not statistics
+    streaming = fmt in STREAMING_FORMATS and not statistics and output_file is None
     for outcome in outcomes(paths, finder_for(overrides, options), options, fix=False, edits=edits):
         _count(outcome, tally)
         result = _file_result(outcome, with_text=fmt == "full" or show_fixes)
@@ -234,10 +243,11 @@ def check(paths: tuple[str, ...], **values: Any) -> None:
         else:
             results.append(result)
     if statistics:
-        click.echo(render_statistics(results, color=color), nl=False)
+        _output(render_statistics(results, color=color), output_file)
     elif not streaming:
-        click.echo(render(fmt, results, color=color, show_fixes=show_fixes), nl=False)
-    _summary(check_summary(tally, overrides.unsafe_fixes or False), tally)
+        _output(render(fmt, results, color=color, show_fixes=show_fixes), output_file)
+    if not quiet:
+        _summary(check_summary(tally, overrides.unsafe_fixes or False), tally)
     sys.exit(2 if tally.errors else 1 if tally.remaining and not exit_zero else 0)
 
 
@@ -278,6 +288,17 @@ def apply(paths: tuple[str, ...], **values: Any) -> None:
         sys.exit(1 if tally.changed_files and not exit_zero else 0)
     failing = tally.remaining and not exit_zero
     sys.exit(1 if failing or (on_fix and tally.changed_files) else 0)
+
+
+def _output(text: str, path: Path | None) -> None:
+    """`check`'s findings, to stdout or to the `--output-file`."""
+    if path is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise click.FileError(str(path), error.strerror or str(error)) from error
 
 
 def _summary(text: str, tally: Tally) -> None:
@@ -348,7 +369,11 @@ def _read_text(path: str) -> str | None:
 
 
 def _add_ignores(
-    paths: Sequence[str], overrides: Overrides, options: RunOptions, reason: str | None
+    paths: Sequence[str],
+    overrides: Overrides,
+    options: RunOptions,
+    reason: str | None,
+    quiet: bool = False,
 ) -> int:
     """`check --add-ignore`: a suppression comment for every finding; the exit code."""
     from jaxfix.run.add_ignore import add_suppressions
@@ -380,7 +405,8 @@ def _add_ignores(
         added += suppressed
         tally.remaining -= suppressed
         tally.changed_files += text != source.text
-    click.echo(add_ignore_summary(tally, added), err=True)
+    if not quiet:
+        click.echo(add_ignore_summary(tally, added), err=True)
     return 2 if tally.errors else 1 if tally.remaining else 0
 
 

@@ -405,3 +405,30 @@ def test_check_fix_names_apply(tmp_path: Path, args: list[str], hint: str) -> No
     assert result.exit_code == 2
     assert hint in result.stderr
     assert path.read_text() == CACHED
+
+
+def test_quiet_prints_the_findings_without_the_summary(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.py", CACHED)
+    loud, quiet = invoke("check", str(path)), invoke("check", "--quiet", str(path))
+    assert quiet.stdout == loud.stdout != ""
+    assert (quiet.stderr, quiet.exit_code) == ("", 1)
+    assert invoke("check", "-q", str(path)).stderr == ""
+
+
+def test_output_file_takes_what_stdout_would(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.py", CACHED)
+    out = tmp_path / "findings.json"
+    result = invoke("check", "--output-format", "json", "--output-file", str(out), str(path))
+    assert result.stdout == ""
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Checked 1 file")
+    expected = invoke("check", "--output-format", "json", str(path)).stdout
+    assert out.read_text() == expected != ""
+
+
+def test_concise_prints_the_finding_lines_alone(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.py", CACHED)
+    text = invoke("check", str(path)).stdout
+    concise = invoke("check", "--output-format", "concise", str(path))
+    assert concise.stdout == "".join(f"{line}\n" for line in findings(text))
+    assert concise.stdout.count("\n") == 1

@@ -4,6 +4,7 @@ errors go to stderr, from the CLI.
 
 - `text`: `path:line:col: CODE message [*]`, then `    fix (safe|unsafe): title` for a
   fixable finding, and with `show_fixes` the diff of that fix alone;
+- `concise`: the finding lines alone, one per finding (no fix lines, no diffs);
 - `full`: the finding line, the source around it with the span underlined, the fix title with
   its safety, and the fix's diff (like Ruff's `full`);
 - `json`: an array of findings (`jaxfix/schemas/json-output.schema.json`, see `jsonout`);
@@ -24,10 +25,10 @@ from jaxfix.report.formats.model import FileResult
 
 __all__ = ["FORMATS", "STREAMING_FORMATS", "FileResult", "render", "statistics"]
 
-FORMATS = ("text", "full", "json", "sarif", "github", "junit")
+FORMATS = ("text", "concise", "full", "json", "sarif", "github", "junit")
 # Formats whose output for many files is their outputs for each file, one after the other: the
 # CLI can print each file's findings as soon as they are known.
-STREAMING_FORMATS = ("text", "full", "github")
+STREAMING_FORMATS = ("text", "concise", "full", "github")
 
 
 def render(
@@ -41,6 +42,10 @@ def render(
             from jaxfix.report.formats.text import render_text
 
             return render_text(results, color, show_fixes)
+        case "concise":
+            from jaxfix.report.formats.text import render_concise
+
+            return render_concise(results, color)
         case "full":
             from jaxfix.report.formats.full import render_full
 

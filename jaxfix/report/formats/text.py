@@ -1,5 +1,6 @@
 """The `text` format: one line per finding (`path:line:col: CODE message [*]`), a second line
-naming the fix of a fixable one, and with `--show-fixes` the diff of that fix alone."""
+naming the fix of a fixable one, and with `--show-fixes` the diff of that fix alone; `concise`:
+the finding lines alone."""
 
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ def render_text(results: Sequence[FileResult], color: bool, show_fixes: bool) ->
         if show_fixes:
             parts.append(fix_diff(result, diagnostic, color))
     return "".join(parts)
+
+
+def render_concise(results: Sequence[FileResult], color: bool) -> str:
+    """Every finding as its line alone (as Ruff's `concise`)."""
+    return "".join(
+        styled_finding_line(result.path, diagnostic, color, result.cells) + "\n"
+        for result, diagnostic in findings(results)
+    )
 
 
 def styled_finding_line(
