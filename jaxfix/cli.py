@@ -41,7 +41,7 @@ from jaxfix.report.terminal import echo, wants_color
 from jaxfix.rules.registry import all_rules, find_rule, select_rules, sink_table
 from jaxfix.rules.suppression import UNUSED_CODE
 from jaxfix.run.cache import DEFAULT_FOLDER, clean
-from jaxfix.run.config import ConfigError, ConfigFinder, Overrides, job_for, validate
+from jaxfix.run.config import ConfigError, ConfigFinder, Overrides, job_for, project_root, validate
 from jaxfix.run.job import Job
 from jaxfix.run.notebook import NOTEBOOK_SUFFIX
 from jaxfix.run.outcome import Outcome
@@ -150,7 +150,7 @@ _cache_dir = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     envvar="JAXFIX_CACHE_DIR",
-    help=f"The result cache folder (default: {DEFAULT_FOLDER}).",
+    help=f"The result cache folder (default: {DEFAULT_FOLDER} at the project's root).",
 )
 
 
@@ -753,7 +753,8 @@ def lsp() -> None:
 @_cache_dir
 def clean_cache(cache_dir: Path | None) -> None:
     """Remove the result cache folder."""
-    folder = cache_dir or DEFAULT_FOLDER
+    folder = cache_dir or project_root() / DEFAULT_FOLDER
+    folder = Path(os.path.relpath(folder)) if folder.is_absolute() else folder
     try:
         removed = clean(folder)
     except OSError as error:

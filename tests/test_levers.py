@@ -283,6 +283,25 @@ def test_clean_removes_the_cache_and_refuses_other_folders(tmp_path: Path) -> No
     assert (tmp_path / "precious").is_dir()
 
 
+def test_the_cache_lives_at_the_project_root_whatever_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from a subfolder, the cache goes beside the `pyproject.toml` that configures the run
+    (as Ruff's does), not into the subfolder; `clean` finds it there."""
+    monkeypatch.delenv("JAXFIX_CACHE_DIR")
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfix]\n", encoding="utf-8")
+    sub = tmp_path / "pkg" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "a.py").write_text(FINDING, encoding="utf-8")
+    monkeypatch.chdir(sub)
+    result = CliRunner().invoke(main, ["check", "a.py"])
+    assert result.exit_code == 1 and "JF101" in result.stdout
+    assert not (sub / ".jaxfix_cache").exists()
+    assert (tmp_path / ".jaxfix_cache").is_dir()
+    result = CliRunner().invoke(main, ["clean"])
+    assert result.exit_code == 0 and not (tmp_path / ".jaxfix_cache").exists()
+
+
 def test_a_warm_run_imports_neither_libcst_nor_the_analysis(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(FINDING, encoding="utf-8")
     heavy = ("libcst", "jaxfix.analysis.interpreter", "jaxfix.run.engine")

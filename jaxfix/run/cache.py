@@ -1,8 +1,9 @@
 """The result cache: findings reused while the files' bytes, jaxfix's own code and the
 settings stay the same.
 
-JSON files per version of jaxfix's code in the cache folder (`.jaxfix_cache` in the current
-directory by default):
+JSON files per version of jaxfix's code in the cache folder (`.jaxfix_cache` at the project's
+root by default: the folder of the `pyproject.toml` that configures the run, else the current
+one):
 
 - `<code>.runs.json`, small, all that a run with nothing to analyse reads: each file's digest
   with the size and mtime it had (`jaxfix.run.stamps`), the latest runs by their files and jobs

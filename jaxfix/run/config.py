@@ -281,6 +281,22 @@ class ConfigFinder:
         return self.loaded() + ([self._defaults] if self._defaults_used else [])
 
 
+def project_root(forced: Path | None = None, isolated: bool = False) -> Path:
+    """The folder of the `pyproject.toml` that configures a run started here (`forced`, else
+    the nearest one with `[tool.jaxfix]` at or above the current folder); the current folder
+    when none does. The result cache lives there, whichever subfolder the run starts from."""
+    here = Path.cwd()
+    if isolated:
+        return here
+    if forced is not None:
+        return Path(os.path.abspath(forced)).parent
+    for folder in (here, *here.parents):
+        candidate = folder / PYPROJECT
+        if candidate.is_file() and _has_table(candidate):
+            return folder
+    return here
+
+
 def _has_table(path: Path) -> bool:
     try:
         return "jaxfix" in _read(path).get("tool", {})

@@ -14,7 +14,15 @@ from jaxfix.report.terminal import echo, progress_bar
 from jaxfix.rules.registry import suggestion, unknown_selectors
 from jaxfix.run.batch import run_paths
 from jaxfix.run.cache import DEFAULT_FOLDER, Cache
-from jaxfix.run.config import ConfigError, ConfigFinder, Overrides, job_for, opt_in_notes, validate
+from jaxfix.run.config import (
+    ConfigError,
+    ConfigFinder,
+    Overrides,
+    job_for,
+    opt_in_notes,
+    project_root,
+    validate,
+)
 from jaxfix.run.job import Job
 from jaxfix.run.outcome import Outcome
 from jaxfix.run.sourcefile import SourceError, read_stdin_source
@@ -39,7 +47,8 @@ class RunOptions:
 
     @property
     def cache_folder(self) -> Path:
-        return self.cache_dir or DEFAULT_FOLDER
+        """`--cache-dir`, else `.jaxfix_cache` at the project's root (`project_root`)."""
+        return self.cache_dir or project_root(self.config, self.isolated) / DEFAULT_FOLDER
 
 
 class BadConfig(click.ClickException):
