@@ -56,7 +56,7 @@ def test_ignoring_jf001_does_not_turn_a_bare_comment_into_a_blanket_suppression(
 
 
 @pytest.mark.parametrize(
-    "comment", ["# jaxfix: ignore-me", "# jaxfix: ignored", "# noqa", "# jaxfix ignore"]
+    "comment", ["# jaxfix: ignore-me", "# jaxfix: ignored", "# noqan", "# jaxfix ignore"]
 )
 def test_other_comments_are_not_suppressions(comment: str) -> None:
     text = program(f"BLOBS.append(pickle.dumps(x))  {comment}\nreturn x\n")
@@ -102,3 +102,49 @@ def test_comments_are_read_only_in_files_that_may_name_jaxfix() -> None:
         "E501",
         "JF101",
     ]
+
+
+# A bare `# noqa`, `ignore-file`, a definition's header, a misspelt code (#54)
+
+
+@pytest.mark.parametrize("comment", ["# noqa", "# NOQA -- reviewed", "#noqa", "# noqa: JF101"])
+def test_a_noqa_silences_the_finding_on_its_line_and_is_never_reported(comment: str) -> None:
+    text = program(f"BLOBS.append(pickle.dumps(x))  {comment}\nreturn x\n")
+    assert found(text) == []
+    assert found(program(f"y = x  {comment}\nreturn y\n")) == []  # silences nothing: not JF001
+
+
+@pytest.mark.parametrize(
+    ("comment", "codes"),
+    [
+        ("# jaxfix: ignore-file", []),
+        ("# jaxfix: ignore-file[JF101] -- legacy", []),
+        ("# jaxfix: ignore-file[serialize-in-traced]", []),
+        ("# jaxfix: ignore-file[JF102]", ["JF001", "JF101"]),
+    ],
+)
+def test_ignore_file_silences_its_rules_in_the_whole_file(comment: str, codes: list[str]) -> None:
+    text = f"{comment}\n" + program("BLOBS.append(pickle.dumps(x))\nreturn x\n")
+    assert [code for _, code, _ in found(text)] == codes
+
+
+def test_an_ignore_on_a_definition_header_covers_its_body_only() -> None:
+    body = "BLOBS.append(pickle.dumps(x))\nreturn x\n"
+    text = program(body).replace("def step(x):", "def step(x):  # jaxfix: ignore[JF101]")
+    after = "\n\n@jax.jit\ndef other(x):\n" + textwrap.indent(body, "    ")
+    assert found(text) == []
+    assert [(line, code) for line, code, _ in found(text + after)] == [(16, "JF101")]
+    classy = "import pickle\nimport jax\nclass A:  # jaxfix: ignore[JF101]\n    @jax.jit\n"
+    method = "    def f(self, x):\n        BLOBS.append(pickle.dumps(x))\n        return x\n"
+    assert found("BLOBS = []\n" + classy + method) == []
+
+
+def test_an_ignore_on_a_definition_that_silences_nothing_is_reported_once() -> None:
+    text = program("return x\n").replace("def step(x):", "def step(x):  # jaxfix: ignore[JF101]")
+    assert [(line, code) for line, code, _ in found(text)] == [(9, "JF001")]
+
+
+def test_a_misspelt_code_gets_a_did_you_mean() -> None:
+    text = program("BLOBS.append(pickle.dumps(x))  # jaxfix: ignore[JF1O1]\nreturn x\n")
+    messages = [message for _, code, message in found(text) if code == "JF001"]
+    assert messages == ["unused suppression: `JF1O1` is not a jaxfix rule (did you mean `JF101`?)"]

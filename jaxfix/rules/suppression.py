@@ -1,10 +1,14 @@
-"""Suppression comments: `# jaxfix: ignore[JF101]` and `# noqa: JF101`.
+"""Suppression comments: `# jaxfix: ignore[JF101]`, `# noqa: JF101`, a bare `# noqa` and
+`# jaxfix: ignore-file[JF101]`.
 
 A suppression names rules by code or name (several, comma-separated; a jaxfix comment may end
 with `-- reason`). It silences findings that start on its own line, or, when the comment stands
-alone on its line, on the next line. A jaxfix suppression that silences nothing (or names no
-rule) is itself reported by JF001 `unused-suppression`; `# noqa` comments belong to every
-linter, so only their `JF` codes count, and they are never reported as unused.
+alone on its line, on the next line; a `jaxfix: ignore[...]` comment on a `def` or `class`
+header silences the whole definition, and `jaxfix: ignore-file[...]` the whole file (a bare
+`jaxfix: ignore-file`, every rule there). A bare `# noqa` silences every finding on its line,
+as in Ruff. A jaxfix suppression that silences nothing (or names no rule) is itself reported
+by JF001 `unused-suppression`; `# noqa` comments belong to every linter, so only their `JF`
+codes count, and they are never reported as unused.
 
 A jaxfix comment that names no rule (`# jaxfix: ignore`, `ignore[]`) silences nothing: unlike
 a bare `# noqa`, it is not a blanket suppression (a finding here is a program that fails at
@@ -13,8 +17,11 @@ run time, which one comment should not hide wholesale). JF001 reports it with th
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import io
 import re
+import sys
 import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,10 +34,17 @@ UNUSED_NAME = "unused-suppression"
 JAXFIX_COMMENT = re.compile(r"#\s*jaxfix:\s*ignore\[(?P<names>[^\]]*)\](?:\s*--\s*(?P<reason>.*))?")
 # A jaxfix comment with no brackets after `ignore` (what follows is not a list of rules).
 BARE_COMMENT = re.compile(r"#\s*jaxfix:\s*ignore(?![\w\[-])")
+# `ignore-file[...]`, or `ignore-file` alone: every rule in the file.
+FILE_COMMENT = re.compile(
+    r"#\s*jaxfix:\s*ignore-file(?:\[(?P<names>[^\]]*)\]|(?![\w\[-]))(?:\s*--\s*(?P<reason>.*))?"
+)
 _NOQA = re.compile(r"#\s*noqa:\s*(?P<names>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)", re.I)
-# A `noqa` that may name a jaxfix code: only those count, and tokenizing a whole file for its
-# comments costs as much as parsing it (libraries write `# noqa: F401` everywhere).
-_JAXFIX_NOQA = re.compile(r"(?i:noqa)[^\n]*JF[0-9]")
+_BARE_NOQA = re.compile(r"#\s*noqa(?!\s*:)\b", re.I)
+# A `noqa` that may name a jaxfix code, or names none: only those count, and tokenizing a whole
+# file for its comments costs as much as parsing it (libraries write `# noqa: F401` everywhere).
+_JAXFIX_NOQA = re.compile(r"(?i:noqa)[^\n]*JF[0-9]|(?i:#\s*noqa)(?!\s*:)\b")
+EVERY = "*"  # the selector of a blanket suppression (a bare `noqa` or `ignore-file`)
+_DEFINITIONS = frozenset({"def", "class"})
 
 
 @dataclass(frozen=True)
@@ -41,28 +55,74 @@ class Suppression:
     line: int  # where the comment is (1-based)
     column: int  # 0-based
     end_column: int
-    target_line: int  # the line whose findings it silences
+    target_line: int  # the first line whose findings it silences
     own: bool  # a `jaxfix: ignore` comment (not a `noqa`)
+    end_line: int = 0  # the last such line, when after `target_line` (a definition, the file)
+
+    def covers(self, line: int) -> bool:
+        return self.target_line <= line <= max(self.target_line, self.end_line)
 
 
 def find(text: str) -> list[Suppression]:
     """Every suppression in `text`'s comments (never in strings)."""
-    if "jaxfix:" not in text and ("JF" not in text or not _JAXFIX_NOQA.search(text)):
+    if "jaxfix:" not in text and ("noqa" not in text.lower() or not _JAXFIX_NOQA.search(text)):
         return []  # (the regular expression scans every `noqa` to its line's end)
     found: list[Suppression] = []
+    # A `def` or `class` header being read: the indices in `found` of its jaxfix comments;
+    # then, once it ends, those awaiting its body's INDENT; then the bodies open, by depth.
+    header: list[int] | None = None
+    pending: list[int] | None = None
+    bodies: list[tuple[int, list[int]]] = []
+    depth, last_line, previous = 0, 0, ""
     try:
         for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
-            if token.type == tokenize.COMMENT:
-                found.extend(_parse(token))
+            kind = token.type
+            if kind == tokenize.COMMENT:
+                parsed = _parse(token)
+                if header is not None:
+                    header += [len(found) + i for i, s in enumerate(parsed) if _on_line(s)]
+                found.extend(parsed)
+                continue
+            if kind == tokenize.NL:
+                continue
+            if kind == tokenize.INDENT:
+                depth += 1
+                if pending:
+                    bodies.append((depth, pending))
+            elif kind == tokenize.DEDENT:
+                depth -= 1
+                while bodies and bodies[-1][0] > depth:
+                    for i in bodies.pop()[1]:
+                        found[i] = dataclasses.replace(found[i], end_line=last_line)
+            pending = None
+            if kind == tokenize.NEWLINE:
+                last_line = token.start[0]
+                header, pending = None, header
+            elif token.string in _DEFINITIONS and previous in ("", "async"):
+                header = []
+            ends = kind in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+            previous = "" if ends else token.string
     except (tokenize.TokenError, SyntaxError):
         pass  # a file the parser rejects is reported as such; its comments do not matter
     return found
+
+
+def _on_line(suppression: Suppression) -> bool:
+    """A jaxfix suppression of its own line (not of the next one, nor of the file)."""
+    return suppression.own and suppression.target_line == suppression.line
 
 
 def _parse(token: tokenize.TokenInfo) -> list[Suppression]:
     (line, column), (_, end_column) = token.start, token.end
     alone = not token.line[:column].strip()  # the comment's physical line
     target = line + 1 if alone else line
+    whole = FILE_COMMENT.search(token.string)
+    if whole is not None:  # the whole file
+        names = [n.strip() for n in (whole.group("names") or EVERY).split(",") if n.strip()]
+        return [
+            Suppression(name, line, column, end_column, 1, True, sys.maxsize)
+            for name in names or [""]
+        ]
     match = JAXFIX_COMMENT.search(token.string)
     own = match is not None
     if match is None:
@@ -70,6 +130,8 @@ def _parse(token: tokenize.TokenInfo) -> list[Suppression]:
             return [Suppression("", line, column, end_column, target, own=True)]
         match = _NOQA.search(token.string)
         if match is None:
+            if _BARE_NOQA.search(token.string):
+                return [Suppression(EVERY, line, column, end_column, target, own=False)]
             return []
     names = [name.strip() for name in match.group("names").split(",") if name.strip()]
     if own and not names:
@@ -90,20 +152,20 @@ def apply(
     run is not known to be unused)."""
     used: set[Suppression] = set()
     kept: list[Diagnostic] = []
-    codes_on: dict[int, set[str]] = {}
-    for diagnostic in diagnostics:
-        codes_on.setdefault(diagnostic.line, set()).add(diagnostic.code)
+    found = list(diagnostics)
+    for diagnostic in found:
         matching = [
             s
             for s in suppressions
-            if s.target_line == diagnostic.line and known.get(s.selector) == diagnostic.code
+            if s.covers(diagnostic.line)
+            and (s.selector == EVERY or known.get(s.selector) == diagnostic.code)
         ]
         used.update(matching)
         if not matching:
             kept.append(diagnostic)
     if report_unused:
         kept += [
-            _unused(s, known, sorted(codes_on.get(s.target_line, ())))
+            _unused(s, known, sorted({d.code for d in found if s.covers(d.line)}))
             for s in suppressions
             if _is_unused(s, used, known, active)
         ]
@@ -114,8 +176,8 @@ def apply(
 def _is_unused(
     suppression: Suppression, used: set[Suppression], known: dict[str, str], active: set[str]
 ) -> bool:
-    if not suppression.own or suppression in used:
-        return False
+    if not suppression.own or suppression in used or suppression.selector == EVERY:
+        return False  # (a bare `ignore-file` may cover rules that did not run)
     code = known.get(suppression.selector)
     return code is None or code in active
 
@@ -131,6 +193,12 @@ def _unused(suppression: Suppression, known: dict[str, str], codes: list[str]) -
         message = f"unused suppression: no `{suppression.selector}` finding here"
     else:
         message = f"unused suppression: `{suppression.selector}` is not a jaxfix rule"
+        word = suppression.selector
+        close = difflib.get_close_matches(
+            word.upper() if word[:2].upper() == "JF" else word, known, n=1
+        )
+        if close:
+            message += f" (did you mean `{close[0]}`?)"
     return Diagnostic(
         code=UNUSED_CODE,
         name=UNUSED_NAME,
