@@ -148,3 +148,10 @@ def test_a_misspelt_code_gets_a_did_you_mean() -> None:
     text = program("BLOBS.append(pickle.dumps(x))  # jaxfix: ignore[JF1O1]\nreturn x\n")
     messages = [message for _, code, message in found(text) if code == "JF001"]
     assert messages == ["unused suppression: `JF1O1` is not a jaxfix rule (did you mean `JF101`?)"]
+
+
+def test_ignore_file_on_a_definition_header_still_covers_the_whole_file() -> None:
+    text = "def f():  # jaxfix: ignore-file[JF101]\n    pass\n" + program(
+        "BLOBS.append(pickle.dumps(x))\nreturn x\n"
+    )
+    assert found(text) == []

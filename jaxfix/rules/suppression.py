@@ -109,7 +109,9 @@ def find(text: str) -> list[Suppression]:
 
 def _on_line(suppression: Suppression) -> bool:
     """A jaxfix suppression of its own line (not of the next one, nor of the file)."""
-    return suppression.own and suppression.target_line == suppression.line
+    return (
+        suppression.own and suppression.target_line == suppression.line and not suppression.end_line
+    )
 
 
 def _parse(token: tokenize.TokenInfo) -> list[Suppression]:
