@@ -204,12 +204,11 @@ class CallEvaluator:
     def _attribute_instance(self, class_name: str, attr: str) -> str | None:
         """The module's class of which every value its methods give `self.<attr>` is a new
         instance (`self.logger = MetricsLogger()` in `__init__`); None for anything else."""
-        key = (class_name, attr)
         known = self.module.attribute_instances
-        if key not in known:
+        if class_name not in known:
             cls = self.module.classes.get(class_name)
-            known[key] = None if cls is None else _assigned_instance(cls, attr, self.module)
-        return known[key]
+            known[class_name] = {} if cls is None else _assigned_instances(cls, self.module)
+        return known[class_name].get(attr)
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -678,10 +677,10 @@ PYTHON_TYPE_NAMES = frozenset(
 ARRAY_ATTRIBUTES = frozenset({"dtype", "shape", "ndim", "aval"})
 
 
-def _assigned_instance(cls: ast.ClassDef, attr: str, module: Module) -> str | None:
-    """The class of the module that each assignment of `self.<attr>` in `cls`'s methods
-    calls, when there is one and every assignment calls that same class."""
-    made: set[str | None] = set()
+def _assigned_instances(cls: ast.ClassDef, module: Module) -> dict[str, str | None]:
+    """For each attribute `cls`'s methods write on `self`, the class of the module that every
+    assignment of it calls, when there is one such class (else None); one walk of the class."""
+    made: dict[str, set[str | None]] = {}
     for method in cls.body:
         if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
@@ -693,26 +692,28 @@ def _assigned_instance(cls: ast.ClassDef, attr: str, module: Module) -> str | No
             if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
-                    if _writes_attribute(target, own, attr):
-                        made.add(_made_class(node, target, module))
+                    for attr in _written_attributes(target, own):
+                        made.setdefault(attr, set()).add(_made_class(node, target, module))
             elif isinstance(node, ast.Delete | ast.For | ast.With | ast.NamedExpr):
-                written = [n for n in ast.walk(node) if _writes_attribute(n, own, attr)]
-                made |= {None} if written else set()
-    return made.pop() if len(made) == 1 else None
+                for inner in ast.walk(node):
+                    for attr in _written_attributes(inner, own):
+                        made.setdefault(attr, set()).add(None)
+    return {attr: classes.pop() if len(classes) == 1 else None for attr, classes in made.items()}
 
 
-def _writes_attribute(node: ast.AST, own: str, attr: str) -> bool:
-    """`node` is `own.attr` written (a target, at any depth of a tuple target)."""
+def _written_attributes(node: ast.AST, own: str) -> list[str]:
+    """The attributes of `own` that `node` writes (a target, at any depth of a tuple one)."""
     if isinstance(node, ast.Tuple | ast.List | ast.Starred):
         parts = node.elts if isinstance(node, ast.Tuple | ast.List) else [node.value]
-        return any(_writes_attribute(part, own, attr) for part in parts)
-    return (
+        return [attr for part in parts for attr in _written_attributes(part, own)]
+    if (
         isinstance(node, ast.Attribute)
-        and node.attr == attr
         and isinstance(node.value, ast.Name)
         and node.value.id == own
         and not isinstance(node.ctx, ast.Load)
-    )
+    ):
+        return [node.attr]
+    return []
 
 
 def _made_class(

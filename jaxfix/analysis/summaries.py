@@ -166,9 +166,9 @@ class Module:
     # Parameters the module's calls give instances of one of its classes only (`make_step(
     # model, x)` with `model = MLP(...)`): function id -> parameter -> class name.
     instance_params: dict[str, dict[str, str]] = field(default_factory=dict)
-    # (class, attribute) -> the module's class every method's `self.<attribute> = C(...)`
+    # class -> attribute -> the module's class every method's `self.<attribute> = C(...)`
     # makes an instance of, None when another value is assigned (found on demand).
-    attribute_instances: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    attribute_instances: dict[str, dict[str, str | None]] = field(default_factory=dict)
     # The classes of other modules of the run with metadata fields, by their names as the
     # module imports them (`brax.base.System`, `.base.System`): their static fields.
     static_classes: dict[str, frozenset[str]] = field(default_factory=dict)
