@@ -368,7 +368,7 @@ class SerializeInTraced(Rule):
             self._checkpointers.setdefault(row.callable, []).append(row)
         # Helpers whose traced call moves out of the trace (`_helper_call_moved`): the line
         # of each call, and each helper's fix.
-        self._helper_calls: dict[Statement, cst.CSTNode] = {}
+        self._helper_calls: set[Statement] = set()
         self._helper_moves: dict[cst.CSTNode, Fix | None] = {}
         self._published: set[cst.CSTNode] = set()  # helpers whose importers move their calls
 
@@ -424,7 +424,7 @@ class SerializeInTraced(Rule):
         statement = self._sole_traced_call_line([a.node for a in binding.references])
         if statement is None:
             return None
-        self._helper_calls[statement] = helper.node
+        self._helper_calls.add(statement)
         fix = self._hoists.fix(statement, "_host_" + helper.label)
         self._helper_moves[helper.node] = fix if isinstance(fix, Fix) else None
         return self._helper_moves[helper.node]
@@ -480,7 +480,7 @@ class SerializeInTraced(Rule):
             statement = self._sole_traced_call_line(references)
             fix: Fix | str = "it is not called alone on one line of traced code"
             if statement is not None:
-                self._helper_calls[statement] = references[0]
+                self._helper_calls.add(statement)
                 self.traced.extra_effects[statement] = _written_by(returned, statement)
                 fix = self._hoists.fix(statement, "_host_" + returned.function)
             why = "" if isinstance(fix, Fix) else fix or "its call cannot leave the trace"
@@ -652,8 +652,7 @@ class SerializeInTraced(Rule):
         ]
         payloads = [payload for payload, _ in found]
         listed = {payload for payload, sink in found if sink in PYTHON_VALUES_ONLY}
-        helper = self._helper_calls.get(statement)
-        if helper is not None:  # a helper's call: what it is given
+        if statement in self._helper_calls:  # a helper's call: what it is given
             assert isinstance(statement, cst.SimpleStatementLine)
             small = statement.body[0]
             assert isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
