@@ -22,7 +22,13 @@ from jaxfix.fixes.eager_calls import (
     written,
 )
 from jaxfix.fixes.fix import Fix, ImportNeeded
-from jaxfix.fixes.hoist import gating_if, is_host_only_target, jax_module_name, jax_numpy_name
+from jaxfix.fixes.hoist import (
+    TIGHT,
+    gating_if,
+    is_host_only_target,
+    jax_module_name,
+    jax_numpy_name,
+)
 from jaxfix.fixes.host_effects import Hoists, wait_in_importers
 from jaxfix.fixes.host_solver import solver_callback
 from jaxfix.fixes.returns import DUMPS
@@ -822,7 +828,7 @@ class HostConversionInTraced(Rule):
             return None
         # `ordered=True`: prints run in program order, as the prints they replace did (an
         # accelerator runs unordered ones in any order); JAX refuses it over several devices.
-        ordered = cst.Arg(cst.Name("True"), keyword=cst.Name("ordered"), equal=_TIGHT)
+        ordered = cst.Arg(cst.Name("True"), keyword=cst.Name("ordered"), equal=TIGHT)
         keywords = [] if self.traced.may_run_sharded() else [ordered]
         new = cst.Call(
             func=cst.parse_expression(f"{jax_name}.debug.print"),
@@ -847,9 +853,6 @@ class _Finding:
 
 _ARRAY_ERROR = "TracerArrayConversionError"
 _INTEGER = re.compile(r"\bu?int(8|16|32|64)?\b")
-_TIGHT = cst.AssignEqual(
-    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-)
 _TO_NUMPY = "converts a traced value to a NumPy array (`TracerArrayConversionError`)"
 _SHAPE = " with a result shape"
 _FORMATS = "formats the tracer, not the values (a format spec raises `TypeError`)"

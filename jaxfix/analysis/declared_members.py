@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from jaxfix.analysis.summaries import Module, qualified_name
+from jaxfix.analysis.summaries import Module, class_lineage, qualified_name
 
 # The Python types whose values a tracer never is.
 _SCALARS = frozenset({"int", "bool", "str", "bytes", "NoneType"})
@@ -23,23 +23,15 @@ def python_valued_members(name: str, module: Module) -> frozenset[str]:
     """The properties of the module's class `name` (or of its bases in the module) whose
     declared type is a Python value."""
     found: set[str] = set()
-    seen: set[str] = set()
-    todo = [name]
-    while todo:
-        current = todo.pop()
-        cls = module.classes.get(current)
-        if cls is None or current in seen:
-            continue
-        seen.add(current)
+    for current in class_lineage(name, module):
         found |= {
             statement.name
-            for statement in cls.body
+            for statement in module.classes[current].body
             if isinstance(statement, ast.FunctionDef)
             and _property(statement)
             and statement.returns is not None
             and python_type(statement.returns, module)
         }
-        todo.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
     return frozenset(found)
 
 

@@ -10,7 +10,7 @@ import ast
 from collections.abc import Iterator
 
 from jaxfix.analysis.declared_members import python_valued_members
-from jaxfix.analysis.summaries import Module, qualified_name
+from jaxfix.analysis.summaries import Module, class_lineage, qualified_name
 from jaxfix.analysis.transform_arguments import is_constant, literal_elements
 from jaxfix.models.transforms import FIELDLESS_PYTREE_BASES, PARTIAL
 
@@ -35,7 +35,7 @@ def static_fields_by_class(module: Module) -> dict[str, frozenset[str]]:
             own[first.id] |= _meta_fields(call)
     found: dict[str, frozenset[str]] = {}
     for name in own:
-        fields = set().union(*(own.get(base, set()) for base in _lineage(name, module)))
+        fields = set().union(*(own.get(base, set()) for base in class_lineage(name, module)))
         if fields:
             found[name] = frozenset(fields)
     return found
@@ -57,7 +57,7 @@ def metadata_only_classes(module: Module) -> frozenset[str]:
 
 
 def _metadata_only(name: str, static: frozenset[str], module: Module) -> bool:
-    lineage = [module.classes[c] for c in _lineage(name, module)]
+    lineage = [module.classes[c] for c in class_lineage(name, module)]
     for cls in lineage:
         if any(
             qualified_name(b, module) not in FIELDLESS_PYTREE_BASES
@@ -152,19 +152,6 @@ def _own_static(cls: ast.ClassDef, module: Module) -> set[str]:
         if isinstance(decorator, ast.Call) and _is_register_partial(decorator, module):
             found |= _meta_fields(decorator)
     return found
-
-
-def _lineage(name: str, module: Module) -> Iterator[str]:
-    """`name` and its bases that are classes of the module, by name (each once)."""
-    seen: set[str] = set()
-    todo = [name]
-    while todo:
-        current = todo.pop()
-        if current in seen or current not in module.classes:
-            continue
-        seen.add(current)
-        yield current
-        todo.extend(b.id for b in module.classes[current].bases if isinstance(b, ast.Name))
 
 
 def _register_calls(module: Module) -> Iterator[ast.Call]:

@@ -445,6 +445,19 @@ def call_cycles(module: Module) -> dict[str, int]:
 TRACER_TEST = re.compile("tracer|concrete", re.IGNORECASE)
 
 
+def class_lineage(name: str, module: Module) -> Iterator[str]:
+    """`name` and its bases that are classes of the module, by name (each once)."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in module.classes:
+            continue
+        seen.add(current)
+        yield current
+        todo.extend(b.id for b in module.classes[current].bases if isinstance(b, ast.Name))
+
+
 def qualified_name(node: ast.expr, module: Module) -> str:
     """What `node` (a name or a dotted attribute) names through the module's imports
     (`np.save` -> `numpy.save`); empty when it is no such expression."""

@@ -19,7 +19,8 @@ from jaxfix.fixes.traversal import children
 
 _HOST_TARGETS = (cst.Attribute, cst.Subscript)
 _KEY_ORDER_NOTE = "# A host callback gets a dict with its keys sorted: keep their order."
-_TIGHT = cst.AssignEqual(
+# `name=value` without spaces, as a keyword argument or a parameter's default is written.
+TIGHT = cst.AssignEqual(
     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
 )
 
@@ -216,7 +217,7 @@ def hoist_statements(
             else cst.SimpleStatementLine([cst.Nonlocal([cst.NameItem(cst.Name(n)) for n in outer])])
         )
     params = [cst.Param(cst.Name(name)) for name in given]
-    params += [cst.Param(cst.Name(name), default=cst.Name(name), equal=_TIGHT) for name in frozen]
+    params += [cst.Param(cst.Name(name), default=cst.Name(name), equal=TIGHT) for name in frozen]
     kept = [keeping for keeping, _ in in_order.values()]
     if kept:
         note = cst.EmptyLine(comment=cst.Comment(_KEY_ORDER_NOTE))

@@ -16,7 +16,14 @@ from libcst.metadata import Assignment, FunctionScope
 
 from jaxfix.fixes.eager_calls import references
 from jaxfix.fixes.fix import ImportNeeded, Replacement
-from jaxfix.fixes.hoist import fresh_name, jax_module_name, jax_numpy_name, moves_with, numpy_name
+from jaxfix.fixes.hoist import (
+    TIGHT,
+    fresh_name,
+    jax_module_name,
+    jax_numpy_name,
+    moves_with,
+    numpy_name,
+)
 from jaxfix.fixes.syntax import calls_in, names_read
 from jaxfix.fixes.tracing import Statement, TracedAnalysis, TracedFunction
 from jaxfix.models.host_solvers import Like, Solver
@@ -30,9 +37,6 @@ _BLANK = cst.EmptyLine(indent=False)
 # Libraries whose functions need concrete values: a starting point they compute from a tracer
 # cannot be computed in traced code.
 _HOST_LIBRARIES = ("numpy.", "scipy.")
-_TIGHT = cst.AssignEqual(
-    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-)
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ def solver_callback(
         name=cst.Name(host_name),
         params=cst.Parameters(
             params=[cst.Param(cst.Name(n)) for n in plan.operands]
-            + [cst.Param(cst.Name(n), default=cst.Name(n), equal=_TIGHT) for n in plan.frozen]
+            + [cst.Param(cst.Name(n), default=cst.Name(n), equal=TIGHT) for n in plan.frozen]
         ),
         body=cst.IndentedBlock(
             [

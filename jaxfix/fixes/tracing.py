@@ -452,8 +452,7 @@ class TracedAnalysis:
     def raising(self, call: cst.Call) -> bool:
         """Whether `call`, in traced code, is in a `raise` or `assert` statement (it builds
         an error's message)."""
-        node = self._where.expression(self._span(call))
-        known = self._analysed.call_in_traced(node) if isinstance(node, ast.Call) else None
+        known = self._call_in_traced(call)
         return known is not None and known.raising
 
     def self_made_in_trace(self, name: cst.Name) -> bool:
@@ -477,9 +476,13 @@ class TracedAnalysis:
         """Whether `call`, in traced code, calls a function of the module: a method of one
         of its classes through an instance the analysis knows (`run.log(...)` for a
         module-level `run = Run()`). Its body is analysed itself, whatever its name says."""
-        node = self._where.expression(self._span(call))
-        known = self._analysed.call_in_traced(node) if isinstance(node, ast.Call) else None
+        known = self._call_in_traced(call)
         return known is not None and known.target is not None
+
+    def _call_in_traced(self, call: cst.Call) -> summaries.Call | None:
+        """What the analysis knows of `call`, a call in traced code (None elsewhere)."""
+        node = self._where.expression(self._span(call))
+        return self._analysed.call_in_traced(node) if isinstance(node, ast.Call) else None
 
     def is_undone(self, call: cst.Call) -> bool:
         """Whether every exit of its function undoes `call`'s push (see
