@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from lsprotocol import types
 
 from jaxfix.lsp import convert
+from jaxfix.lsp.notebooks import DocumentEdits, NotebookText
 from jaxfix.lsp.positions import LineIndex
-from jaxfix.models.diagnostic import Diagnostic, FixSafety
-from jaxfix.models.edits import line_edits
+from jaxfix.models.diagnostic import Diagnostic, FixSafety, TextEdit
+from jaxfix.models.edits import apply_edits, line_edits
 from jaxfix.rules.suppression import UNUSED_CODE
 from jaxfix.run.add_ignore import add_suppressions
 
@@ -22,21 +23,45 @@ KINDS = (QUICK_FIX, FIX_ALL)
 
 @dataclass(frozen=True)
 class Target:
-    """The document version the actions edit, and how its findings are shown."""
+    """The document version the actions edit, and how its findings are shown. In a notebook
+    the document is the Python of its code cells (`index` holds it), the actions are asked
+    for in one cell, and their edits are edits of the cells."""
 
     uri: str
     version: int | None
     index: LineIndex
     severity: types.DiagnosticSeverity
     versioned: bool  # the client takes versioned `documentChanges`
+    notebook: NotebookText | None = None
+    cell: str | None = None  # the cell the actions are asked for, in a notebook
 
     def edit(self, new_text: str) -> types.WorkspaceEdit:
         """The workspace edit that turns the document's text into `new_text`."""
+        return convert.workspace_edits(self.documents(new_text), self.versioned)
+
+    def documents(self, new_text: str) -> DocumentEdits:
+        """The edits, by document, that turn the text into `new_text`."""
+        if self.notebook is not None:
+            return self.notebook.edits(new_text, self.index.encoding)
         edits = convert.text_edits(line_edits(self.index.text, new_text), self.index)
-        return convert.workspace_edit(self.uri, self.version, edits, self.versioned)
+        return {self.uri: (self.version, edits)}
+
+    def own_edits(self, edits: Sequence[TextEdit]) -> DocumentEdits:
+        """A fix's `edits` of the text, by document."""
+        if self.notebook is not None:
+            return self.documents(apply_edits(self.index.text, edits))
+        return {self.uri: (self.version, convert.text_edits(edits, self.index))}
 
     def shown(self, found: Diagnostic) -> types.Diagnostic:
-        return convert.diagnostic(found, self.index, self.severity)
+        shown = convert.diagnostic(found, self.index, self.severity)
+        return shown if self.notebook is None else self.notebook.in_cell(shown)[1]
+
+    def covers(self, found: Diagnostic) -> bool:
+        """Whether `found` is in the document (or cell) the actions are asked for."""
+        if self.notebook is None:
+            return True
+        shown = convert.diagnostic(found, self.index, self.severity)
+        return self.notebook.in_cell(shown)[0] == self.cell
 
 
 def wanted(kind: str, only: Sequence[str] | None) -> bool:
@@ -59,7 +84,7 @@ def touching(
     findings: Sequence[Diagnostic], where: types.Range, target: Target
 ) -> list[Diagnostic]:
     """The findings whose range shares a position with `where`."""
-    return [d for d in findings if overlaps(target.shown(d).range, where)]
+    return [d for d in findings if target.covers(d) and overlaps(target.shown(d).range, where)]
 
 
 def with_fixes(here: Sequence[Diagnostic], fixed: Sequence[Diagnostic]) -> list[Diagnostic]:
@@ -101,8 +126,7 @@ def quick_fix(
     fix may make all its edits there: the move of a helper's calls in its callers' files)."""
     if found.fix_safety is None or not (found.edits or elsewhere):
         return None
-    own = {target.uri: (target.version, convert.text_edits(found.edits, target.index))}
-    documents = {**(own if found.edits else {}), **(elsewhere or {})}
+    documents = {**(target.own_edits(found.edits) if found.edits else {}), **(elsewhere or {})}
     title = f"jaxfix ({found.code}): {found.fix_title}"
     if elsewhere:
         title += f" (and {len(elsewhere)} other file{'s' if len(elsewhere) > 1 else ''})"

@@ -1,4 +1,6 @@
-"""The language server: pygls features over the analysis of open Python documents.
+"""The language server: pygls features over the analysis of open Python documents and
+notebooks (a notebook's code cells analysed as one text, its diagnostics published per cell:
+`jaxfix.lsp.notebooks`).
 
 Diagnostics are published on open and save, and on change after a short debounce; each
 analysis runs in a worker thread, one at a time per document, and its result is dropped when
@@ -24,6 +26,7 @@ from jaxfix import __version__
 from jaxfix.lsp import actions, analysis, convert
 from jaxfix.lsp.analysis import Analysis, FixRequest, PerVersion, Snapshot
 from jaxfix.lsp.hover import hover as hover_at
+from jaxfix.lsp.notebooks import CellText, NotebookText
 from jaxfix.lsp.positions import UTF16, LineIndex
 from jaxfix.lsp.protocol import JaxfixProtocol
 from jaxfix.lsp.settings import Settings, read_settings
@@ -37,6 +40,15 @@ DEBOUNCE = 0.01
 PYPROJECT = "pyproject.toml"
 PYTHON_SUFFIXES = (".py", ".pyi")
 WATCHED = (PYPROJECT, "*.py")  # the files whose changes the client is asked to report
+# Notebooks whose Python cells the client sends (`notebookDocument/*`), as Ruff's server asks.
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(
+            cells=[types.NotebookCellLanguage(language="python")], notebook="jupyter-notebook"
+        )
+    ],
+    save=True,
+)
 
 
 class JaxfixServer(LanguageServer):
@@ -47,11 +59,13 @@ class JaxfixServer(LanguageServer):
             "jaxfix",
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            notebook_document_sync=NOTEBOOK_SYNC,
             protocol_cls=JaxfixProtocol,
         )
         self.settings = Settings()
         self.generation = 0  # of the projects' pyproject.toml files
         self.open: set[str] = set()
+        self.notebooks: set[str] = set()  # the open notebooks' URIs
         self.checks = PerVersion(analysis.check)
         self.fixes = PerVersion(analysis.with_edits)
         self.fixed = PerVersion(analysis.fixed_text)
@@ -60,13 +74,39 @@ class JaxfixServer(LanguageServer):
         self.project = Workspace(self.schedule_all, self.log)
 
     def snapshot(self, uri: str) -> Snapshot | None:
-        """The document's current version, if it is an open Python document."""
+        """The document's current version, if it is an open Python document or notebook."""
+        if (notebook := self.notebook(uri)) is not None:
+            path = Path(to_fs_path(uri) or uri)
+            project = self.project.job(path)
+            return Snapshot(uri, notebook.version, notebook.text, path, self.generation, project)
         if uri not in self.open:
             return None
         document = self.workspace.get_text_document(uri)
         path = Path(document.path)
         project = self.project.job(path)
         return Snapshot(uri, document.version, document.source, path, self.generation, project)
+
+    def notebook(self, uri: str) -> NotebookText | None:
+        """The open notebook's code cells as the editor has them now."""
+        if uri not in self.notebooks:
+            return None
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is None:
+            return None
+        cells = []
+        for cell in notebook.cells:
+            document = self.workspace.get_text_document(cell.document)
+            if cell.kind == types.NotebookCellKind.Code and document.language_id in (
+                None,
+                "python",
+            ):
+                cells.append(CellText(cell.document, document.version, document.source))
+        return NotebookText(uri, notebook.version, tuple(cells))
+
+    def notebook_of(self, cell_uri: str) -> str | None:
+        """The URI of the open notebook that holds a cell."""
+        notebook = self.workspace.get_notebook_document(cell_uri=cell_uri)
+        return notebook.uri if notebook is not None and notebook.uri in self.notebooks else None
 
     def index(self, snapshot: Snapshot) -> LineIndex:
         return LineIndex(snapshot.text, self.workspace.position_encoding or UTF16)
@@ -83,8 +123,15 @@ class JaxfixServer(LanguageServer):
             pending.cancel()
 
     def schedule_all(self) -> None:
-        for uri in self.open:
+        for uri in self.open | self.notebooks:
             self.schedule(uri, 0)
+
+    def closed(self, uri: str, documents: set[str]) -> None:
+        """Forget a document (or notebook) the editor closed: its pending check, its results."""
+        documents.discard(uri)
+        self.cancel(uri)
+        for cache in (self.checks, self.fixes, self.fixed):
+            cache.forget(uri)
 
     def cancel_all(self) -> None:
         for task in self._pending.values():
@@ -115,7 +162,11 @@ class JaxfixServer(LanguageServer):
         self._report(found)
         index = self.index(snapshot)
         shown = [convert.diagnostic(d, index, self.settings.severity) for d in found.diagnostics]
-        self.publish(uri, shown, snapshot.version)
+        if (notebook := self.notebook(uri)) is None:
+            self.publish(uri, shown, snapshot.version)
+            return
+        for cell, in_cell in notebook.by_cell(shown).items():
+            self.publish(cell, in_cell, None)
 
     def publish(self, uri: str, shown: list[types.Diagnostic], version: int | None) -> None:
         params = types.PublishDiagnosticsParams(uri=uri, diagnostics=shown, version=version)
@@ -167,14 +218,31 @@ class JaxfixServer(LanguageServer):
             result[uri] = (version, convert.text_edits(part.edits, index))
         return result
 
-    def target(self, snapshot: Snapshot) -> actions.Target:
+    def target(self, snapshot: Snapshot, cell: str | None = None) -> actions.Target:
+        """What the actions asked for in the document (or in a `cell` of the notebook
+        `snapshot` is of) edit."""
         workspace = self.client_capabilities.workspace
         edit = workspace.workspace_edit if workspace else None
         versioned = bool(edit and edit.document_changes)
         index = self.index(snapshot)
+        notebook = self.notebook(snapshot.uri) if cell is not None else None
         return actions.Target(
-            snapshot.uri, snapshot.version, index, self.settings.severity, versioned
+            snapshot.uri,
+            snapshot.version,
+            index,
+            self.settings.severity,
+            versioned,
+            notebook,
+            cell,
         )
+
+    def asked(self, uri: str) -> tuple[Snapshot | None, str | None]:
+        """The snapshot a request about `uri` is answered from, and the cell it names: a
+        notebook's cell is answered from the whole notebook."""
+        notebook = self.notebook_of(uri)
+        if notebook is None:
+            return self.snapshot(uri), None
+        return self.snapshot(notebook), uri
 
     def markdown(self) -> bool:
         """Whether the client shows Markdown in hovers (one that does not say is assumed to)."""
@@ -240,13 +308,32 @@ def did_save(ls: JaxfixServer, params: types.DidSaveTextDocumentParams) -> None:
 
 def did_close(ls: JaxfixServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    if uri not in ls.open:
-        return
-    ls.open.discard(uri)
-    ls.cancel(uri)
-    for cache in (ls.checks, ls.fixes, ls.fixed):
-        cache.forget(uri)
-    ls.publish(uri, [], None)
+    if uri in ls.open:
+        ls.closed(uri, ls.open)
+        ls.publish(uri, [], None)
+
+
+def did_open_notebook(ls: JaxfixServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    ls.notebooks.add(params.notebook_document.uri)
+    ls.schedule(params.notebook_document.uri, 0)
+
+
+def did_change_notebook(ls: JaxfixServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    if params.notebook_document.uri in ls.notebooks:
+        ls.schedule(params.notebook_document.uri, DEBOUNCE)
+
+
+def did_save_notebook(ls: JaxfixServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    if params.notebook_document.uri in ls.notebooks:
+        ls.schedule(params.notebook_document.uri, 0)
+
+
+def did_close_notebook(ls: JaxfixServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    uri = params.notebook_document.uri
+    if uri in ls.notebooks:
+        ls.closed(uri, ls.notebooks)
+        for cell in params.cell_text_documents:
+            ls.publish(cell.uri, [], None)
 
 
 def did_change_watched_files(ls: JaxfixServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -267,11 +354,11 @@ async def code_action(
     """Quick fixes and suppressions at the range; fix-all when asked for by kind. The fixes'
     edits are computed only when a fixable finding is in the range (editors ask at every
     move of the cursor)."""
-    snapshot = ls.snapshot(params.text_document.uri)
+    snapshot, cell = ls.asked(params.text_document.uri)
     if snapshot is None:
         return None
     only: Sequence[str] | None = params.context.only
-    target = ls.target(snapshot)
+    target = ls.target(snapshot, cell)
     found: list[types.CodeAction] = []
     if actions.wanted(actions.QUICK_FIX, only):
         checked = await ls.checks.get(snapshot)
@@ -296,11 +383,24 @@ async def code_action(
 
 
 async def hover(ls: JaxfixServer, params: types.HoverParams) -> types.Hover | None:
-    snapshot = ls.snapshot(params.text_document.uri)
+    snapshot, cell = ls.asked(params.text_document.uri)
     if snapshot is None:
         return None
     found = await ls.checks.get(snapshot)
-    return hover_at(found.diagnostics, ls.index(snapshot), params.position, ls.markdown())
+    if cell is None:
+        return hover_at(found.diagnostics, ls.index(snapshot), params.position, ls.markdown())
+    notebook = ls.notebook(snapshot.uri)
+    start = notebook.start_of(cell) if notebook is not None else None
+    if start is None:
+        return None
+    position = types.Position(params.position.line + start, params.position.character)
+    shown = hover_at(found.diagnostics, ls.index(snapshot), position, ls.markdown())
+    if shown is None or shown.range is None:
+        return shown
+    moved = [
+        types.Position(p.line - start, p.character) for p in (shown.range.start, shown.range.end)
+    ]
+    return types.Hover(shown.contents, types.Range(*moved))
 
 
 def shutdown(ls: JaxfixServer, params: None) -> None:
@@ -314,6 +414,10 @@ FEATURES: list[tuple[str, Any, object]] = [
     (types.TEXT_DOCUMENT_DID_CHANGE, did_change, None),
     (types.TEXT_DOCUMENT_DID_SAVE, did_save, types.SaveOptions(include_text=False)),
     (types.TEXT_DOCUMENT_DID_CLOSE, did_close, None),
+    (types.NOTEBOOK_DOCUMENT_DID_OPEN, did_open_notebook, None),
+    (types.NOTEBOOK_DOCUMENT_DID_CHANGE, did_change_notebook, None),
+    (types.NOTEBOOK_DOCUMENT_DID_SAVE, did_save_notebook, None),
+    (types.NOTEBOOK_DOCUMENT_DID_CLOSE, did_close_notebook, None),
     (types.WORKSPACE_DID_CHANGE_WATCHED_FILES, did_change_watched_files, None),
     (types.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration, None),
     (

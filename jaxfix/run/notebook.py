@@ -18,7 +18,7 @@ from typing import Any
 
 from jaxfix.models.cells import CellMap
 
-__all__ = ["MAGIC", "Notebook", "NotebookError", "parse_notebook"]
+__all__ = ["MAGIC", "CodeCells", "Notebook", "NotebookError", "code_cells", "parse_notebook"]
 
 MAGIC = "#jaxfix-magic# "  # the mask of a line of IPython syntax
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -41,14 +41,10 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class Notebook:
-    """A notebook's JSON text and its code cells."""
+class CodeCells:
+    """Code cells read as one Python text, and that text's changes split back into them."""
 
-    json_text: str
     cells: tuple[Cell, ...]
-    indent: int | str | None
-    ensure_ascii: bool
-    newline_at_end: bool
 
     @property
     def python(self) -> str:
@@ -89,6 +85,38 @@ class Notebook:
                 taken[cell].append(line)
         return [_restored(cell, lines) for cell, lines in zip(self.cells, taken, strict=True)]
 
+    def cell_sources(self, text: str) -> list[tuple[int, str]]:
+        """Each code cell's number and source once the whole Python text is `text`."""
+        return [
+            (cell.number, source) for cell, source in zip(self.cells, self.split(text), strict=True)
+        ]
+
+
+def code_cells(sources: Sequence[str]) -> CodeCells:
+    """The code cells of these sources (an editor's notebook: each cell's text, in order)."""
+    return CodeCells(
+        tuple(
+            Cell(
+                index=n,
+                number=n + 1,
+                lines=_masked(s),
+                newline_at_end=s.endswith("\n"),
+                as_list=False,
+            )
+            for n, s in enumerate(sources)
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Notebook(CodeCells):
+    """A notebook's JSON text and its code cells."""
+
+    json_text: str
+    indent: int | str | None
+    ensure_ascii: bool
+    newline_at_end: bool
+
     def render(self, text: str) -> str:
         """The notebook's JSON once its Python is `text` (its own text when unchanged)."""
         if text == self.python:
@@ -99,12 +127,6 @@ class Notebook:
             kept["source"] = source.splitlines(keepends=True) if cell.as_list else source
         dumped = json.dumps(document, indent=self.indent, ensure_ascii=self.ensure_ascii)
         return dumped + ("\n" if self.newline_at_end else "")
-
-    def cell_sources(self, text: str) -> list[tuple[int, str]]:
-        """Each code cell's number and source once the whole Python text is `text`."""
-        return [
-            (cell.number, source) for cell, source in zip(self.cells, self.split(text), strict=True)
-        ]
 
 
 def parse_notebook(json_text: str) -> Notebook:
@@ -132,8 +154,8 @@ def parse_notebook(json_text: str) -> Notebook:
             )
         )
     return Notebook(
-        json_text,
-        tuple(cells),
+        cells=tuple(cells),
+        json_text=json_text,
         indent=_indent(json_text),
         ensure_ascii=json_text.isascii() and "\\u" in json_text,
         newline_at_end=json_text.endswith("\n"),
