@@ -18,6 +18,11 @@ from typing import Any
 
 import click
 
+try:
+    import termios
+except ImportError:  # Windows: answers are lines
+    termios = None  # type: ignore[assignment]
+
 from jaxfix import __version__
 
 # Imported where a command needs them, not at every start: the rules' docs and LibCST
@@ -527,12 +532,40 @@ class _ReviewFailed(Exception):
 
 
 def _ask(prompt: str) -> str:
-    """One answer from the terminal; end of input and Ctrl-C end the review (`q`)."""
+    """One answer: on a terminal one key, as `git add -p` with `interactive.singleKey` reads
+    it (Enter alone is passed over: a habit, not an answer), else a line of input; end of input
+    and Ctrl-C end the review (`q`)."""
     try:
-        return input(prompt)
+        if not sys.stdin.isatty() or termios is None:
+            return input(prompt)
+        click.echo(prompt, nl=False)
+        key = "\r"
+        while key in ("\r", "\n"):
+            key = _key(sys.stdin.fileno())
+        click.echo(key)
+        return key
     except (EOFError, KeyboardInterrupt):
         click.echo()
         raise
+
+
+def _key(fd: int) -> str:
+    """One key from the terminal `fd`, unechoed. The terminal leaves line mode at once
+    (`TCSANOW`), so that a key typed before the question is kept, not flushed as
+    `tty.setraw` would; Ctrl-C still interrupts, and Ctrl-D is the end of input."""
+    assert termios is not None
+    saved = termios.tcgetattr(fd)
+    keys = termios.tcgetattr(fd)
+    keys[3] &= ~(termios.ICANON | termios.ECHO)  # lflags
+    keys[6][termios.VMIN], keys[6][termios.VTIME] = 1, 0
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, keys)
+        key = os.read(fd, 1).decode("utf-8", "replace")
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+    if key in ("", "\x04"):
+        raise EOFError
+    return key
 
 
 def _emit_fixed(outcome: Outcome, tally: Tally, diff: bool, color: bool) -> None:

@@ -1,4 +1,5 @@
-"""The real `jaxfix` command on a pseudo-terminal: `apply --interactive` answered key by key, the
+"""The real `jaxfix` command on a pseudo-terminal: `apply --interactive` answered key by key (one
+key, no Enter), the
 progress bar and color on a terminal, plain text with NO_COLOR or without a terminal."""
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def review(tmp_path: Path, answers: list[str], *files: str) -> tuple[str, int]:
     for answer in answers:
         child.expect(PROMPT)
         shown.append(child.before)
-        child.sendline(answer)
+        child.send(answer)  # one key, no Enter
     rest, status = finish(child)
     return "".join(shown) + rest, status
 
@@ -108,7 +109,8 @@ def test_done_with_this_file_goes_on_with_the_next(two_files: Path) -> None:
 def test_an_unknown_answer_asks_again_and_end_of_input_quits(two_files: Path) -> None:
     child = spawn(two_files, "apply", "--interactive", "a.py", NO_COLOR="1")
     child.expect(PROMPT)
-    child.sendline("maybe")
+    child.send("\r")  # Enter alone is no answer: the question stays
+    child.send("m")
     child.expect("Please answer y, n, a, d or q.")
     child.expect(PROMPT)
     child.sendeof()
