@@ -20,6 +20,7 @@ import pytest_lsp
 from click.testing import CliRunner
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.uris import to_fs_path
 from pytest_lsp import client_capabilities
 
 from jaxfix.cli import main as cli_main
@@ -29,7 +30,7 @@ from jaxfix.lsp.convert import narrow
 from jaxfix.lsp.positions import UTF8, UTF16, UTF32, LineIndex
 from jaxfix.lsp.settings import Settings, read_settings
 from jaxfix.models.diagnostic import FixSafety, TextEdit
-from jaxfix.proofs.cases import Case, load_cases
+from jaxfix.proofs.cases import Callbacks, Case, load_cases, run_programs
 from jaxfix.report.docs import rule_doc, rule_url
 from jaxfix.rules.registry import all_rules, find_rule, select_rules
 from jaxfix.run.engine import fix_text
@@ -780,6 +781,28 @@ async def helper_client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[Non
     await lsp_client.shutdown_session()
 
 
+async def helper_fix(client: Client, helper: Path) -> dict[str, list[types.TextEdit]]:
+    """The edits, by document, of the first action offered on the finding of the open
+    `helper`: its fix (the suppression comes after it)."""
+    open_document(client, helper.as_uri(), CHECKPOINTS)
+    await until(lambda: shown_codes(client, helper.as_uri()) == ["JF101"], "JF101")
+    (found,) = client.diagnostics[helper.as_uri()]
+    for _ in range(200):  # until the workspace's run has heard from `steps.py`
+        actions = await code_actions(client, helper.as_uri(), found.range)
+        if any(a.title.startswith("jaxfix (JF101): ") for a in actions):
+            break
+        await asyncio.sleep(0.05)
+    fix, *rest = actions
+    assert fix.title.startswith("jaxfix (JF101): ")
+    assert any(a.title.startswith("Suppress JF101") for a in rest)
+    assert fix.edit is not None and fix.edit.document_changes is not None
+    return {
+        c.text_document.uri: [e for e in c.edits if isinstance(e, types.TextEdit)]
+        for c in fix.edit.document_changes
+        if isinstance(c, types.TextDocumentEdit)
+    }
+
+
 @asyncio_module
 async def test_a_helper_modules_finding_offers_first_the_fix_in_its_callers_module(
     helper_client: Client, tmp_path: Path
@@ -793,23 +816,7 @@ async def test_a_helper_modules_finding_offers_first_the_fix_in_its_callers_modu
         tmp_path / "pkg" / "steps.py",
         tmp_path / "main.py",
     )
-    open_document(helper_client, checkpoints.as_uri(), CHECKPOINTS)
-    await until(lambda: shown_codes(helper_client, checkpoints.as_uri()) == ["JF101"], "JF101")
-    (found,) = helper_client.diagnostics[checkpoints.as_uri()]
-    for _ in range(200):  # until the workspace's run has heard from `steps.py`
-        actions = await code_actions(helper_client, checkpoints.as_uri(), found.range)
-        if any(a.title.startswith("jaxfix (JF101): ") for a in actions):
-            break
-        await asyncio.sleep(0.05)
-    fix, *rest = actions
-    assert fix.title.startswith("jaxfix (JF101): ")
-    assert any(a.title.startswith("Suppress JF101") for a in rest)
-    assert fix.edit is not None and fix.edit.document_changes is not None
-    edited = {
-        c.text_document.uri: [e for e in c.edits if isinstance(e, types.TextEdit)]
-        for c in fix.edit.document_changes
-        if isinstance(c, types.TextDocumentEdit)
-    }
+    edited = await helper_fix(helper_client, checkpoints)
     assert set(edited) == {steps.as_uri(), main.as_uri()}
     project = tmp_path / "copy"
     shutil.copytree(tmp_path, project, ignore=shutil.ignore_patterns("copy", ".jaxfix_cache"))
@@ -819,3 +826,24 @@ async def test_a_helper_modules_finding_offers_first_the_fix_in_its_callers_modu
         applied = apply(text, edited[path.as_uri()])
         assert applied == (project / path.relative_to(tmp_path)).read_text()
     assert (project / "pkg" / "checkpoints.py").read_text() == CHECKPOINTS
+
+
+@pytest.mark.jax
+@asyncio_module
+async def test_the_helper_modules_fix_leaves_the_project_running(
+    helper_client: Client, tmp_path: Path
+) -> None:
+    """The project, which fails under jax as it is, runs once the editor applies the fix that
+    `checkpoints.py` offers first, with callbacks deferred as on an accelerator, and prints
+    what it pickled."""
+    edited = await helper_fix(helper_client, tmp_path / "pkg" / "checkpoints.py")
+    project = tmp_path / "fixed"
+    shutil.copytree(tmp_path, project, ignore=shutil.ignore_patterns("fixed", ".jaxfix_cache"))
+    for uri, edits in edited.items():
+        path = project / Path(to_fs_path(uri) or uri).relative_to(tmp_path)
+        path.write_text(apply(path.read_text(), edits))
+    (before,) = run_programs([tmp_path / "main.py"])
+    (after,) = run_programs([project / "main.py"], callbacks=Callbacks.DEFERRED)
+    assert before.error is not None and before.error[0] == "ConcretizationTypeError"
+    assert after.error is None, after.error
+    assert after.stdout == "[0.5 0.5]\n"
