@@ -1,5 +1,6 @@
-"""Rewrite the output of every ```console block of README.md that runs `$ jaxfix ...` with what
-the command prints now (what tests/test_readme.py checks). Review the diff before committing.
+"""Rewrite the output of every ```console block of README.md and docs/*.md that runs
+`$ jaxfix ...` with what the command prints now (what tests/test_readme.py checks). Review the
+diff before committing.
 
 `jaxfix verify` runs fixture programs under the installed jax (the test extra's pinned one) and
 names the interpreter, shown as `.venv/bin/python` wherever it is."""
@@ -27,12 +28,19 @@ def output(command: str) -> str:
     return (result.stdout + result.stderr).replace(sys.executable, PYTHON_SHOWN)
 
 
+def pages() -> list[Path]:
+    """README.md, then docs/*.md: the pages tests/test_readme.py reads."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def main_() -> None:
     os.chdir(ROOT)
-    readme = ROOT / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    new = BLOCK.sub(lambda m: f"```console\n$ {m[1]}\n{output(m[1])}```", text)
-    readme.write_text(new, encoding="utf-8")
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        new = BLOCK.sub(lambda m: f"```console\n$ {m[1]}\n{output(m[1])}```", text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            print(f"rewrote {page.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

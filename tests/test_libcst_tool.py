@@ -17,7 +17,7 @@ from jaxfix.rules.registry import all_rules
 from jaxfix.run import engine
 
 CASES = load_cases()
-CONFIG = "modules:\n- jaxfix.codemods\n"  # the `.libcst.codemod.yaml` the README documents
+CONFIG = "modules:\n- jaxfix.codemods\n"  # the `.libcst.codemod.yaml` docs/integration.md documents
 
 
 def sample(rule: str, *, fixed: int = 3, clean: int = 2, unfixed: int = 0) -> list[Case]:

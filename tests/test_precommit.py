@@ -23,10 +23,10 @@ import yaml
 from click.testing import CliRunner
 
 from jaxfix.cli import main
+from tests.documents import fenced_everywhere
 from tests.programs import CACHED, CLEAN
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
 TIMEOUT = 300  # the first run builds the hooks' virtualenv
 
 pytestmark = pytest.mark.skipif(
@@ -239,9 +239,11 @@ def test_apply_hook_rewrites_stops_the_commit_and_the_next_commit_passes(
 
 
 def readme_yaml(name: str) -> str:
-    """The README's ```yaml block that starts with the comment `# NAME`."""
-    blocks = re.findall(r"```yaml\n(.*?)```", README, re.S)
-    return next(block for block in blocks if block.startswith(f"# {name}\n"))
+    """The ```yaml block of README.md and docs/ that starts with the comment `# NAME`: the same
+    wherever it is shown."""
+    blocks = {body for _, body in fenced_everywhere("yaml") if body.startswith(f"# {name}\n")}
+    assert len(blocks) == 1, f"{len(blocks)} different `{name}` snippets in README.md and docs/"
+    return blocks.pop()
 
 
 def test_the_readme_snippet_works_once_autoupdate_pins_a_commit(

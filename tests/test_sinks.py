@@ -17,6 +17,7 @@ from jaxfix.rules.registry import all_rules, sink_owner
 from jaxfix.run.config import job_for, load, validate
 from jaxfix.run.engine import check_text, fix_text
 from jaxfix.run.options import Options
+from tests.documents import section
 from tests.test_config import codes, jaxfix, project
 
 RULES = all_rules()
@@ -223,9 +224,7 @@ def test_rule_options_are_other_spellings_of_the_table(tmp_path: Path) -> None:
 
 
 def test_the_readme_configuration_example_is_valid(tmp_path: Path) -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Configuration\n", 1)[1]
-    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    example = section("Configuration").split("```toml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "pyproject.toml").write_text(example, encoding="utf-8")
     config = load(tmp_path / "pyproject.toml")
     validate([config])

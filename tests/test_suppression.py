@@ -1,5 +1,6 @@
 """Suppression comments that name no rule: `# jaxfix: ignore` and `# jaxfix: ignore[]` silence
-nothing and are reported as JF001 with the codes to name (README, "Suppressing a finding")."""
+nothing and are reported as JF001 with the codes to name (docs/usage.md, "Suppressing a
+finding")."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from jaxfix.rules import suppression
 from jaxfix.rules.registry import all_rules, select_rules
 from jaxfix.run.add_ignore import add_suppressions
 from jaxfix.run.engine import check_text
+from tests.documents import section
 
 HEAD = "import pickle\n\nimport jax\n\nBLOBS = []\n\n\n@jax.jit\ndef step(x):\n"
 BARE = "unused suppression: `jaxfix: ignore` without rules silences nothing"
@@ -74,10 +76,9 @@ def test_add_ignore_gives_a_bare_comment_the_codes_it_lacks() -> None:
 def test_the_readme_shows_what_check_prints_for_a_bare_comment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Suppressing a finding") :]
-    start = section.index("```text\n") + len("```text\n")
-    shown = section[start : section.index("\n```", start)].splitlines()
+    shown_in = section("Suppressing a finding")
+    start = shown_in.index("```text\n") + len("```text\n")
+    shown = shown_in[start : shown_in.index("\n```", start)].splitlines()
     (tmp_path / "step.py").write_text(
         program("BLOBS.append(pickle.dumps(x))  # jaxfix: ignore\nreturn x\n"), encoding="utf-8"
     )

@@ -38,7 +38,7 @@ class Rule(cst.BatchableCSTVisitor):
     message: ClassVar[str]
     fix_title: ClassVar[str]
     fix_safety: ClassVar[FixSafety | None]
-    # Its findings left without a fix, and why (the README's rule table): "" when none are.
+    # Its findings left without a fix, and why (docs/rules.md's rule table): "" when none are.
     unfixed: ClassVar[str] = ""
     # The title of the fix that moves a host statement after each call of its function (see
     # `jaxfix.fixes.after_call`), for a rule whose findings are such statements.
