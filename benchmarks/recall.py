@@ -7,16 +7,22 @@ must stay silent. For each program the script runs it under jax (the error it ra
 "ran": a silent bug prints tracers), runs `jaxfix check`, then `jaxfix apply --unsafe-fixes`
 on a copy and runs the rewritten program. It prints one row per program and the totals.
 
-Usage: `.venv/bin/python benchmarks/recall.py` (needs jax, as the fixture proofs do).
+Usage: `.venv/bin/python benchmarks/recall.py [-j N] [NAME ...]` (needs jax, as the fixture
+proofs do). With names, only the programs whose file name contains one of them are measured (the
+totals count those only); `-j N` measures N programs at a time, in threads that each wait on
+their own subprocesses, and still prints the rows in name order.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,12 +76,26 @@ def measure(program: Path, work: Path) -> Row:
     return Row(program.stem, before, codes, after)
 
 
-def main() -> int:
+def select(programs: Path, names: Sequence[str]) -> list[Path]:
+    """The programs under `programs` in name order; with `names`, those whose file name
+    contains one of them."""
+    found = sorted(programs.glob("*.py"))
+    return [p for p in found if not names or any(name in p.name for name in names)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Recall on realistic bug programs.")
+    parser.add_argument("names", nargs="*", help="measure only programs whose name contains one")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="programs measured at a time")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for program in sorted(PROGRAMS.glob("*.py")):
-            rows.append(measure(program, Path(tmp)))
-            row = rows[-1]
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
+        programs = select(PROGRAMS, args.names)
+        # map yields in the order of `programs`: each row is printed once those before it are.
+        for row in pool.map(lambda program: measure(program, Path(tmp)), programs):
+            rows.append(row)
             codes = ", ".join(row.codes) or "-"
             print(f"{row.name:45} {row.before:28} {codes:22} {row.after}", flush=True)
     bugs = [r for r in rows if not r.lookalike]

@@ -1,13 +1,18 @@
 """`benchmarks/phases.py` times the engine's phases by the names of their functions: a phase
-renamed or no longer called must fail here, not print zeros on the corpus."""
+renamed or no longer called must fail here, not print zeros on the corpus. `benchmarks/recall.py`
+selects its programs by name and measures them in parallel, its rows still in name order."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 from jaxfix.analysis import firstpass
 from jaxfix.run import batch, engine
@@ -93,3 +98,46 @@ def test_with_workers_the_rounds_are_counted_and_timed_but_not_their_phases(
     assert parse.split()[2] == "-"  # the first round's column
     parsed = next(line for line in rendered if "of which parsed" in line).split()[4:]
     assert parsed[0] == "-" and parsed[1] != "-"  # by the workers; by this process
+
+
+def _recall() -> ModuleType:
+    name = "benchmarks_recall"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "recall.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def test_recall_measures_the_named_programs_in_parallel_and_prints_them_in_name_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first program takes longest: two workers finish the later ones first, yet the rows
+    come in name order; a name filter keeps the programs whose file name contains it."""
+    recall = _recall()
+    for stem in ("ser_a", "ser_b", "ser_c", "leak_d", "lookalike_ser_e"):
+        (tmp_path / f"{stem}.py").write_text("")
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def measure(program: Path, work: Path) -> object:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.3 if program.stem == "ser_a" else 0.05)
+        with lock:
+            running -= 1
+        return recall.Row(program.stem, "ran", ("JF101",), "ran")
+
+    monkeypatch.setattr(recall, "PROGRAMS", tmp_path)
+    monkeypatch.setattr(recall, "measure", measure)
+    assert recall.main(["-j", "2", "ser_"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[:4]]
+    assert rows == ["lookalike_ser_e", "ser_a", "ser_b", "ser_c"]
+    assert most == 2
+    assert recall.main(["leak", "ser_c"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out[:2]] == ["leak_d", "ser_c"]
+    assert "bugs flagged: 2/2" in out
