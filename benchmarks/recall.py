@@ -3,9 +3,10 @@
 `benchmarks/recall/` holds small programs of the kind users report (a scan body that appends
 to a list, a memo dict of the user's own object, a logger kept in `self.log`, a SQLite write
 in a jitted step...), each a bug under jax, except the `lookalike_*` ones, which run fine and
-must stay silent. For each program the script runs it under jax (the error it raises, or
-"ran": a silent bug prints tracers), runs `jaxfix check`, then `jaxfix apply --unsafe-fixes`
-on a copy and runs the rewritten program. It prints one row per program and the totals.
+must stay silent. For each program the script runs it under jax (the class of the exception it
+raises, or "ran": a silent bug prints tracers or a wrong value), runs `jaxfix check`, then
+`jaxfix apply --unsafe-fixes` on a copy and runs the rewritten program, with host callbacks
+deferred as on an accelerator. It prints one row per program and the totals.
 
 Usage: `.venv/bin/python benchmarks/recall.py [-j N] [NAME ...]` (needs jax, as the fixture
 proofs do). With names, only the programs whose file name contains one of them are measured (the
@@ -26,10 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from jaxfix.proofs.cases import Callbacks, run_programs
+
 PROGRAMS = Path(__file__).resolve().parent / "recall"
-TIMEOUT = 60  # a put on a multiprocessing queue fails in its feeder thread: get() hangs
 FINDING = re.compile(r"^\S+:\d+:\d+: (JF\d+) ", re.M)
-ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)):", re.M)
 
 
 @dataclass(frozen=True)
@@ -44,18 +45,13 @@ class Row:
         return self.name.startswith("lookalike_")
 
 
-def python(path: Path, cwd: Path) -> str:
-    """The last error `path` raises under jax, "ran", or that it hangs."""
-    try:
-        result = subprocess.run(
-            [sys.executable, path.name], cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT
-        )
-    except subprocess.TimeoutExpired:
-        return f"hangs ({TIMEOUT} s)"
-    if result.returncode == 0:
-        return "ran"
-    errors = ERROR.findall(result.stderr)
-    return errors[-1] if errors else f"exit {result.returncode}"
+def python(path: Path) -> str:
+    """The class of the exception `path` raises under jax ("TimeoutError" when it hangs), or
+    "ran". It runs as the fixture proofs run programs: host callbacks deferred to the next
+    `jax.effects_barrier()`, as an accelerator may run them, so that a rewrite that reads a
+    callback's effect too early fails here too."""
+    (run,) = run_programs([path], callbacks=Callbacks.DEFERRED)
+    return "ran" if run.error is None else run.error[0]
 
 
 def jaxfix(*args: str, cwd: Path) -> str:
@@ -67,12 +63,12 @@ def measure(program: Path, work: Path) -> Row:
     folder = work / program.stem
     folder.mkdir()
     shutil.copy(program, folder / program.name)
-    before = python(folder / program.name, folder)
+    before = python(folder / program.name)
     codes = tuple(FINDING.findall(jaxfix("check", program.name, cwd=folder)))
     original = (folder / program.name).read_text()
     jaxfix("apply", "--unsafe-fixes", program.name, cwd=folder)
     changed = (folder / program.name).read_text() != original
-    after = python(folder / program.name, folder) if changed else "-"
+    after = python(folder / program.name) if changed else "-"
     return Row(program.stem, before, codes, after)
 
 

@@ -1,5 +1,5 @@
 # Report: https://github.com/pyro-ppl/numpyro/issues/1742
-# What the user did: the maintainers' fix (pull 1746): __getstate__ drops the attributes that hold traced arrays before dill.dump
+# What the user did: the maintainers' fix (pull 1746): __getstate__ drops the attributes that hold traced arrays before dill.dump; the pmapped method still stores a tracer on `self` (a leak that pickling no longer shows)
 # Raises: silent
 import os
 
