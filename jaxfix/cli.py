@@ -93,6 +93,7 @@ def _run_options(values: dict[str, Any]) -> RunOptions:
         config=values.pop("config"),
         isolated=values.pop("isolated"),
         stdin_filename=values.pop("stdin_filename"),
+        project_context=values.pop("project_context"),
     )
 
 
@@ -131,6 +132,12 @@ def _common(command: Callable[..., None]) -> Callable[..., None]:
             help="Skip what .gitignore files ignore (default: yes).",
         ),
         click.option("--stdin-filename", help="The name to report for source read from `-`."),
+        click.option(
+            "--project-context",
+            is_flag=True,
+            help="Also read the project's other Python files, reporting only PATHS (for"
+            " pre-commit: a staged helper is traced from its unstaged callers).",
+        ),
         click.option(
             "--exit-zero",
             is_flag=True,
@@ -240,6 +247,8 @@ def check(paths: tuple[str, ...], **values: Any) -> None:
     results: list[FileResult] = []
     streaming = fmt in STREAMING_FORMATS and not statistics and output_file is None
     for outcome in outcomes(paths, finder_for(overrides, options), options, fix=False, edits=edits):
+        if outcome.context:
+            continue
         _count(outcome, tally)
         result = _file_result(outcome, with_text=fmt == "full" or show_fixes)
         if streaming:
@@ -316,6 +325,8 @@ def _summary(text: str, tally: Tally) -> None:
 
 
 def _count(outcome: Outcome, tally: Tally) -> None:
+    if outcome.context:  # read for context only: written if a fix changes it, never counted
+        return
     tally.files += 1
     tally.count_remaining(outcome.diagnostics)
     if outcome.error:
@@ -431,7 +442,7 @@ def _review_all(
     # text with the changes accepted so far.
     for outcome in sorted(found, key=lambda o: not any(d.moves for d in o.diagnostics)):
         _count(outcome, tally)
-        if stopped or outcome.error:
+        if stopped or outcome.error or outcome.context:  # a context file: only parts, below
             continue
         pending = parts.pending.pop(outcome.display, None)
         if pending is None and not any(d.edits for d in outcome.diagnostics):

@@ -167,6 +167,31 @@ def test_check_hook_fails_on_a_finding_and_names_file_and_code(
     assert (repo / "bad.py").read_text() == CACHED
 
 
+def test_check_hook_reports_a_staged_helper_because_of_its_unstaged_jitted_caller(
+    tmp_path: Path, hook_repo: HookRepo
+) -> None:
+    """pre-commit passes the staged files only; the hook reads the project's other modules
+    for context (`--project-context`), so the helper is traced from `train.py`'s jitted step.
+    """
+    repo = project(tmp_path, hook_repo, "jaxfix-check")
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "io.py").write_text(
+        "import pickle\n\n\ndef save_blob(log, value):\n    log.append(pickle.dumps(value))\n"
+    )
+    (repo / "pkg" / "train.py").write_text(
+        "import jax\nfrom pkg.io import save_blob\n\nLOG = []\n\n\n@jax.jit\n"
+        "def step(x):\n    save_blob(LOG, x)\n    return x\n"
+    )
+    git(repo, hook_repo.env(), "add", "pkg/__init__.py", "pkg/io.py")
+    result = pre_commit(repo, hook_repo, "run", "jaxfix-check")  # the staged files
+    assert result.returncode == 1, result.stdout
+    finding = r"^pkg/io\.py:5:16: JF101 .*\(called from traced `pkg\.train\.step`\)"
+    assert re.search(finding, result.stdout, re.M), result.stdout
+    assert "pkg/train.py" not in result.stdout
+    assert "Checked 2 files: 1 finding" in result.stdout
+
+
 def test_check_hook_passes_on_a_clean_file(tmp_path: Path, hook_repo: HookRepo) -> None:
     repo = project(tmp_path, hook_repo, "jaxfix-check")
     (repo / "clean.py").write_text(CLEAN)

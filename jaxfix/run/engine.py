@@ -278,7 +278,10 @@ def _road(
         text, tree, active, options, slicing, follow, bool(edits), lines, whole=fix
     )
     kept = _unsuppressed(text, found, rules)
-    _withhold_suppressed(found, kept, facts)
+    if options.own_fixes:
+        _withhold(found, kept, facts, "a suppression comment withholds its fix")
+    else:
+        _withhold(found, [], facts, "its file is read for context, not fixed")
     diagnostics = _on(lines, _fixable(kept, options))
     if fix:
         return _fixed(text, selection, diagnostics, active, rules, filename, options, unsafe_fixes)
@@ -394,7 +397,10 @@ def _edit_in_file(edit: TextEdit, piece: firstpass.Slice) -> TextEdit:
 
 
 def _fixable(diagnostics: list[Diagnostic], options: Options) -> list[Diagnostic]:
-    """Findings of the rules the project does not let jaxfix fix lose their fix."""
+    """Findings of the rules the project does not let jaxfix fix lose their fix, and in a
+    file read only for context, every finding but the parts of other files' fixes."""
+    if not options.own_fixes:
+        diagnostics = [d if d.part_of else _unfixed(d) for d in diagnostics]
     if options.fixable is None and not options.unfixable:
         return diagnostics
     allowed = {
@@ -403,12 +409,11 @@ def _fixable(diagnostics: list[Diagnostic], options: Options) -> list[Diagnostic
         if (options.fixable is None or matches(rule, options.fixable))
         and not matches(rule, options.unfixable)
     }
-    return [
-        d
-        if d.code in allowed
-        else dataclasses.replace(d, fix=None, fix_title=None, fix_safety=None)
-        for d in diagnostics
-    ]
+    return [d if d.code in allowed else _unfixed(d) for d in diagnostics]
+
+
+def _unfixed(diagnostic: Diagnostic) -> Diagnostic:
+    return dataclasses.replace(diagnostic, fix=None, fix_title=None, fix_safety=None)
 
 
 def _analysers(rules: Sequence[RuleRef]) -> list[RuleRef]:
@@ -431,16 +436,17 @@ def _unsuppressed(
     return suppression.apply(diagnostics, found, known, active, report)
 
 
-def _withhold_suppressed(
-    found: Sequence[Diagnostic], kept: Sequence[Diagnostic], facts: ModuleFacts | None
+def _withhold(
+    found: Sequence[Diagnostic], kept: Sequence[Diagnostic], facts: ModuleFacts | None, why: str
 ) -> None:
-    """A fix over several files whose finding here a comment suppresses is withheld whole:
-    the run hears that the function's calls elsewhere must not change."""
+    """A fix over several files whose finding here is not `kept` (a comment suppresses it, or
+    the file is read only for context) is withheld whole, for `why`: the run hears that the
+    function's calls elsewhere must not change."""
     if facts is None:
         return
     withheld = {f":{d.moves}" for d in found if d.moves and d not in kept}
     facts.return_changes[:] = [  # the function's own change, and its runners' (`WAITS`)
-        dataclasses.replace(change, why_not="a suppression comment withholds its fix")
+        dataclasses.replace(change, why_not=why)
         if change.transaction("") in withheld and not change.why_not
         else change
         for change in facts.return_changes

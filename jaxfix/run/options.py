@@ -50,6 +50,10 @@ class Options:
     # scan of the file's host code; an editor's check, which shows no fix, leaves it to the
     # request for the fix (which may then find that there is none).
     plan_waits: bool = True
+    # False for a file read only for context (`--project-context`): its own findings' fixes
+    # are not made, and those over several files are withheld whole; the parts of other
+    # files' fixes (a call site, a barrier, a moved statement) are made in it.
+    own_fixes: bool = True
 
     def for_rule(self, code: str, name: str) -> Mapping[str, tuple[str, ...]]:
         """The options set for the rule with this code and name."""

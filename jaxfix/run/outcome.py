@@ -29,6 +29,9 @@ class Outcome:
     # Read from standard input (under `--stdin-filename`'s name, if any): `apply` answers on
     # standard output and never writes a file of that name.
     stdin: bool = False
+    # A file read only for context (`--project-context`): not reported, not counted; written
+    # when other files' fixes change it.
+    context: bool = False
 
     def portable(self) -> Outcome:
         """This outcome without LibCST fixes, and without the source unless it is to be

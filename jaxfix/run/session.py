@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -44,6 +46,8 @@ class RunOptions:
     config: Path | None
     isolated: bool
     stdin_filename: str | None
+    # Read the project's other Python files too, reporting only the paths' (`--project-context`).
+    project_context: bool = False
 
     @property
     def cache_folder(self) -> Path:
@@ -75,6 +79,9 @@ def outcomes(
                 items.append(_stdin_outcome(finder, options.stdin_filename, fix=fix, edits=edits))
             else:
                 items.extend(targets([Path(raw)], finder, fix=fix, edits=edits))
+        reported = len(items)
+        if options.project_context:
+            items.extend(_context(items, finder, options, fix=fix, edits=edits))
         notes = _validate_configs(finder, cache)
     except ConfigError as error:
         raise BadConfig(str(error)) from error
@@ -82,9 +89,55 @@ def outcomes(
         echo(f"warning: {note}", err=True)
     files = sum(1 for item in items if not isinstance(item, Outcome))
     with progress_bar(files, "Applying" if fix else "Checking") as bar:
-        yield from run_paths(items, jobs=options.jobs, cache=cache, progress=bar)
+        done = run_paths(items, jobs=options.jobs, cache=cache, progress=bar)
+        for index, outcome in enumerate(done):
+            if index < reported:
+                yield outcome
+            elif outcome.new_text is not None or outcome.parts:
+                yield _as_context(outcome)
     if cache is not None:
         cache.save()
+
+
+def _context(
+    items: Sequence[tuple[Path, Job] | Outcome],
+    finder: ConfigFinder,
+    options: RunOptions,
+    *,
+    fix: bool,
+    edits: bool,
+) -> Iterator[tuple[Path, Job]]:
+    """The project's Python files that `items` do not name (walked from the project's root as
+    a folder given on the command line is: excludes and `.gitignore` apply), each with a job
+    that makes only the parts of the reported files' fixes in it (`Options.own_fixes`).
+
+    pre-commit passes only the staged files: a staged helper is traced because of its callers'
+    traced code in the other modules, and a fix over several files changes those files too."""
+    given = {os.path.realpath(item[0]) for item in items if not isinstance(item, Outcome)}
+    root = Path(os.path.relpath(project_root(options.config, options.isolated)))
+    for item in targets([root], finder, fix=fix, edits=edits):
+        if isinstance(item, Outcome):  # an unreadable folder: no finding of the paths'
+            continue
+        path, job = item
+        if os.path.realpath(path) in given:
+            continue
+        if fix:
+            job = dataclasses.replace(
+                job, options=dataclasses.replace(job.options, own_fixes=False)
+            )
+        yield path, job
+
+
+def _as_context(outcome: Outcome) -> Outcome:
+    """A context file's outcome: only what other files' fixes change in it."""
+    return Outcome(
+        outcome.display,
+        outcome.source,
+        parts=outcome.parts,
+        new_text=outcome.new_text,
+        digest=outcome.digest,
+        context=True,
+    )
 
 
 def _validate_overrides(overrides: Overrides) -> None:
