@@ -40,6 +40,7 @@ from jaxfix.report.output import (
     apply_summary,
     check_summary,
     finding_line,
+    lines_before,
     unified_diff,
 )
 from jaxfix.report.terminal import echo, wants_color
@@ -289,11 +290,18 @@ def apply(paths: tuple[str, ...], **values: Any) -> None:
             paths, finder_for(overrides, options), options, fix=True, edits=False
         ):
             _count(outcome, tally)
-            if not diff and outcome.diagnostics:  # what remains, as `check` prints it
-                result = FileResult(
-                    outcome.display, None, outcome.diagnostics, None, _cells_of(outcome)
-                )
-                echo(render("text", [result], color=color, show_fixes=False), nl=False)
+            if outcome.diagnostics:  # what remains, as `check` prints it; on stderr beside a
+                # diff, which stays a patch
+                result = _file_result(outcome, with_text=False)
+                if diff and outcome.new_text is not None and outcome.source is not None:
+                    result = dataclasses.replace(
+                        result,
+                        diagnostics=lines_before(
+                            outcome.source.text, outcome.new_text, outcome.diagnostics
+                        ),
+                    )
+                shown = render("text", [result], color=color, show_fixes=False)
+                echo(shown, nl=False, err=diff)
             _emit_fixed(outcome, tally, diff, color)
     _summary(apply_summary(tally, overrides.unsafe_fixes or False, dry_run=diff), tally)
     if tally.errors:
@@ -328,7 +336,7 @@ def _count(outcome: Outcome, tally: Tally) -> None:
     if outcome.context:  # read for context only: written if a fix changes it, never counted
         return
     tally.files += 1
-    tally.count_remaining(outcome.diagnostics)
+    tally.count_remaining(outcome.diagnostics, outcome.unsafe_fixes)
     if outcome.error:
         _error(tally, outcome.error)
 
@@ -343,7 +351,14 @@ def _file_result(outcome: Outcome, with_text: bool) -> FileResult:
     text = None
     if with_text and outcome.diagnostics:
         text = outcome.source.text if outcome.source else _read_text(outcome.display)
-    return FileResult(outcome.display, text, outcome.diagnostics, outcome.error, _cells_of(outcome))
+    return FileResult(
+        outcome.display,
+        text,
+        outcome.diagnostics,
+        outcome.error,
+        _cells_of(outcome),
+        outcome.unsafe_fixes,
+    )
 
 
 def _cells_of(outcome: Outcome) -> CellMap | None:

@@ -54,7 +54,8 @@ def test_check_marks_fixable_findings_and_counts_them(tmp_path: Path) -> None:
     assert result.exit_code == 1
     lines = findings(result.stdout)
     assert [line.split(": ")[1].split()[0] for line in lines] == ["JF101", "JF102"]
-    assert all(line.endswith("[*]") for line in lines)
+    # `[*]`: a fix `apply` makes; the unsafe one only with `--unsafe-fixes`
+    assert [line.endswith("[*]") for line in lines] == [False, True]
     assert result.stdout.splitlines()[1::2] == [
         "    fix (unsafe): Move the serialization to a host callback (`jax.debug.callback`)",
         "    fix (safe): Remove the cache decorator (`jax.jit` already caches compiled code)",
@@ -62,6 +63,46 @@ def test_check_marks_fixable_findings_and_counts_them(tmp_path: Path) -> None:
     assert result.stderr == (
         "Checked 2 files: 2 findings, 1 fixable with `jaxfix apply` "
         "(1 more with `--unsafe-fixes`).\n"
+    )
+
+
+@pytest.mark.parametrize("where", ["command line", "configuration"])
+def test_unsafe_fixes_turned_on_mark_and_count_the_unsafe_fixes(tmp_path: Path, where: str) -> None:
+    """`unsafe-fixes = true` in pyproject.toml makes `apply` apply them: `check` marks and
+    counts them as the command line's `--unsafe-fixes` does."""
+    write(tmp_path, "a.py", HOISTABLE)
+    write(tmp_path, "b.py", CACHED)
+    flag = ["--unsafe-fixes"] if where == "command line" else []
+    if where == "configuration":
+        write(tmp_path, "pyproject.toml", "[tool.jaxfix]\nunsafe-fixes = true\n")
+    result = invoke("check", "--no-cache", *flag, str(tmp_path))
+    assert all(line.endswith("[*]") for line in findings(result.stdout))
+    command = "jaxfix apply --unsafe-fixes" if flag else "jaxfix apply"
+    assert result.stderr == f"Checked 2 files: 2 findings, 2 fixable with `{command}`.\n"
+    statistics = invoke("check", "--no-cache", "--statistics", *flag, str(tmp_path))
+    assert statistics.stdout.splitlines()[0].endswith("[*]")
+
+
+def test_statistics_mark_a_rule_only_when_apply_makes_its_fixes(tmp_path: Path) -> None:
+    write(tmp_path, "a.py", HOISTABLE)
+    write(tmp_path, "b.py", CACHED)
+    result = invoke("check", "--no-cache", "--statistics", str(tmp_path))
+    assert result.stdout == "1  JF101  serialize-in-traced\n1  JF102  cache-on-traced      [*]\n"
+
+
+def test_apply_diff_lists_what_remains_where_it_is_now(tmp_path: Path) -> None:
+    """`apply --diff` names each remaining finding as `check` prints it (on stderr: stdout
+    stays a patch), at its line in the file as it is, not as it would be fixed."""
+    text = CACHED + "\n\n" + RETURNED
+    path = write(tmp_path, "a.py", text)
+    checked = invoke("check", "--no-cache", str(path))
+    [remaining] = [line for line in findings(checked.stdout) if "JF107" in line]
+    result = invoke("apply", "--no-cache", "--diff", str(path))
+    assert result.exit_code == 1
+    assert result.stdout.startswith(f"--- a/{path}\n")
+    assert "JF107" not in result.stdout
+    assert result.stderr == (
+        f"{remaining}\nChecked 1 file: would fix 1 finding in 1 file, 1 remaining.\n"
     )
 
 

@@ -333,11 +333,12 @@ def test_show_fixes_adds_the_diff_of_each_fix_alone(src: Path, tmp_path: Path) -
         match = FINDING.match(first)
         assert match is not None
         path = Path(match["path"])
-        if not first.rstrip("\n").endswith("[*]"):
-            assert rest == []
+        if not rest:
+            assert not first.rstrip("\n").endswith("[*]")
             continue
         fix, *diff = rest
         unsafe = fix.startswith("    fix (unsafe): ")
+        assert first.rstrip("\n").endswith("[*]") is not unsafe  # only what `apply` makes
         fixed = applied_alone(path, match["code"], unsafe, tmp_path / "alone")
         assert "".join(diff) == unified_diff(str(path), path.read_text(), fixed, color=False)
         assert diff

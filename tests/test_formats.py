@@ -450,12 +450,14 @@ def test_statistics_counts_per_rule_most_frequent_first() -> None:
         checked("c.py", CACHED),
         clean(),
     ]
-    # JF107 is not marked: its finding has no fix.
+    # JF107 is not marked: its finding has no fix; JF101's is unsafe: made with unsafe fixes on.
     assert statistics(results) == (
         "3  JF102  cache-on-traced      [*]\n"
-        "1  JF101  serialize-in-traced  [*]\n"
+        "1  JF101  serialize-in-traced\n"
         "1  JF107  serialized-return\n"
     )
+    unsafe = [dataclasses.replace(result, unsafe_fixes=True) for result in results]
+    assert statistics(unsafe).splitlines()[1] == "1  JF101  serialize-in-traced  [*]"
     assert click.unstyle(statistics(results, color=True)) == statistics(results)
 
 

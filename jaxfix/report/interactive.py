@@ -76,7 +76,8 @@ def review_file(
             return review
         fixed = apply_edits(review.text, current.edits)
         if fixed == review.text:
-            say(f"{finding_line(display, current)}\nIts fix changes nothing: skipped.")
+            line = finding_line(display, current, unsafe_fixes=True)
+            say(f"{line}\nIts fix changes nothing: skipped.")
             declined.add(_mark(line_starts(review.text), current))
             continue
         say(_render(display, review.text, fixed, current, color) + elsewhere(current))
@@ -116,7 +117,7 @@ def _render(display: str, before: str, after: str, diagnostic: Diagnostic, color
     assert diagnostic.fix_safety is not None, "only findings with a fix are offered"
     diff = unified_diff(display, before, after, color).rstrip("\n")
     return (
-        f"{finding_line(display, diagnostic)}\n"
+        f"{finding_line(display, diagnostic, unsafe_fixes=True)}\n"  # offered: made if accepted
         f"fix ({diagnostic.fix_safety.value}): {diagnostic.fix_title}\n{diff}"
     )
 

@@ -32,6 +32,9 @@ class Outcome:
     # A file read only for context (`--project-context`): not reported, not counted; written
     # when other files' fixes change it.
     context: bool = False
+    # Whether its settings make unsafe fixes (the configuration's `unsafe-fixes`, or the
+    # command line's): what `[*]` and the summary's counts of fixable findings follow.
+    unsafe_fixes: bool = False
 
     def portable(self) -> Outcome:
         """This outcome without LibCST fixes, and without the source unless it is to be

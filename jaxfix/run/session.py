@@ -92,6 +92,9 @@ def outcomes(
         done = run_paths(items, jobs=options.jobs, cache=cache, progress=bar)
         for index, outcome in enumerate(done):
             if index < reported:
+                item = items[index]
+                if not isinstance(item, Outcome):
+                    outcome.unsafe_fixes = item[1].unsafe_fixes
                 yield outcome
             elif outcome.new_text is not None or outcome.parts:
                 yield _as_context(outcome)
@@ -184,4 +187,5 @@ def _stdin_outcome(finder: ConfigFinder, name: str | None, *, fix: bool, edits: 
         return Outcome(display, error=str(error), stdin=True)
     outcome = run_job(source, job, display=display)
     outcome.stdin = True
+    outcome.unsafe_fixes = job.unsafe_fixes
     return outcome

@@ -21,7 +21,7 @@ def render_full(results: Sequence[FileResult], color: bool) -> str:
 
 
 def _block(result: FileResult, diagnostic: Diagnostic, color: bool) -> str:
-    parts = [styled_finding_line(result.path, diagnostic, color, result.cells) + "\n"]
+    parts = [styled_finding_line(result, diagnostic, color) + "\n"]
     gutter = " " * len(str(diagnostic.end_line))
     if result.text is not None:
         lines = [line.rstrip("\r\n") for line in source_lines(result.text)]

@@ -28,6 +28,8 @@ class FileResult:
     # A notebook's cells: its positions are then `cell N:line:col` (lines of `text`, the
     # Python of its code cells, otherwise)
     cells: CellMap | None = None
+    # Whether its settings make unsafe fixes (`[*]` marks the fixes `apply` makes).
+    unsafe_fixes: bool = False
 
     def fixed_text(self, diagnostic: Diagnostic) -> str | None:
         """The file with only this finding's fix applied; None without edits or source."""

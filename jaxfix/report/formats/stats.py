@@ -6,16 +6,21 @@ from collections.abc import Sequence
 
 from jaxfix.models.diagnostic import Diagnostic
 from jaxfix.report.formats.model import FileResult, findings, style
+from jaxfix.report.output import applied
 
 FIXABLE = "[*]"
 
 
 def render_statistics(results: Sequence[FileResult], color: bool) -> str:
     """`count  CODE  name  [*]` per rule that fired, in aligned columns, sorted by count
-    (descending) then code; `[*]` when every finding of the rule is fixable."""
+    (descending) then code; `[*]` when `apply` makes the fix of every finding of the rule."""
     by_code: dict[str, list[Diagnostic]] = {}
-    for _, diagnostic in findings(results):
+    made: dict[str, bool] = {}  # every finding of the code has a fix `apply` makes
+    for result, diagnostic in findings(results):
         by_code.setdefault(diagnostic.code, []).append(diagnostic)
+        made[diagnostic.code] = made.get(diagnostic.code, True) and applied(
+            diagnostic, result.unsafe_fixes
+        )
     rows = sorted(by_code.items(), key=lambda item: (-len(item[1]), item[0]))
     if not rows:
         return ""
@@ -24,7 +29,7 @@ def render_statistics(results: Sequence[FileResult], color: bool) -> str:
     name_width = max(len(found[0].name) for _, found in rows)
     lines = []
     for code, found in rows:
-        fixable = all(d.fix_safety is not None for d in found)
+        fixable = made[code]
         line = (
             f"{len(found):>{count_width}}  "
             + style(f"{code:<{code_width}}", color, fg="red", bold=True)

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxfix.models.cells import CellMap
 from jaxfix.models.diagnostic import Diagnostic
 from jaxfix.report.formats.model import FileResult, findings, style
-from jaxfix.report.output import finding_line, position, unified_diff
+from jaxfix.report.output import applied, finding_line, position, unified_diff
 
 INDENT = "    "
 
@@ -18,7 +17,7 @@ def render_text(results: Sequence[FileResult], color: bool, show_fixes: bool) ->
     """Every finding as its line, its fix line and (with `show_fixes`) its fix's diff."""
     parts: list[str] = []
     for result, diagnostic in findings(results):
-        parts.append(styled_finding_line(result.path, diagnostic, color, result.cells) + "\n")
+        parts.append(styled_finding_line(result, diagnostic, color) + "\n")
         if diagnostic.fix_safety is not None:
             parts.append(fix_line(diagnostic, color) + "\n")
         if show_fixes:
@@ -29,18 +28,17 @@ def render_text(results: Sequence[FileResult], color: bool, show_fixes: bool) ->
 def render_concise(results: Sequence[FileResult], color: bool) -> str:
     """Every finding as its line alone (as Ruff's `concise`)."""
     return "".join(
-        styled_finding_line(result.path, diagnostic, color, result.cells) + "\n"
+        styled_finding_line(result, diagnostic, color) + "\n"
         for result, diagnostic in findings(results)
     )
 
 
-def styled_finding_line(
-    path: str, diagnostic: Diagnostic, color: bool, cells: CellMap | None = None
-) -> str:
+def styled_finding_line(result: FileResult, diagnostic: Diagnostic, color: bool) -> str:
     """`jaxfix.report.output.finding_line`, with the path, code and `[*]` styled when `color`."""
+    path, cells, unsafe_fixes = result.path, result.cells, result.unsafe_fixes
     if not color:
-        return finding_line(path, diagnostic, cells)
-    marker = f" {style('[*]', color, fg='cyan')}" if diagnostic.fix_safety is not None else ""
+        return finding_line(path, diagnostic, cells, unsafe_fixes)
+    marker = f" {style('[*]', color, fg='cyan')}" if applied(diagnostic, unsafe_fixes) else ""
     return (
         f"{style(path, color, bold=True)}:{position(diagnostic, cells)}: "
         f"{style(diagnostic.code, color, fg='red', bold=True)} {diagnostic.message}{marker}"
