@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import libcst as cst
 
-from jaxfix.analysis.reasons import Via
+from jaxfix.analysis.reasons import Reason, Via
 from jaxfix.fixes.syntax import source_of
 from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.sinks import SinkKind, names_of, rows
@@ -79,6 +79,7 @@ class CacheOnTraced(Rule):
     summary = "A memoizing cache decorator on a function that jax traces or jits"
     message = "`{cache}` caches `{function}`, which jax traces ({reason}): tracers are unhashable"
     fix_title = "Remove the cache decorator (`jax.jit` already caches compiled code)"
+    helper_title = "Remove the cache decorator (a traced value cannot be a cache key)"
     fix_safety = FixSafety.SAFE
     unfixed = "a function that also uses the cache's API (`f.cache_clear()`): remove both by hand"
     reads_users = True  # `f.cache_clear()` elsewhere rules the fix out
@@ -112,8 +113,18 @@ class CacheOnTraced(Rule):
                 message += f"; `{node.name.value}` also uses the cache's API: remove both by hand"
                 self.report(decorator, message)
                 continue
-            fix = self.make_fix({decorator: cst.RemoveFromParent()}, removed_nodes=[decorator])
+            fix = self.make_fix(
+                {decorator: cst.RemoveFromParent()},
+                removed_nodes=[decorator],
+                title=self._title(traced.reasons),
+            )
             self.report(decorator, message, fix)
+
+    def _title(self, reasons: Sequence[Reason]) -> str:
+        """A jitted function's compilations are cached by its jit already; a helper traced
+        otherwise (called from traced code, under `vmap`) just cannot be keyed."""
+        jitted = any(r.via in (Via.DECORATED, Via.PASSED) and "jit" in r.name for r in reasons)
+        return self.fix_title if jitted else self.helper_title
 
     def _cache_api_users(self) -> set[str]:
         """Names on which the module calls a cache method such as `.cache_clear()`."""

@@ -208,6 +208,15 @@ class HostConversionInTraced(Rule):
         "Print with `jax.debug.print`, call the `jax.numpy` equivalent, move the statement to"
         " a host callback, or run a SciPy solver in `jax.pure_callback`"
     )
+    # Each fix's own title says which of these it is (`{...}`: what the finding names).
+    hoist_title = "Move the statement to a host callback (`jax.debug.callback`)"
+    print_title = "Print with `jax.debug.print`, when the compiled function runs"
+    rename_title = "Call `{new}` in place of `{old}`"
+    index_title = "Index `jax.numpy.asarray({table})`"
+    solver_title = (
+        "Run `{solver}` on the host in `jax.pure_callback` (at each call, on concrete values;"
+        " it cannot be differentiated)"
+    )
     fix_safety = FixSafety.UNSAFE
     unfixed = (
         "NumPy calls whose eager callers in the file need the NumPy array (they write into it, "
@@ -255,9 +264,9 @@ class HostConversionInTraced(Rule):
             array = cst.parse_expression(f"{jnp_name}.asarray(x)")
             assert isinstance(array, cst.Call)
             table = array.with_changes(args=[cst.Arg(node.value)])
-            doing = f"index `jax.numpy.asarray({source_of(node.value)})`"
+            title = self.index_title.format(table=source_of(node.value))
             fix, advice = self._if_never_eager(
-                self.make_fix({node.value: table}, imports), advice, context, doing
+                self.make_fix({node.value: table}, imports, title=title), advice, context
             )
         message = self.message.format(
             call=source_of(node),
@@ -429,8 +438,7 @@ class HostConversionInTraced(Rule):
         if failing:
             fix, advice = None, f"{advice} (not rewritten: {failing})"
         if fix is not None and context is not None:
-            namesake = model.namesake or f"jax.numpy.{short}"
-            fix, advice = self._if_never_eager(fix, advice, context, f"call `{namesake}`")
+            fix, advice = self._if_never_eager(fix, advice, context)
         return _Finding(source_of(call.func), problem, advice, fix)
 
     def _solver_finding(self, call: cst.Call, solver: Solver) -> _Finding:
@@ -445,10 +453,7 @@ class HostConversionInTraced(Rule):
         rewrite = solver_callback(self.traced, call, solver, context) if context else "?"
         if isinstance(rewrite, str):
             return _Finding(source_of(call.func), _TO_NUMPY, f"{advice} (not rewritten: {rewrite})")
-        title = (
-            f"{self.fix_title}: run `{short}` on the host in `jax.pure_callback` (at each call,"
-            " on concrete values; it cannot be differentiated)"
-        )
+        title = self.solver_title.format(solver=short)
         fix = self.make_fix(rewrite.replacements, rewrite.imports, title=title)
         return _Finding(source_of(call.func), _TO_NUMPY, advice, fix, moves_statement=True)
 
@@ -532,9 +537,9 @@ class HostConversionInTraced(Rule):
         return self._eager[context.node]
 
     def _if_never_eager(
-        self, fix: Fix, advice: str, context: TracedFunction, doing: str
+        self, fix: Fix, advice: str, context: TracedFunction
     ) -> tuple[Fix | None, str]:
-        """`fix` (NumPy made `jax.numpy`: `doing` says how) unless host code in view that
+        """`fix` (NumPy made `jax.numpy`) unless host code in view that
         runs the function eagerly needs its NumPy result; where the function may run eagerly,
         the fix's title says what changes there."""
         eager = self._eager_calls(context)
@@ -542,7 +547,7 @@ class HostConversionInTraced(Rule):
             return None, f"{advice} (not rewritten: {eager.blocked}; {_EAGER})"
         if not eager.callers:
             return fix, advice
-        title = f"{self.fix_title}: {doing}; {_EAGER_TITLE} ({eager.callers})"
+        title = f"{fix.title}; {_EAGER_TITLE} ({eager.callers})"
         return replace(fix, title=title), advice
 
     def _method(self, call: cst.Call, func: cst.Attribute) -> _Finding | None:
@@ -723,7 +728,8 @@ class HostConversionInTraced(Rule):
 
     def _renamed(self, call: cst.Call, func: str, imports: Sequence[ImportNeeded]) -> Fix:
         new = call.with_changes(func=cst.parse_expression(func))
-        return self.make_fix({call: new}, imports, removed_nodes=[call.func])
+        title = self.rename_title.format(new=func, old=source_of(call.func))
+        return self.make_fix({call: new}, imports, removed_nodes=[call.func], title=title)
 
     def _stays_traced(self, value: cst.Call | cst.Subscript) -> bool:
         """Whether `value` only feeds traced computation: array arithmetic, JAX functions, a
@@ -836,8 +842,8 @@ class HostConversionInTraced(Rule):
         )
         statement = self.traced.simple_statement(call)
         if statement is None:
-            return self.make_fix({call: new}, imports)
-        fix = self._hoists.printed(statement, {call: new}, imports, self.fix_title)
+            return self.make_fix({call: new}, imports, title=self.print_title)
+        fix = self._hoists.printed(statement, {call: new}, imports, self.print_title)
         return fix if isinstance(fix, Fix) else None
 
 

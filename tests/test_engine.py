@@ -901,3 +901,17 @@ def test_kept_trees_are_few_and_small(no_kept_trees: None) -> None:
     tree = cst_run.wrapped(big)
     assert cst_run.wrapped(big) is tree  # the last one stays, however large
     assert list(cst_run._kept.by_text) == [big]
+
+
+def test_the_cache_fix_says_jit_caches_only_for_a_jitted_function() -> None:
+    """`helper` is traced because a jitted step calls it: no jit of its own caches anything."""
+    text = (
+        "import functools\n\nimport jax\n\n\n@functools.lru_cache\ndef helper(x):\n"
+        "    return x + 1\n\n\n@jax.jit\ndef step(x):\n    return helper(x)\n\n\n"
+        "@functools.lru_cache\n@jax.jit\ndef f(x):\n    return x + 1\n"
+    )
+    titles = [(d.line, d.fix_title) for d in check_text(text, RULES) if d.code == "JF102"]
+    assert titles == [
+        (6, "Remove the cache decorator (a traced value cannot be a cache key)"),
+        (16, "Remove the cache decorator (`jax.jit` already caches compiled code)"),
+    ]

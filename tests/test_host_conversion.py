@@ -482,3 +482,24 @@ def test_an_if_on_traced_values_moves_to_the_host_only_when_it_gates_host_effect
     if gated:
         fixed = fix_text(GATED.format(branch=branch), RULES, unsafe_fixes=True).text
         assert "        if int(i) % 2 == 0:\n            SNAPSHOTS.append(" in fixed
+
+
+@pytest.mark.parametrize(
+    ("body", "title"),
+    [
+        ("    print(float(x.sum()))\n", "Print with `jax.debug.print`, when the compiled"),
+        ("    ACTS.append(np.asarray(x))\n", "Move the statement to a host callback"),
+        ("    x = np.sin(x)\n", "Call `jax.numpy.sin` in place of `np.sin`"),
+        ("    x = x + TABLE[x.argmax()]\n", "Index `jax.numpy.asarray(TABLE)`"),
+    ],
+    ids=["print", "hoist", "jax-numpy", "index"],
+)
+def test_each_fix_has_a_title_that_says_what_it_does(body: str, title: str) -> None:
+    """Not one sentence naming every kind of fix the rule has (`fix_title`, for the docs)."""
+    text = (
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\n\nACTS = []\n"
+        f"TABLE = np.arange(4.0)\n\n\n@jax.jit\ndef step(x):\n{body}    return x\n"
+    )
+    [found] = check_text(text, [RULE])
+    assert found.fix_title is not None and found.fix_title.startswith(title), found.fix_title
+    assert RULE.fix_title not in found.fix_title

@@ -9,6 +9,7 @@ third is shut down. The quick fixes are judged by the fixtures: applied one afte
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import threading
 from collections.abc import AsyncIterator
@@ -355,11 +356,13 @@ async def test_quick_fixes_rewrite_the_fixture(client: Client, tmp_path: Path, c
         assert fix.diagnostics is not None and fix.edit is not None
         rule = find_rule(str(fix.diagnostics[0].code))
         assert rule is not None
-        # Its titles: `fix_title`, and those of its other fixes (`after_call_title`, ...).
+        # Its titles: `fix_title`, and those of its other fixes (`after_call_title`, ...), each
+        # `{field}` standing for what the finding names.
         titles = [
             t for n in dir(rule) if n.endswith("_title") and isinstance(t := getattr(rule, n), str)
         ]
-        assert any(fix.title.startswith(f"jaxfix ({rule.code}): {t}") for t in titles)
+        patterns = [re.sub(r"\\\{\w+\\\}", ".+?", re.escape(t)) for t in titles]
+        assert any(re.match(rf"jaxfix \({rule.code}\): {p}", fix.title) for p in patterns)
         assert fix.is_preferred is (rule.fix_safety is FixSafety.SAFE)
         edits = document_edits(fix.edit, uri)
         for edit in edits:  # each edit is narrowed to what it changes

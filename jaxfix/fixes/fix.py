@@ -57,6 +57,9 @@ class FixingRule(Protocol):
     def after_call_title(self) -> str | None: ...
 
     @property
+    def hoist_title(self) -> str | None: ...
+
+    @property
     def traced(self) -> TracedAnalysis: ...
 
     @property

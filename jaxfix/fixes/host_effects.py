@@ -117,7 +117,7 @@ class Hoists:
         traced = self.rule.traced
         host_name = fresh_name(traced, base, self._reserved)
         planned = plan_hoist(traced, statement, moved, self.wrapping, host_name)
-        fix = self._made(statement, planned, self.rule.fix_title)
+        fix = self._made(statement, planned, self.rule.hoist_title or self.rule.fix_title)
         if isinstance(fix, Fix):
             self._reserved.append(host_name)
         return fix

@@ -43,6 +43,9 @@ class Rule(cst.BatchableCSTVisitor):
     # The title of the fix that moves a host statement after each call of its function (see
     # `jaxfix.fixes.after_call`), for a rule whose findings are such statements.
     after_call_title: ClassVar[str | None] = None
+    # The title of the fix that moves a host statement into a host callback, for a rule whose
+    # `fix_title` names several kinds of fix (None: `fix_title`).
+    hoist_title: ClassVar[str | None] = None
     # The callees (of calls and decorators) at which the rule reports: full names as imports
     # give them (`pickle.dumps`) and method names matched on any receiver (`tobytes`). A file
     # or top-level statement that calls none of them is never analysed; empty means the rule
