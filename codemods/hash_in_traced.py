@@ -176,6 +176,10 @@ class HashInTraced(Rule):
     fix_title = (
         "Index an array of the table's values, drop the memo dict, or fold the value into a key"
     )
+    # Each fix's own title says which of these it is.
+    table_title = "Index an array of the table's values (`jnp.asarray`)"
+    memo_title = "Drop the memo dict: compute the value at each call"
+    key_title = "Fold the value into the key (`jax.random.fold_in`)"
     fix_safety = FixSafety.UNSAFE
     unfixed = (
         "sets, dicts other than a fixed `0..n-1` table of numbers or a private memo, host seeds "
@@ -271,7 +275,24 @@ class HashInTraced(Rule):
             reason=context.reasons[0],
             advice=advice,
         )
-        self.report(site, message, fix)
+        self.report(site, message, fix, same_object=self._object_of(site, key, fix))
+
+    def _object_of(
+        self, site: cst.CSTNode, key: cst.CSTNode, fix: Fix | None
+    ) -> tuple[object, ...] | None:
+        """What `site` looks up, when findings elsewhere may share it: a dict (or set) a
+        name or attribute holds, with the same key in the same function (a memo's lookup and
+        store: one finding) and the same fix (a memo removal, or none), else None."""
+        if isinstance(site, cst.Subscript):
+            container: cst.BaseExpression = site.value
+        elif isinstance(site, cst.Comparison) and len(site.comparisons) == 1:
+            container = site.comparisons[0].comparator
+        else:
+            return None
+        if not isinstance(container, cst.Name | cst.Attribute):
+            return None
+        function = self.traced.owner_function(site)
+        return (id(function), source_of(container), _code(key), id(fix) if fix else None)
 
     # ----- the fix: a key folded from the value --------------------------------------------
 
@@ -310,7 +331,7 @@ class HashInTraced(Rule):
         value = source_of(site.args[0].value if use is None else use)
         folded = f"{random}.fold_in({source_of(maker.func)}(0), {value})"
         new = cst.parse_expression(folded).with_changes(lpar=maker.lpar, rpar=maker.rpar)
-        return self.make_fix({**replacements, maker: new}, imports)
+        return self.make_fix({**replacements, maker: new}, imports, title=self.key_title)
 
     def _sole_use(self, assign: cst.Assign) -> cst.Name | None:
         """The one read of the local name `assign` binds, when it binds it alone and once, in
@@ -359,7 +380,8 @@ class HashInTraced(Rule):
             k = source_of(key)
             array = f"{jnp}.where(({k} >= 0) & ({k} < {size}), {array}, {source_of(default)})"
         new = cst.parse_expression(array)
-        return self.make_fix({site: new.with_changes(lpar=site.lpar, rpar=site.rpar)}, imports)
+        new = new.with_changes(lpar=site.lpar, rpar=site.rpar)
+        return self.make_fix({site: new}, imports, title=self.table_title)
 
     def _memo_fix(self, site: cst.CSTNode) -> tuple[Fix | None, str]:
         """The removal of the memo dict the function of `site` checks and fills (see
@@ -375,7 +397,8 @@ class HashInTraced(Rule):
             return None, plan.kept if plan is not None else ""
         fix = self._memo_made.get(function)
         if fix is None:
-            fix = self.make_fix(dict.fromkeys(plan.statements, cst.RemovalSentinel.REMOVE))
+            removed = dict.fromkeys(plan.statements, cst.RemovalSentinel.REMOVE)
+            fix = self.make_fix(removed, title=self.memo_title)
             self._memo_made[function] = fix
         return fix, ""
 

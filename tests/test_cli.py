@@ -473,3 +473,45 @@ def test_concise_prints_the_finding_lines_alone(tmp_path: Path) -> None:
     concise = invoke("check", "--output-format", "concise", str(path))
     assert concise.stdout == "".join(f"{line}\n" for line in findings(text))
     assert concise.stdout.count("\n") == 1
+
+
+MEMO = """\
+import jax
+import jax.numpy as jnp
+
+_CACHE = {}
+
+
+def expensive(x):
+    if x in _CACHE:
+        return _CACHE[x]
+    y = jnp.sin(x) * 2
+    _CACHE[x] = y
+    return y
+
+
+@jax.jit
+def f(x):
+    return expensive(x) + 1
+"""
+
+
+def test_a_memo_dict_is_one_finding_with_its_other_lines_as_related_places(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, "memo.py", MEMO)
+    cache = str(tmp_path / "cache")
+    for _ in range(2):  # the second run is answered from the cache
+        text = invoke("check", "--cache-dir", cache, str(path))
+        [line] = findings(text.stdout)
+        assert line.startswith(f"{path}:8:8: JF106 `x in _CACHE` hashes the traced `x`")
+        assert text.stdout.splitlines()[1] == "    also at 9:16, 11:5"
+    [found] = json.loads(invoke("check", "--output-format", "json", str(path)).stdout)
+    assert found["related"] == [
+        {"cell": None, "location": {"line": 9, "column": 16}},
+        {"cell": None, "location": {"line": 11, "column": 5}},
+    ]
+    sarif = json.loads(invoke("check", "--output-format", "sarif", str(path)).stdout)
+    [result] = sarif["runs"][0]["results"]
+    regions = [r["physicalLocation"]["region"] for r in result["relatedLocations"]]
+    assert [(r["startLine"], r["startColumn"]) for r in regions] == [(9, 16), (11, 5)]

@@ -915,3 +915,18 @@ def test_the_cache_fix_says_jit_caches_only_for_a_jitted_function() -> None:
         (6, "Remove the cache decorator (a traced value cannot be a cache key)"),
         (16, "Remove the cache decorator (`jax.jit` already caches compiled code)"),
     ]
+
+
+@pytest.mark.parametrize("code", ["JF104", "JF106"])
+def test_a_rule_with_several_kinds_of_fix_titles_each_by_what_it_does(code: str) -> None:
+    """The rule's `fix_title` lists every kind (the docs' table); a finding's names its own."""
+    [rule] = [r for r in RULES if r.code == code]
+    titles = [
+        d.fix_title
+        for case in load_cases()
+        if case.rule == rule.name.replace("-", "_")
+        for d in checked(case.before.read_text(), RULES)
+        if d.code == code and d.fix_title
+    ]
+    assert len(titles) > 5
+    assert not [t for t in titles if t.startswith(rule.fix_title)]

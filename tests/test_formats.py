@@ -249,7 +249,10 @@ def test_json_follows_its_schema_with_1_based_code_point_columns() -> None:
         "end_location",
         "url",
         "fix",
+        "cell",
+        "related",
     ]
+    assert (first["cell"], first["related"]) == (None, [])
     assert first["path"] == HOISTED_PATH
     assert (first["code"], first["name"]) == ("JF101", "serialize-in-traced")
     assert first["message"] == only(hoisted()).message

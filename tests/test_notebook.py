@@ -178,6 +178,33 @@ def test_check_names_the_cell_of_a_finding(tmp_path: Path) -> None:
     assert "Checked 2 files: 1 finding" in result.stderr
 
 
+def test_the_machine_outputs_place_a_finding_in_its_cell(tmp_path: Path) -> None:
+    """As Ruff's json output does: a `cell` field, and lines counted in that cell (not in the
+    cells' joined text); the same place in the sarif, github and junit outputs."""
+    write_experiment(tmp_path)
+    path = tmp_path / "exp.ipynb"
+
+    def output(fmt: str) -> str:
+        return CliRunner().invoke(main, ["check", "--output-format", fmt, str(path)]).stdout
+
+    [found] = json.loads(output("json"))
+    place = (found["cell"], found["location"], found["end_location"])
+    assert place == (2, {"line": 7, "column": 18}, {"line": 7, "column": 33})
+    [result] = json.loads(output("sarif"))["runs"][0]["results"]
+    [location] = result["locations"]
+    region = location["physicalLocation"]["region"]
+    assert (location["properties"], region["startLine"], region["startColumn"]) == (
+        {"cell": 2},
+        7,
+        18,
+    )
+    github = output("github")
+    assert ",line=7,col=18,endLine=7,endColumn=33::cell 2: JF101 " in github
+    junit = output("junit")
+    assert 'name="JF101 serialize-in-traced at cell 2:7:18"' in junit
+    assert 'line="7"' in junit
+
+
 def test_a_later_cell_reaches_a_function_an_earlier_cell_defines(tmp_path: Path) -> None:
     helper = "import pickle\nimport jax\n\ndef save(v):\n    return pickle.dumps(v)"
     path = tmp_path / "h.ipynb"

@@ -79,6 +79,9 @@ class Diagnostic:
     # this file, applied, shown and withheld with the finding whose fix it is part of.
     moves: str = ""
     part_of: str = ""
+    # The other places of the same object (a memo dict's lookup and store besides this one):
+    # (line, column) each, as `line` and `column`; one finding, not one per place.
+    related: tuple[tuple[int, int], ...] = ()
     fix: AttachedFix | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -6,9 +6,10 @@ reads the shared traced-context analysis (`self.traced`) and calls `self.report(
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
@@ -105,6 +106,7 @@ class Rule(cst.BatchableCSTVisitor):
         self.settings: RuleSettings = settings or {}
         self.project_sinks = tuple(project_sinks)
         self.diagnostics: list[Diagnostic] = []
+        self._objects: dict[Hashable, int] = {}  # the finding of each object (`report`)
         self.prepare()
 
     def prepare(self) -> None:
@@ -140,9 +142,25 @@ class Rule(cst.BatchableCSTVisitor):
         """The callables of the rows of `kind`, built-in and the project's."""
         return names_of((*self.sinks, *self.project_sinks), kind)
 
-    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
-        """Record a finding on `node`, with an optional fix."""
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str | None = None,
+        fix: Fix | None = None,
+        same_object: Hashable | None = None,
+    ) -> None:
+        """Record a finding on `node`, with an optional fix. Findings of `same_object` (a memo
+        dict, by any key that names it) are one: the first, with the others' places as its
+        `related` ones."""
         span = self.get_metadata(PositionProvider, node)
+        if same_object is not None:
+            known = self._objects.setdefault(same_object, len(self.diagnostics))
+            if known != len(self.diagnostics):
+                first = self.diagnostics[known]
+                place = (span.start.line, span.start.column)
+                related = (*first.related, place)
+                self.diagnostics[known] = dataclasses.replace(first, related=related)
+                return
         self.diagnostics.append(
             Diagnostic(
                 code=self.code,

@@ -291,6 +291,12 @@ def _plain(diagnostic: Diagnostic) -> dict[str, Any]:
 def _diagnostic(plain: dict[str, Any]) -> Diagnostic:
     safety = plain.get("fix_safety")
     edits = tuple(TextEdit(**edit) for edit in plain.get("edits", ()))
+    related = tuple((line, column) for line, column in plain.get("related", ()))
     return Diagnostic(
-        **{**plain, "fix_safety": FixSafety(safety) if safety else None, "edits": edits}
+        **{
+            **plain,
+            "fix_safety": FixSafety(safety) if safety else None,
+            "edits": edits,
+            "related": related,
+        }
     )

@@ -291,8 +291,11 @@ def _road(
 
 
 def _on(lines: Collection[int] | None, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """The findings that start on one of `lines` (all, when None)."""
-    return diagnostics if lines is None else [d for d in diagnostics if d.line in lines]
+    """The findings that start on one of `lines` (all, when None), or one of whose other
+    places (`Diagnostic.related`) does."""
+    if lines is None:
+        return diagnostics
+    return [d for d in diagnostics if d.line in lines or any(r in lines for r, _ in d.related)]
 
 
 def _fixed(
@@ -374,7 +377,10 @@ def _in_file(d: Diagnostic, piece: firstpass.Slice) -> Diagnostic:
     if piece.whole:
         return d
     return dataclasses.replace(
-        d, line=piece.file_line(d.line), end_line=piece.file_line(d.end_line)
+        d,
+        line=piece.file_line(d.line),
+        end_line=piece.file_line(d.end_line),
+        related=tuple((piece.file_line(line), column) for line, column in d.related),
     )
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from jaxfix.models.diagnostic import Diagnostic
 from jaxfix.models.edits import source_lines
 from jaxfix.report.formats.model import FileResult, findings, fix_description, style
-from jaxfix.report.formats.text import fix_diff, styled_finding_line
+from jaxfix.report.formats.text import also_line, fix_diff, styled_finding_line
 
 CONTEXT = 2  # source lines shown before and after the span
 TAB = "    "  # how a tab is shown (a terminal's tab stops would break the underline)
@@ -22,6 +22,8 @@ def render_full(results: Sequence[FileResult], color: bool) -> str:
 
 def _block(result: FileResult, diagnostic: Diagnostic, color: bool) -> str:
     parts = [styled_finding_line(result, diagnostic, color) + "\n"]
+    if diagnostic.related:
+        parts.append(also_line(result, diagnostic) + "\n")
     gutter = " " * len(str(diagnostic.end_line))
     if result.text is not None:
         lines = [line.rstrip("\r\n") for line in source_lines(result.text)]

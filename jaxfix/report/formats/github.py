@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from jaxfix.models.diagnostic import Diagnostic
-from jaxfix.report.formats.model import FileResult, end, findings, start
+from jaxfix.report.formats.model import FileResult, cell_end, cell_start, findings
 
 # How the runner's command parser reads data and property values (actions/toolkit's
 # `escapeData` and `escapeProperty`); `%` first, so that escapes are not escaped again.
@@ -16,16 +16,17 @@ _PROPERTY_ESCAPES = (*_DATA_ESCAPES, (":", "%3A"), (",", "%2C"))
 
 def render_github(results: Sequence[FileResult]) -> str:
     """One workflow command line per finding."""
-    return "".join(command(r.path, d) + "\n" for r, d in findings(results))
+    return "".join(command(r, d) + "\n" for r, d in findings(results))
 
 
-def command(path: str, diagnostic: Diagnostic) -> str:
-    """`::error title=jaxfix (CODE),file=…,line=…,col=…,endLine=…,endColumn=…::CODE message`."""
-    line, column = start(diagnostic)
-    end_line, end_column = end(diagnostic)
+def command(result: FileResult, diagnostic: Diagnostic) -> str:
+    """`::error title=jaxfix (CODE),file=…,line=…,col=…,endLine=…,endColumn=…::CODE message`;
+    a notebook's finding at its line in its cell, the message starting `cell N: `."""
+    cell, line, column = cell_start(result, diagnostic)
+    end_line, end_column = cell_end(result, diagnostic)
     properties = {
         "title": f"jaxfix ({diagnostic.code})",
-        "file": path,
+        "file": result.path,
         "line": str(line),
         "col": str(column),
         "endLine": str(end_line),
@@ -34,7 +35,8 @@ def command(path: str, diagnostic: Diagnostic) -> str:
     joined = ",".join(
         f"{key}={_escape(value, _PROPERTY_ESCAPES)}" for key, value in properties.items()
     )
-    message = _escape(f"{diagnostic.code} {diagnostic.message}", _DATA_ESCAPES)
+    where = f"cell {cell}: " if cell is not None else ""
+    message = _escape(f"{where}{diagnostic.code} {diagnostic.message}", _DATA_ESCAPES)
     return f"::error {joined}::{message}"
 
 

@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from jaxfix.models.diagnostic import Diagnostic
-from jaxfix.report.formats.model import FileResult, start
+from jaxfix.report.formats.model import FileResult, cell_start
 from jaxfix.report.formats.text import fix_line
-from jaxfix.report.output import finding_line
+from jaxfix.report.output import finding_line, position
 
 NAME = "jaxfix"
 PASSED = "no findings"
@@ -32,7 +32,7 @@ def render_junit(results: Sequence[FileResult]) -> str:
 def _suite(result: FileResult) -> ET.Element:
     suite = ET.Element("testsuite", name=_xml(result.path))
     for diagnostic in result.diagnostics:
-        suite.append(_failure_case(result.path, diagnostic))
+        suite.append(_failure_case(result, diagnostic))
     if result.error is not None:
         case = _case(result.path, "analysis", line=None)
         ET.SubElement(case, "error", message=_xml(result.error), type="error")
@@ -44,10 +44,13 @@ def _suite(result: FileResult) -> ET.Element:
     return suite
 
 
-def _failure_case(path: str, diagnostic: Diagnostic) -> ET.Element:
-    line, column = start(diagnostic)
-    case = _case(path, f"{diagnostic.code} {diagnostic.name} at {line}:{column}", line)
-    body = finding_line(path, diagnostic)
+def _failure_case(result: FileResult, diagnostic: Diagnostic) -> ET.Element:
+    """A notebook's finding is named at `cell N:line:col`, and its case's line is in the cell."""
+    path = result.path
+    _, line, _ = cell_start(result, diagnostic)
+    where = position(diagnostic, result.cells)
+    case = _case(path, f"{diagnostic.code} {diagnostic.name} at {where}", line)
+    body = finding_line(path, diagnostic, result.cells, result.unsafe_fixes)
     if diagnostic.fix_safety is not None:
         body += "\n" + fix_line(diagnostic, color=False)
     failure = ET.SubElement(

@@ -51,6 +51,32 @@ def fix_description(diagnostic: Diagnostic) -> str:
     return f"{diagnostic.fix_title or ''} ({diagnostic.fix_safety.value} fix)"
 
 
+def in_cell(cells: CellMap | None, line: int) -> tuple[int | None, int]:
+    """The cell of a notebook's line (None for any other file) and the line in it."""
+    if cells is None:
+        return None, line
+    return cells.locate(line)
+
+
+def cell_start(result: FileResult, diagnostic: Diagnostic) -> tuple[int | None, int, int]:
+    """Where the finding starts as its file shows it: a notebook's cell (None for any other
+    file), the 1-based line in it and the 1-based column."""
+    cell, line = in_cell(result.cells, diagnostic.line)
+    return cell, line, diagnostic.column + 1
+
+
+def cell_end(result: FileResult, diagnostic: Diagnostic) -> tuple[int, int]:
+    """Where the finding ends (exclusive): 1-based line (in its cell, for a notebook: a
+    finding's code is one cell's) and 1-based column."""
+    _, line = in_cell(result.cells, diagnostic.line)
+    return line + diagnostic.end_line - diagnostic.line, diagnostic.end_column + 1
+
+
+def related(result: FileResult, diagnostic: Diagnostic) -> list[tuple[int | None, int, int]]:
+    """The finding's other places (`Diagnostic.related`) as `cell_start` gives its own."""
+    return [(*in_cell(result.cells, line), column + 1) for line, column in diagnostic.related]
+
+
 def start(diagnostic: Diagnostic) -> tuple[int, int]:
     """Where the finding starts: 1-based line and 1-based code-point column."""
     return diagnostic.line, diagnostic.column + 1

@@ -13,7 +13,15 @@ from urllib.parse import quote
 
 from jaxfix import __version__
 from jaxfix.models.diagnostic import Diagnostic, TextEdit
-from jaxfix.report.formats.model import FileResult, edit_span, end, findings, fix_description, start
+from jaxfix.report.formats.model import (
+    FileResult,
+    cell_end,
+    cell_start,
+    edit_span,
+    findings,
+    fix_description,
+    related,
+)
 from jaxfix.rules.registry import all_rules
 
 if TYPE_CHECKING:
@@ -36,7 +44,7 @@ def render_sarif(results: Sequence[FileResult]) -> str:
     run = {
         "tool": {"driver": _driver(rules)},
         "columnKind": "unicodeCodePoints",
-        "results": [_result(r.path, d, indexes) for r, d in findings(results)],
+        "results": [_result(r, d, indexes) for r, d in findings(results)],
     }
     log = {"$schema": SCHEMA, "version": VERSION, "runs": [run]}
     return json.dumps(log, indent=2) + "\n"
@@ -63,20 +71,36 @@ def _driver(rules: Sequence[type[Rule]]) -> dict[str, Any]:
     }
 
 
-def _result(path: str, diagnostic: Diagnostic, indexes: Mapping[str, int]) -> dict[str, Any]:
-    uri = artifact_uri(path)
+def _result(file: FileResult, diagnostic: Diagnostic, indexes: Mapping[str, int]) -> dict[str, Any]:
+    """A notebook's finding is placed in its cell (`properties.cell`), as the text output
+    does; its other places (`Diagnostic.related`) are `relatedLocations`."""
+    uri = artifact_uri(file.path)
     result: dict[str, Any] = {"ruleId": diagnostic.code}
     if diagnostic.code in indexes:
         result["ruleIndex"] = indexes[diagnostic.code]
     result["level"] = LEVEL
     result["message"] = {"text": diagnostic.message}
-    region = _region(*start(diagnostic), *end(diagnostic))
-    result["locations"] = [
-        {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}
-    ]
+    cell, line, column = cell_start(file, diagnostic)
+    region = _region(line, column, *cell_end(file, diagnostic))
+    result["locations"] = [_location(uri, region, cell)]
+    places = related(file, diagnostic)
+    if places:
+        result["relatedLocations"] = [
+            {**_location(uri, _region(line, column, line, column), cell), "id": number}
+            for number, (cell, line, column) in enumerate(places, 1)
+        ]
     if diagnostic.fix_safety is not None and diagnostic.edits:
         result["fixes"] = [_fix(uri, diagnostic)]
     return result
+
+
+def _location(uri: str, region: dict[str, int], cell: int | None) -> dict[str, Any]:
+    location: dict[str, Any] = {
+        "physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}
+    }
+    if cell is not None:
+        location["properties"] = {"cell": cell}
+    return location
 
 
 def _fix(uri: str, diagnostic: Diagnostic) -> dict[str, Any]:

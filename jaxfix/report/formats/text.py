@@ -4,6 +4,7 @@ the finding lines alone."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from jaxfix.models.diagnostic import Diagnostic
@@ -18,6 +19,8 @@ def render_text(results: Sequence[FileResult], color: bool, show_fixes: bool) ->
     parts: list[str] = []
     for result, diagnostic in findings(results):
         parts.append(styled_finding_line(result, diagnostic, color) + "\n")
+        if diagnostic.related:
+            parts.append(also_line(result, diagnostic) + "\n")
         if diagnostic.fix_safety is not None:
             parts.append(fix_line(diagnostic, color) + "\n")
         if show_fixes:
@@ -43,6 +46,15 @@ def styled_finding_line(result: FileResult, diagnostic: Diagnostic, color: bool)
         f"{style(path, color, bold=True)}:{position(diagnostic, cells)}: "
         f"{style(diagnostic.code, color, fg='red', bold=True)} {diagnostic.message}{marker}"
     )
+
+
+def also_line(result: FileResult, diagnostic: Diagnostic) -> str:
+    """`    also at 11:16, 13:5`: the other places of the finding's object."""
+    places = (
+        position(dataclasses.replace(diagnostic, line=line, column=column), result.cells)
+        for line, column in diagnostic.related
+    )
+    return f"{INDENT}also at {', '.join(places)}"
 
 
 def fix_line(diagnostic: Diagnostic, color: bool) -> str:
