@@ -475,43 +475,26 @@ def test_concise_prints_the_finding_lines_alone(tmp_path: Path) -> None:
     assert concise.stdout.count("\n") == 1
 
 
-MEMO = """\
-import jax
-import jax.numpy as jnp
-
-_CACHE = {}
-
-
-def expensive(x):
-    if x in _CACHE:
-        return _CACHE[x]
-    y = jnp.sin(x) * 2
-    _CACHE[x] = y
-    return y
-
-
-@jax.jit
-def f(x):
-    return expensive(x) + 1
-"""
+# A memo dict's lookup (line 10) and its store (line 13) in a helper a jitted function calls.
+MEMO = Path(__file__).parent / "fixtures/hash_in_traced/module_memo_dict_dropped/before.py"
 
 
 def test_a_memo_dict_is_one_finding_with_its_other_lines_as_related_places(
     tmp_path: Path,
 ) -> None:
-    path = write(tmp_path, "memo.py", MEMO)
+    path = write(tmp_path, "memo.py", MEMO.read_text())
     cache = str(tmp_path / "cache")
     for _ in range(2):  # the second run is answered from the cache
         text = invoke("check", "--cache-dir", cache, str(path))
         [line] = findings(text.stdout)
-        assert line.startswith(f"{path}:8:8: JF106 `x in _CACHE` hashes the traced `x`")
-        assert text.stdout.splitlines()[1] == "    also at 9:16, 11:5"
+        assert line.startswith(f"{path}:10:8: JF106 `x in _CACHE` hashes the traced `x`")
+        assert text.stdout.splitlines()[1] == "    also at 11:16, 13:5"
     [found] = json.loads(invoke("check", "--output-format", "json", str(path)).stdout)
     assert found["related"] == [
-        {"cell": None, "location": {"line": 9, "column": 16}},
-        {"cell": None, "location": {"line": 11, "column": 5}},
+        {"cell": None, "location": {"line": 11, "column": 16}},
+        {"cell": None, "location": {"line": 13, "column": 5}},
     ]
     sarif = json.loads(invoke("check", "--output-format", "sarif", str(path)).stdout)
     [result] = sarif["runs"][0]["results"]
     regions = [r["physicalLocation"]["region"] for r in result["relatedLocations"]]
-    assert [(r["startLine"], r["startColumn"]) for r in regions] == [(9, 16), (11, 5)]
+    assert [(r["startLine"], r["startColumn"]) for r in regions] == [(11, 16), (13, 5)]
