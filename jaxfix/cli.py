@@ -335,7 +335,7 @@ def _summary(text: str, tally: Tally) -> None:
 def _count(outcome: Outcome, tally: Tally) -> None:
     if outcome.context:  # read for context only: written if a fix changes it, never counted
         return
-    tally.files += 1
+    tally.files += outcome.examined
     tally.count_remaining(outcome.diagnostics, outcome.unsafe_fixes)
     if outcome.error:
         _error(tally, outcome.error)

@@ -106,6 +106,13 @@ def test_apply_diff_lists_what_remains_where_it_is_now(tmp_path: Path) -> None:
     )
 
 
+def test_a_missing_path_is_an_error_not_a_checked_file(tmp_path: Path) -> None:
+    write(tmp_path, "clean.py", CLEAN)
+    result = invoke("check", "--no-cache", str(tmp_path / "clean.py"), str(tmp_path / "gone.py"))
+    assert result.exit_code == 2
+    assert result.stderr.endswith("Checked 1 file: 0 findings, 1 error.\n")
+
+
 def test_check_clean_exits_0(tmp_path: Path) -> None:
     write(tmp_path, "clean.py", CLEAN)
     result = invoke("check", str(tmp_path))

@@ -35,6 +35,9 @@ class Outcome:
     # Whether its settings make unsafe fixes (the configuration's `unsafe-fixes`, or the
     # command line's): what `[*]` and the summary's counts of fixable findings follow.
     unsafe_fixes: bool = False
+    # False for a path that could not be examined (missing, an unreadable folder): no file
+    # to count in the summary, only its error.
+    examined: bool = True
 
     def portable(self) -> Outcome:
         """This outcome without LibCST fixes, and without the source unless it is to be

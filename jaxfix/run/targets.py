@@ -24,7 +24,7 @@ def targets(
         found = iter_python_files([given], respect_gitignore=config.respect_gitignore)
         for item in found:
             if isinstance(item, DiscoveryError):
-                yield Outcome(str(item.path), error=f"{item.path}: {item.message}")
+                yield Outcome(str(item.path), error=f"{item.path}: {item.message}", examined=False)
                 continue
             own = finder.for_file(item)
             if _excluded(own, item, given if walked else None):
