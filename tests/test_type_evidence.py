@@ -25,8 +25,13 @@ def _expected(text: str) -> set[tuple[int, str]]:
     }
 
 
-def _found(text: str) -> set[tuple[int, str]]:
-    return {(d.line, d.code) for d in check_text(text, RULES)}
+def _found(text: str, slicing: bool = True) -> set[tuple[int, str]]:
+    """Each finding's line, and those of its object's other places (`Diagnostic.related`)."""
+    return {
+        (line, d.code)
+        for d in check_text(text, RULES, slicing=slicing)
+        for line in (d.line, *(line for line, _ in d.related))
+    }
 
 
 # A penzai-like unbinding: a leaf that passed `isinstance(leaf, Variable)` is the module's own
@@ -376,5 +381,4 @@ def test_only_values_without_evidence_of_a_non_array_type_are_reported(text: str
 
 @pytest.mark.parametrize("text", [UNBIND, NARROWING, MATCH, INTERPRETER, OBJECTS])
 def test_the_slice_of_a_file_narrows_as_the_whole_file(text: str) -> None:
-    whole = {(d.line, d.code) for d in check_text(text, RULES, slicing=False)}
-    assert _found(text) == whole
+    assert _found(text) == _found(text, slicing=False)
