@@ -282,6 +282,20 @@ async def test_diagnostics_appear_and_clear(client: Client, tmp_path: Path) -> N
 
 
 @asyncio_module
+async def test_a_memo_dicts_other_lines_are_related_information(
+    client: Client, tmp_path: Path
+) -> None:
+    memo = Path(__file__).parent / "fixtures/hash_in_traced/module_memo_dict_dropped/before.py"
+    uri = uri_of(tmp_path, "memo.py")
+    (found,) = await opened(client, uri, memo.read_text())
+    assert found.range.start == types.Position(9, 7)
+    assert found.related_information is not None
+    places = [(i.location.uri, i.location.range.start) for i in found.related_information]
+    assert places == [(uri, types.Position(10, 15)), (uri, types.Position(12, 4))]
+    close_document(client, uri)
+
+
+@asyncio_module
 async def test_changes_are_debounced_and_never_published_stale(
     client: Client, tmp_path: Path
 ) -> None:

@@ -53,14 +53,14 @@ class Target:
         return {self.uri: (self.version, convert.text_edits(edits, self.index))}
 
     def shown(self, found: Diagnostic) -> types.Diagnostic:
-        shown = convert.diagnostic(found, self.index, self.severity)
+        shown = convert.diagnostic(found, self.index, self.severity, self.uri)
         return shown if self.notebook is None else self.notebook.in_cell(shown)[1]
 
     def covers(self, found: Diagnostic) -> bool:
         """Whether `found` is in the document (or cell) the actions are asked for."""
         if self.notebook is None:
             return True
-        shown = convert.diagnostic(found, self.index, self.severity)
+        shown = convert.diagnostic(found, self.index, self.severity, self.uri)
         return self.notebook.in_cell(shown)[0] == self.cell
 
 

@@ -21,10 +21,18 @@ SOURCE = "jaxfix"
 
 
 def diagnostic(
-    found: Diagnostic, index: LineIndex, severity: types.DiagnosticSeverity
+    found: Diagnostic, index: LineIndex, severity: types.DiagnosticSeverity, uri: str
 ) -> types.Diagnostic:
-    """`found` as the editor shows it: the rule code, a link to its docs, our name."""
+    """`found` as the editor shows it: the rule code, a link to its docs, our name, and the
+    other places of its object (`Diagnostic.related`) as related information."""
     rule = find_rule(found.code)
+    related = [
+        types.DiagnosticRelatedInformation(
+            location=types.Location(uri, index.range(line, column, line, column)),
+            message=f"also here: {found.code}",
+        )
+        for line, column in found.related
+    ]
     return types.Diagnostic(
         range=index.range(found.line, found.column, found.end_line, found.end_column),
         message=found.message,
@@ -33,6 +41,7 @@ def diagnostic(
         code_description=types.CodeDescription(href=rule_url(rule)) if rule else None,
         source=SOURCE,
         tags=[types.DiagnosticTag.Unnecessary] if found.code == UNUSED_CODE else None,
+        related_information=related or None,
     )
 
 

@@ -8,6 +8,7 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import attrs
 from lsprotocol import types
 
 from jaxfix.lsp import convert
@@ -67,18 +68,33 @@ class NotebookText:
 
     def in_cell(self, shown: types.Diagnostic) -> tuple[str, types.Diagnostic]:
         """A diagnostic of the whole text as its cell shows it: that cell's URI, and the
-        range moved into it (cut at the cell's end)."""
-        at = self.cell_at(shown.range.start.line)
+        range moved into it (cut at the cell's end); its related places of the notebook
+        moved into theirs."""
+        uri, moved = self.place(shown.range)
+        related = [
+            types.DiagnosticRelatedInformation(
+                types.Location(*self.place(r.location.range)), r.message
+            )
+            if r.location.uri == self.uri
+            else r
+            for r in shown.related_information or ()
+        ]
+        return uri, attrs.evolve(shown, range=moved, related_information=related or None)
+
+    def place(self, where: types.Range) -> tuple[str, types.Range]:
+        """A range of the whole text as a cell's: the cell's URI, the range moved into it
+        (cut at the cell's end)."""
+        at = self.cell_at(where.start.line)
         start = self._starts[at]
         last = start + max(len(self.code.cells[at].lines) - 1, 0)
-        end = shown.range.end
+        end = where.end
         if end.line > last:
             end = types.Position(last + 1, 0)
         moved = types.Range(
-            types.Position(shown.range.start.line - start, shown.range.start.character),
+            types.Position(where.start.line - start, where.start.character),
             types.Position(end.line - start, end.character),
         )
-        return self.cells[at].uri, _with_range(shown, moved)
+        return self.cells[at].uri, moved
 
     def by_cell(self, shown: Sequence[types.Diagnostic]) -> dict[str, list[types.Diagnostic]]:
         """Each code cell's diagnostics (none for a clean cell: that clears what it showed)."""
@@ -99,17 +115,3 @@ class NotebookText:
                     convert.text_edits(line_edits(cell.text, source), index),
                 )
         return result
-
-
-def _with_range(shown: types.Diagnostic, where: types.Range) -> types.Diagnostic:
-    return types.Diagnostic(
-        range=where,
-        message=shown.message,
-        severity=shown.severity,
-        code=shown.code,
-        code_description=shown.code_description,
-        source=shown.source,
-        tags=shown.tags,
-        related_information=shown.related_information,
-        data=shown.data,
-    )

@@ -161,7 +161,8 @@ class JaxfixServer(LanguageServer):
             return  # changed or closed meanwhile: a newer check publishes
         self._report(found)
         index = self.index(snapshot)
-        shown = [convert.diagnostic(d, index, self.settings.severity) for d in found.diagnostics]
+        severity = self.settings.severity
+        shown = [convert.diagnostic(d, index, severity, uri) for d in found.diagnostics]
         if (notebook := self.notebook(uri)) is None:
             self.publish(uri, shown, snapshot.version)
             return
