@@ -296,8 +296,7 @@ class HostConversionInTraced(Rule):
         problem = (
             f"writes into a NumPy array at a traced index (`{_ARRAY_ERROR}`)"
             if any(map(self.traced.is_traced, indices))
-            else "writes a traced value into a NumPy array (`ConcretizationTypeError`, which"
-            f" NumPy raises as a `ValueError`; `{_ARRAY_ERROR}` for a slice)"
+            else "writes a traced value into a NumPy array (`ConcretizationTypeError`)"
         )
         message = self.message.format(
             call=f"{source_of(node)} = ...",
@@ -391,8 +390,8 @@ class HostConversionInTraced(Rule):
             return _Finding(source_of(call.func), problem, advice)
         if name == PRINT and any(self._prints_traced(arg.value) for arg in call.args):
             problem = (
-                "prints the tracer once, when the function is traced, not the values (a format"
-                " spec raises `TypeError`)"
+                "prints the tracer once, at tracing, not the values (a format spec raises"
+                " `TypeError`)"
             )
             fix, advice = self._print_fix(call), "use `jax.debug.print`"
             if fix is None:

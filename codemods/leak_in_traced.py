@@ -164,8 +164,7 @@ class LeakInTraced(Rule):
     message = "`{what}` keeps a traced value in {where} inside `{function}` ({reason})"
     log_message = "`{what}` logs a traced value inside `{function}` ({reason})"
     closure_message = (
-        "`{what}` keeps a function that closes over a traced value in {where} inside"
-        " `{function}` ({reason})"
+        "`{what}` keeps a closure over a traced value in {where} inside `{function}` ({reason})"
     )
     fix_title = "Move the statement to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE

@@ -40,7 +40,8 @@ def test_check_prints_one_line_per_finding_and_exits_1(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.stdout == (
         f"{path}:8:12: JF107 `pickle.dumps` serializes a traced value that `encode` returns "
-        "(decorated with `jax.jit`): return the array and serialize `jax.device_get(...)` of "
+        "(decorated with `jax.jit`)\n"
+        "    note: return the array and serialize `jax.device_get(...)` of "
         "the result after the call; not rewritten: `encode` is public: other modules may call "
         "it (make it private, or run jaxfix over every module that imports it)\n"
     )
@@ -97,6 +98,7 @@ def test_apply_diff_lists_what_remains_where_it_is_now(tmp_path: Path) -> None:
     path = write(tmp_path, "a.py", text)
     checked = invoke("check", "--no-cache", str(path))
     [remaining] = [line for line in findings(checked.stdout) if "JF107" in line]
+    remaining += "\n" + checked.stdout.split(remaining + "\n")[1].splitlines()[0]  # its note
     result = invoke("apply", "--no-cache", "--diff", str(path))
     assert result.exit_code == 1
     assert result.stdout.startswith(f"--- a/{path}\n")
@@ -246,7 +248,7 @@ def test_directories_skip_hidden_and_virtualenv_folders(tmp_path: Path) -> None:
     write(tmp_path, ".gitignore", "ignored/\n")
     write(tmp_path, "src/a.py", RETURNED)
     result = invoke("check", str(tmp_path))
-    assert [line.split(":")[0] for line in result.stdout.splitlines()] == [
+    assert [line.split(":")[0] for line in findings(result.stdout)] == [
         str(tmp_path / "src" / "a.py")
     ]
 

@@ -12,7 +12,7 @@ import libcst as cst
 import pytest
 
 from jaxfix.analysis.firstpass import InvalidSource
-from jaxfix.models.diagnostic import FixSafety
+from jaxfix.models.diagnostic import MESSAGE_LIMIT, FixSafety
 from jaxfix.models.edits import apply_edits
 from jaxfix.proofs.cases import Case, load_cases
 from jaxfix.rules.registry import all_rules
@@ -857,12 +857,12 @@ def test_a_traced_value_for_a_static_argument_names_the_caller_to_make_static() 
     (found,) = check_text(jitted, RULES)
     assert (
         '(here: make `n` static where `twice` is jitted, `jax.jit(..., static_argnames="n")`);'
-        " no automatic fix: that changes what its callers may pass" in found.message
+        " no automatic fix: that changes what its callers may pass" in found.note
     )
     vmapped = (fixtures / "static_argnames_assigned" / "before.py").read_text()
     (found,) = check_text(vmapped, RULES)
     assert "(here:" not in found.message  # under vmap the value is batched: nothing to make static
-    assert "no automatic fix: the value is made from traced arrays" in found.message
+    assert "no automatic fix: the value is made from traced arrays" in found.full_message
 
 
 @pytest.fixture
@@ -930,3 +930,12 @@ def test_a_rule_with_several_kinds_of_fix_titles_each_by_what_it_does(code: str)
     ]
     assert len(titles) > 5
     assert not [t for t in titles if t.startswith(rule.fix_title)]
+
+
+@pytest.mark.parametrize("case", load_cases(), ids=lambda case: case.id)
+def test_every_message_is_at_most_160_characters(case: Case) -> None:
+    """What is wrong and where; the advice and why there is no fix are the finding's note (and
+    the rule's docs, `jaxfix explain`)."""
+    for found in checked(case.before.read_text(), RULES):
+        assert len(found.message) <= MESSAGE_LIMIT, found.message
+        assert not found.note or len(found.message) + len(found.note) > MESSAGE_LIMIT

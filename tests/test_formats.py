@@ -135,6 +135,7 @@ def test_text_is_the_finding_line_then_the_fix_line() -> None:
         finding_line("cached.py", only(cached())),
         f"    fix (safe): {rule('JF102').fix_title}",
         finding_line("multi.py", only(multiline())),
+        f"    note: {only(multiline()).note}",
     ]
     assert output.startswith(f"{HOISTED_PATH}:11:25: JF101 `pickle.dumps` serializes")
 
@@ -148,6 +149,7 @@ def test_show_fixes_adds_the_diff_of_each_fix_alone() -> None:
         f"    fix (unsafe): {rule('JF101').fix_title}\n"
         f"{diff}"
         f"{finding_line('multi.py', only(multiline()))}\n"
+        f"    note: {only(multiline()).note}\n"
     )
 
 
@@ -198,6 +200,7 @@ def test_full_underlines_each_line_of_a_multiline_span() -> None:
         "10 |     )",
         "   |     ^ JF107",
         "   |",
+        f"   = note: {only(multiline()).note}",
         "",
     ]
 
@@ -244,6 +247,7 @@ def test_json_follows_its_schema_with_1_based_code_point_columns() -> None:
         "code",
         "name",
         "message",
+        "note",
         "path",
         "location",
         "end_location",

@@ -189,7 +189,7 @@ def test_message_names_the_error_and_the_namesake(body: str, error: str, advice:
     text = HEADER + textwrap.indent(textwrap.dedent(body) + "\n", "    ") + "    return x\n"
     [found] = check_text(text, [RULE])
     assert f"(`{error}`)" in found.message
-    assert found.message.endswith(f"; {advice}"), found.message
+    assert found.full_message.endswith(f"; {advice}"), found.full_message
 
 
 # ----- the model table ---------------------------------------------------------------------
@@ -434,7 +434,7 @@ def test_a_solve_is_not_moved_to_a_callback_when_its_rewrite_could_change_the_pr
         if d.code == "JF104" and d.message.startswith("`minimize`")
     ]
     assert len(found) == 1 and found[0].fix_title is None
-    assert f"(not rewritten: {why_not}" in found[0].message
+    assert f"(not rewritten: {why_not}" in found[0].note
 
 
 def test_a_solve_reads_its_fields_from_the_callback() -> None:

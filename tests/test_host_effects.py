@@ -45,7 +45,7 @@ def host_part(text: str) -> str:
 def only_finding(host: str, traced: str = STORE) -> tuple[str | None, str]:
     """The fix title and message of the one finding in `traced` followed by `host`."""
     (found,) = check_text(traced + textwrap.dedent(host), RULES)
-    return found.fix_title, found.message
+    return found.fix_title, found.full_message
 
 
 SAVE = """\

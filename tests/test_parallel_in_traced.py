@@ -69,7 +69,7 @@ def test_the_message_says_what_keeps_the_work_out_of_the_trace(body: str, why: s
     assert RULE is not None
     (found,) = check_text(PROGRAM.format(body=f"    {body}"), [RULE])
     assert found.fix_title is None
-    assert f"(not rewritten: `work` cannot run in the trace: {why}" in found.message
+    assert f"(not rewritten: `work` cannot run in the trace: {why}" in found.note
 
 
 def test_numpy_that_runs_on_the_array_is_jax_code() -> None:

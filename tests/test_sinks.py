@@ -287,7 +287,7 @@ def test_a_sink_no_callback_fixes_has_no_fix() -> None:
     (found,) = check_text(text, RULES)
     assert found.code == "JF101"
     assert found.fix_title is None
-    assert "after the call" in found.message
+    assert "after the call" in found.note
 
 
 @pytest.mark.parametrize(

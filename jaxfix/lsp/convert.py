@@ -35,7 +35,7 @@ def diagnostic(
     ]
     return types.Diagnostic(
         range=index.range(found.line, found.column, found.end_line, found.end_column),
-        message=found.message,
+        message=f"{found.message}\n{found.note}" if found.note else found.message,
         severity=severity,
         code=found.code,
         code_description=types.CodeDescription(href=rule_url(rule)) if rule else None,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,6 +54,28 @@ class TextEdit:
     new_text: str
 
 
+# The longest message: a longer one is cut after the reason its function is traced, the rest
+# being the finding's note (`split_message`); the rule's docs (`jaxfix explain`) say more.
+MESSAGE_LIMIT = 160
+# How a message names why its function is traced (`jaxfix.analysis.reasons.Via`), in
+# parentheses: what a long message is cut after.
+_REASON = re.compile(
+    r"\((?:decorated with|passed to|called from traced|a method of a|a custom derivative rule"
+    r"|applied to traced values)[^()]*(?:\([^()]*\)[^()]*)*\)"
+)
+
+
+def split_message(message: str) -> tuple[str, str]:
+    """A message of at most `MESSAGE_LIMIT` characters (what is wrong, where, and why the
+    function is traced) and the note that says the rest, for a longer one."""
+    if len(message) <= MESSAGE_LIMIT:
+        return message, ""
+    reason = _REASON.search(message)
+    if reason is None:
+        return message, ""
+    return message[: reason.end()], message[reason.end() :].lstrip(":;, ")
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     """One finding: where, which rule, what is wrong, and the fix if there is one.
@@ -82,6 +105,9 @@ class Diagnostic:
     # The other places of the same object (a memo dict's lookup and store besides this one):
     # (line, column) each, as `line` and `column`; one finding, not one per place.
     related: tuple[tuple[int, int], ...] = ()
+    # What the finding says beyond its message (`message` is at most `MESSAGE_LIMIT`
+    # characters, what is wrong and where): the advice, why it has no fix. "" for none.
+    note: str = ""
     fix: AttachedFix | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -89,6 +115,11 @@ class Diagnostic:
         """What identifies the finding in one text, whatever its fix and edits: the same
         finding from another run over the text (a slice's, with or without edits)."""
         return (self.code, self.line, self.column, self.end_line, self.end_column, self.message)
+
+    @property
+    def full_message(self) -> str:
+        """The message and its note, in one sentence."""
+        return f"{self.message}; {self.note}" if self.note else self.message
 
     def with_fix(self, fix: AttachedFix | None) -> Diagnostic:
         """This finding with `fix` (or none) in place of its own."""

@@ -16,7 +16,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider, ScopeProvider
 
 from jaxfix.fixes.fix import Fix, ImportNeeded, Replacement
-from jaxfix.models.diagnostic import Diagnostic, FixSafety
+from jaxfix.models.diagnostic import Diagnostic, FixSafety, split_message
 from jaxfix.models.sinks import Sink, SinkKind, anchors_with, names_of
 
 if TYPE_CHECKING:
@@ -153,6 +153,7 @@ class Rule(cst.BatchableCSTVisitor):
         dict, by any key that names it) are one: the first, with the others' places as its
         `related` ones."""
         span = self.get_metadata(PositionProvider, node)
+        message, note = split_message(message or self.message)
         if same_object is not None:
             known = self._objects.setdefault(same_object, len(self.diagnostics))
             if known != len(self.diagnostics):
@@ -165,7 +166,8 @@ class Rule(cst.BatchableCSTVisitor):
             Diagnostic(
                 code=self.code,
                 name=self.name,
-                message=message or self.message,
+                message=message,
+                note=note,
                 line=span.start.line,
                 column=span.start.column,
                 end_line=span.end.line,

@@ -24,6 +24,7 @@ def _block(result: FileResult, diagnostic: Diagnostic, color: bool) -> str:
     parts = [styled_finding_line(result, diagnostic, color) + "\n"]
     if diagnostic.related:
         parts.append(also_line(result, diagnostic) + "\n")
+
     gutter = " " * len(str(diagnostic.end_line))
     if result.text is not None:
         lines = [line.rstrip("\r\n") for line in source_lines(result.text)]
@@ -31,6 +32,8 @@ def _block(result: FileResult, diagnostic: Diagnostic, color: bool) -> str:
         if shown:
             gutter = " " * len(str(shown.stop - 1))
             parts.append(_snippet(lines, shown, diagnostic, gutter, color))
+    if diagnostic.note:
+        parts.append(style(f"{gutter} = note: {diagnostic.note}", color, fg="cyan") + "\n")
     if diagnostic.fix_safety is not None:
         help_text = f"{gutter} = help: {fix_description(diagnostic)}"
         parts.append(style(help_text, color, fg="cyan") + "\n")

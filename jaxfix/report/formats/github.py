@@ -36,7 +36,8 @@ def command(result: FileResult, diagnostic: Diagnostic) -> str:
         f"{key}={_escape(value, _PROPERTY_ESCAPES)}" for key, value in properties.items()
     )
     where = f"cell {cell}: " if cell is not None else ""
-    message = _escape(f"{where}{diagnostic.code} {diagnostic.message}", _DATA_ESCAPES)
+    note = f"\n{diagnostic.note}" if diagnostic.note else ""
+    message = _escape(f"{where}{diagnostic.code} {diagnostic.message}{note}", _DATA_ESCAPES)
     return f"::error {joined}::{message}"
 
 

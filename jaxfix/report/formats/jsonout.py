@@ -1,7 +1,9 @@
 """The `json` format: a JSON array with one object per finding, in the order of the files and
 of the findings in each (schema: `jaxfix/schemas/json-output.schema.json`).
 
-Each object has, in this order: `code`, `name`, `message`, `path` (as displayed), `location`
+Each object has, in this order: `code`, `name`, `message` (at most 160 characters), `note`
+(what the finding says beyond it: advice, why it has no fix; null for none), `path` (as
+displayed), `location`
 and `end_location` (`{"line", "column"}`, both 1-based, the column in code points as `text`
 prints it, the end exclusive), `url` (the rule's documentation, null for an unknown code) and
 `fix`: null, or `{"title", "safety"}` (`"safe"` or `"unsafe"`: Ruff's applicability) with
@@ -44,6 +46,7 @@ def _finding(result: FileResult, diagnostic: Diagnostic) -> dict[str, Any]:
         "code": diagnostic.code,
         "name": diagnostic.name,
         "message": diagnostic.message,
+        "note": diagnostic.note or None,
         "path": result.path,
         "location": _position(line, column),
         "end_location": _position(*cell_end(result, diagnostic)),

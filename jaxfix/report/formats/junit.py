@@ -51,6 +51,8 @@ def _failure_case(result: FileResult, diagnostic: Diagnostic) -> ET.Element:
     where = position(diagnostic, result.cells)
     case = _case(path, f"{diagnostic.code} {diagnostic.name} at {where}", line)
     body = finding_line(path, diagnostic, result.cells, result.unsafe_fixes)
+    if diagnostic.note:
+        body += f"\n    note: {diagnostic.note}"
     if diagnostic.fix_safety is not None:
         body += "\n" + fix_line(diagnostic, color=False)
     failure = ET.SubElement(

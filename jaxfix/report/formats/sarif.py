@@ -79,7 +79,8 @@ def _result(file: FileResult, diagnostic: Diagnostic, indexes: Mapping[str, int]
     if diagnostic.code in indexes:
         result["ruleIndex"] = indexes[diagnostic.code]
     result["level"] = LEVEL
-    result["message"] = {"text": diagnostic.message}
+    text = f"{diagnostic.message}: {diagnostic.note}" if diagnostic.note else diagnostic.message
+    result["message"] = {"text": text}
     cell, line, column = cell_start(file, diagnostic)
     region = _region(line, column, *cell_end(file, diagnostic))
     result["locations"] = [_location(uri, region, cell)]

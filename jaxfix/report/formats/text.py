@@ -21,6 +21,8 @@ def render_text(results: Sequence[FileResult], color: bool, show_fixes: bool) ->
         parts.append(styled_finding_line(result, diagnostic, color) + "\n")
         if diagnostic.related:
             parts.append(also_line(result, diagnostic) + "\n")
+        if diagnostic.note:
+            parts.append(f"{INDENT}note: {diagnostic.note}\n")
         if diagnostic.fix_safety is not None:
             parts.append(fix_line(diagnostic, color) + "\n")
         if show_fixes:
