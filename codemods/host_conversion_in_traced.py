@@ -155,7 +155,9 @@ class HostConversionInTraced(Rule):
     NumPy's formatting of the values. A NumPy call with a `jax.numpy` namesake of the same
     meaning (`np.sin`, `np.asarray`, `np.percentile`...) becomes that call when its result
     stays in the traced computation (array arithmetic, JAX functions, NumPy functions that run
-    on a tracer such as `np.mean`, `sum` of a generator, a local name) and traced code neither
+    on a tracer such as `np.mean`, `sum` of a generator, a local name, an attribute that
+    `__init__` sets on the object it builds, when traced code constructs the class) and traced
+    code neither
     writes into it nor indexes with it (`y[np.asarray(~jnp.isnan(y))]`: a traced boolean
     mask has no static shape; an integer dtype given to the call is fine). Where the function
     may also run outside a trace (it is public, a method, or called eagerly in the module),
@@ -806,8 +808,21 @@ class HostConversionInTraced(Rule):
         if isinstance(target, cst.Tuple | cst.List):
             return all(self._local_target(e.value) for e in target.elements)
         owner = self.traced.owner_function(target)
+        if isinstance(target, cst.Attribute) and isinstance(owner, cst.FunctionDef):
+            return self._built_in_trace(target, owner)
         return isinstance(target, cst.Name) and target.value not in (
             self.traced.declared_outer_names(owner)
+        )
+
+    def _built_in_trace(self, target: cst.Attribute, owner: cst.FunctionDef) -> bool:
+        """`self.data = ...` in `__init__` of a class that traced code constructs: the object
+        being built belongs to the trace that builds it, as a local name does (an eager
+        construction gets a `jax.Array` there: `_if_never_eager` names the callers)."""
+        base = target.value
+        return (
+            owner.name.value == "__init__"
+            and isinstance(base, cst.Name)
+            and self.traced.self_made_in_trace(base)
         )
 
     def _printed_fix(self, conversion: cst.Call) -> Fix | None:
