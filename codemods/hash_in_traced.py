@@ -14,6 +14,7 @@ from jaxfix.fixes.eager_calls import references
 from jaxfix.fixes.fix import Fix, ImportNeeded
 from jaxfix.fixes.hoist import jax_module_name, jax_numpy_name
 from jaxfix.fixes.memo import MemoRemoval, memo_removal
+from jaxfix.fixes.static_params import static_in_caller
 from jaxfix.fixes.syntax import source_of
 from jaxfix.fixes.tracing import TracedFunction
 from jaxfix.models.diagnostic import FixSafety
@@ -157,11 +158,14 @@ class HashInTraced(Rule):
     for an `x` called with a Python int, so an eager caller draws other numbers. Other tables,
     sets, other uses of `hash(x)` (`np.random.seed(hash(x))` seeds the host's generator) have
     no fix: the rewrite depends on what they hold and on the values the key takes. A static
-    argument given a tracer has no fix either, and the message says why: making the caller's
-    parameter static changes what its own callers may pass, and a value made from traced
-    arrays only its author can build from Python values. For a parameter of a function jitted
-    by its decorator, the message names the parameters to make static there
-    (`static_argnames`).
+    argument given a parameter of a function jitted by a bare `@jax.jit` (or a value made
+    from such parameters) makes those parameters static there too (`@partial(jax.jit,
+    static_argnames="n")`) when every call of the function in the module passes Python
+    constants for them (`twice(x, 2)`) and its body reads them only as values (no `n.shape`,
+    no `n[0]`): a caller elsewhere that passes an array then fails, and each new value
+    compiles again (the fix's title says when the function is public). Otherwise the message
+    names the parameters to make static (`static_argnames`) and the call that rules the fix
+    out; a value made from traced arrays only its author can build from Python values.
 
     ## References
     - https://docs.jax.dev/en/latest/faq.html#jit-and-caching
@@ -187,11 +191,14 @@ class HashInTraced(Rule):
         " static)"
     )
     anchors = frozenset({HASHED_KEYS})
+    reads_users = True  # a static argument's fix reads the calls of the jitted caller
 
     def prepare(self) -> None:
         """The memo removals planned, by function (see `_memo_fix`)."""
         self._memo_fixes: dict[cst.FunctionDef, MemoRemoval | None] = {}
         self._memo_made: dict[cst.FunctionDef, Fix] = {}
+        self._static_made: dict[tuple[cst.FunctionDef, tuple[str, ...]], tuple[Fix | None, str]]
+        self._static_made = {}
 
     # ----- the sites ------------------------------------------------------------------------
 
@@ -261,9 +268,14 @@ class HashInTraced(Rule):
                 return
 
     def _report(
-        self, site: cst.CSTNode, key: cst.CSTNode, advice: str, context: TracedFunction
+        self,
+        site: cst.CSTNode,
+        key: cst.CSTNode,
+        advice: str,
+        context: TracedFunction,
+        fix: Fix | None = None,
     ) -> None:
-        fix = self._seed_fix(site) if advice is HASH else None
+        fix = fix or (self._seed_fix(site) if advice is HASH else None)
         fix = fix or self._table_fix(site)
         if fix is None:
             fix, kept = self._memo_fix(site)
@@ -480,10 +492,40 @@ class HashInTraced(Rule):
                 param = params[index]
             if param in static and self._array_valued(arg.value):
                 caller = _caller_advice(self, arg.value, context)
-                unfixed = STATIC_UNFIXED if caller else BUILT_UNFIXED
-                advice = f"`{param}` is static; {STATIC}{caller}; {unfixed}"
-                self._report(call, arg.value, advice, context)
+                fix, unfixed = self._static_fix(arg.value, context) if caller else (None, "")
+                unfixed = unfixed or (STATIC_UNFIXED if caller else BUILT_UNFIXED)
+                advice = f"`{param}` is static; {STATIC}{caller}"
+                advice += f"; {unfixed}" if fix is None else ""
+                self._report(call, arg.value, advice, context, fix)
                 return
+
+    def _static_fix(
+        self, value: cst.BaseExpression, context: TracedFunction
+    ) -> tuple[Fix | None, str]:
+        """The caller's parameters that `value` is made from, made static where it is jitted,
+        when every call of it in view passes Python constants for them (see
+        `jaxfix.fixes.static_params`); one fix for the caller's findings. Else why not."""
+        function = context.node
+        if not isinstance(function, cst.FunctionDef):
+            return None, ""
+        params = tuple(n for n in self.traced.traced_names(value) if n in context.traced_params)
+        key = (function, params)
+        if key not in self._static_made:
+            plan = static_in_caller(self.traced, function, params)
+            if isinstance(plan, str):
+                self._static_made[key] = (None, f"{STATIC_UNFIXED}: {plan}")
+            else:
+                listed = ", ".join(f"`{p}`" for p in params)
+                title = (
+                    f"Make {listed} static where `{function.name.value}` is jitted (its calls"
+                    " in view pass Python constants): an array passed there fails, each new"
+                    " value compiles again"
+                )
+                if plan.elsewhere:
+                    title += f" ({plan.elsewhere})"
+                fix = self.make_fix({plan.decorator: plan.new}, plan.imports, title=title)
+                self._static_made[key] = (fix, "")
+        return self._static_made[key]
 
     def _array_valued(self, expr: cst.BaseExpression) -> bool:
         """A tracer, not an object that merely holds one (`partial(f, x)` hashes by id)."""

@@ -43,7 +43,7 @@ def jax_numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list
     (`import jax.numpy as jnp`, `from jax import numpy as jnp`), or through `jax` (imported
     if needed); ("", []) when neither can be named."""
     scope = analysis.scope_of(at)
-    for small in _module_statements_before(analysis, at):
+    for small in module_statements_before(analysis, at):
         name = _jax_numpy_binding(small)
         if name is not None and _names_only_imports(scope, name, cst.Import | cst.ImportFrom):
             return name, []
@@ -55,7 +55,7 @@ def numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list[Imp
     """How `at` can refer to NumPy: the name a module-level `import numpy` (`as np`) before
     it binds, or `numpy` plus an import to add; ("", []) when neither can be named."""
     scope = analysis.scope_of(at)
-    for small in _module_statements_before(analysis, at):
+    for small in module_statements_before(analysis, at):
         for alias in small.names if isinstance(small, cst.Import) else ():
             name = alias.evaluated_alias or "numpy"
             if alias.evaluated_name == "numpy" and _names_only_imports(scope, name):
@@ -65,7 +65,7 @@ def numpy_name(analysis: TracedAnalysis, at: cst.CSTNode) -> tuple[str, list[Imp
     return "numpy", [ImportNeeded("numpy")]
 
 
-def _module_statements_before(
+def module_statements_before(
     analysis: TracedAnalysis, at: cst.CSTNode
 ) -> Iterator[cst.BaseSmallStatement]:
     """The small statements of the module's top level that run before the one holding `at`."""
