@@ -14,7 +14,7 @@ from jaxfix.fixes.eager_calls import references
 from jaxfix.fixes.fix import Fix, ImportNeeded
 from jaxfix.fixes.hoist import jax_module_name, jax_numpy_name
 from jaxfix.fixes.memo import MemoRemoval, memo_removal
-from jaxfix.fixes.static_params import static_in_caller
+from jaxfix.fixes.static_params import static_in_caller, traced_in_callee
 from jaxfix.fixes.syntax import source_of
 from jaxfix.fixes.tracing import TracedFunction
 from jaxfix.models.diagnostic import FixSafety
@@ -165,7 +165,12 @@ class HashInTraced(Rule):
     no `n[0]`): a caller elsewhere that passes an array then fails, and each new value
     compiles again (the fix's title says when the function is public). Otherwise the message
     names the parameters to make static (`static_argnames`) and the call that rules the fix
-    out; a value made from traced arrays only its author can build from Python values.
+    out. A static argument given a pytree of traced arrays (a tracer, or a `tuple`, a `list`
+    or a `namedtuple` built from them) leaves the static arguments of the helper's
+    `@partial(jax.jit, ...)` when only traced code calls the helper and it only hands the
+    parameter (or a field or item of it) to JAX functions: it is then traced, and a caller
+    elsewhere that passes a value jax cannot trace (a string) fails. Other values made from
+    traced arrays only their author can build from Python values.
 
     ## References
     - https://docs.jax.dev/en/latest/faq.html#jit-and-caching
@@ -493,11 +498,38 @@ class HashInTraced(Rule):
             if param in static and self._array_valued(arg.value):
                 caller = _caller_advice(self, arg.value, context)
                 fix, unfixed = self._static_fix(arg.value, context) if caller else (None, "")
+                if fix is None:
+                    fix, why = self._traced_fix(call, param, arg.value)
+                    if why and not caller:
+                        unfixed = f"{BUILT_UNFIXED}, or make it a traced argument (not here: {why})"
                 unfixed = unfixed or (STATIC_UNFIXED if caller else BUILT_UNFIXED)
                 advice = f"`{param}` is static; {STATIC}{caller}"
                 advice += f"; {unfixed}" if fix is None else ""
                 self._report(call, arg.value, advice, context, fix)
                 return
+
+    def _traced_fix(
+        self, call: cst.Call, param: str, value: cst.BaseExpression
+    ) -> tuple[Fix | None, str]:
+        """`param` made a traced argument of the callee (dropped from the static arguments of
+        its `@partial(jax.jit, ...)`) when only traced code calls it, `value` is a pytree of
+        arrays and the callee only hands `param` to JAX functions (see
+        `jaxfix.fixes.static_params`). Else why not ("" when the callee is not in view)."""
+        callee = (
+            self.traced.function_of_name(call.func) if isinstance(call.func, cst.Name) else None
+        )
+        if not isinstance(callee, cst.FunctionDef):
+            return None, ""
+        plan = traced_in_callee(self.traced, callee, param, value)
+        if isinstance(plan, str):
+            return None, plan
+        title = (
+            f"Make `{param}` a traced argument of `{callee.name.value}` (drop it from its static"
+            " arguments): only traced code calls it, and it hands the value to JAX functions;"
+            " a caller elsewhere that passes a value jax cannot trace fails"
+        )
+        removed = [plan.decorator.decorator]
+        return self.make_fix({plan.decorator: plan.new}, removed_nodes=removed, title=title), ""
 
     def _static_fix(
         self, value: cst.BaseExpression, context: TracedFunction

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import Assignment, BuiltinAssignment
 
-from jaxfix.fixes.call_sites import only_binding, only_here
+from jaxfix.fixes.call_sites import only_binding, only_here, sole_binding
 from jaxfix.fixes.fix import ImportNeeded
 from jaxfix.fixes.hoist import TIGHT, module_statements_before
 from jaxfix.fixes.syntax import source_of
-from jaxfix.fixes.tracing import TracedAnalysis
+from jaxfix.fixes.tracing import OutsideSlice, TracedAnalysis
 from jaxfix.models.transforms import JIT
 
 FUNCTOOLS_PARTIAL = "functools.partial"
@@ -192,3 +192,189 @@ def _used_as_array(analysis: TracedAnalysis, function: cst.FunctionDef, param: s
 def _parameters(function: cst.FunctionDef) -> tuple[cst.Param, ...]:
     params = function.params
     return (*params.posonly_params, *params.params, *params.kwonly_params)
+
+
+# ----- a static parameter made traced, where only traced code calls with traced values ------
+
+# What builds a pytree of arrays from arrays (a container jax traces leaf by leaf).
+PYTREE_MAKERS = frozenset({"builtins.tuple", "builtins.list"})
+NAMEDTUPLE_MAKERS = frozenset({"collections.namedtuple", "typing.NamedTuple"})
+STATIC_KEYWORDS = ("static_argnames", "static_argnums")
+
+
+@dataclass(frozen=True)
+class TracedInCallee:
+    """The jit decorator of the callee and its replacement, without the parameter in its
+    static ones."""
+
+    decorator: cst.Decorator
+    new: cst.Decorator
+
+
+def traced_in_callee(
+    analysis: TracedAnalysis,
+    function: cst.FunctionDef,
+    param: str,
+    value: cst.BaseExpression,
+) -> TracedInCallee | str:
+    """`param` dropped from `static_argnames` / `static_argnums` of the
+    `@partial(jax.jit, ...)` on `function`, when only traced code calls `function`, `value`
+    (what a traced call passes) is a pytree of arrays (a tracer, a tuple, a list or a
+    `namedtuple` built from them), and `function` only hands `param` (or a field or item of
+    it) to JAX functions; else why not."""
+    name = function.name.value
+    found = _jit_partial(analysis, function)
+    if found is None:
+        return f"`{name}` is not decorated with `@partial(jax.jit, ...)`"
+    decorator, call = found
+    positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    binding = sole_binding(analysis.scope_of(function), function)
+    if binding is None:
+        return f"`{name}` is bound more than once"
+    for access in binding.references:
+        if analysis.context_of(access.node) is None:
+            line = analysis.line_of(access.node)
+            return f"`{name}` is also used outside traced code (line {line})"
+    if not _pytree_of_arrays(analysis, value):
+        return "the value is not a tuple, list or `namedtuple` of arrays"
+    why = _only_given_to_jax(analysis, function, param)
+    if why:
+        return why
+    args: list[cst.Arg] = []
+    dropped = False
+    for arg in call.args:
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if keyword in STATIC_KEYWORDS:
+            index = positional.index(param) if param in positional else None
+            kept = _without(arg.value, param if keyword == "static_argnames" else index)
+            if isinstance(kept, str):
+                return kept
+            if kept is not None:
+                dropped = True
+                if kept.elements:
+                    args.append(arg.with_changes(value=_listed(kept, arg.value)))
+                continue
+        args.append(arg)
+    if not dropped:
+        return f"`{param}` is not listed in the static arguments of `{name}`"
+    if len(args) == 1:  # `partial(jax.jit)`: the transform alone
+        new_expr: cst.BaseExpression = args[0].value
+    else:
+        last = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        new_expr = call.with_changes(args=[*args[:-1], last])
+    return TracedInCallee(decorator, decorator.with_changes(decorator=new_expr))
+
+
+def _jit_partial(
+    analysis: TracedAnalysis, function: cst.FunctionDef
+) -> tuple[cst.Decorator, cst.Call] | None:
+    for decorator in function.decorators:
+        expr = decorator.decorator
+        if (
+            isinstance(expr, cst.Call)
+            and FUNCTOOLS_PARTIAL in _resolved(analysis, expr.func)
+            and expr.args
+            and expr.args[0].keyword is None
+            and not expr.args[0].star
+            and JIT in analysis.imported_names(expr.args[0].value)
+        ):
+            return decorator, expr
+    return None
+
+
+def _resolved(analysis: TracedAnalysis, func: cst.BaseExpression) -> set[str]:
+    """The names `func` (a decorator's callee) resolves to. A slice keeps a `def` without what
+    its decorators mention: a name bound nowhere in it needs the whole file."""
+    names = analysis.imported_names(func)
+    base = func
+    while isinstance(base, cst.Attribute):
+        base = base.value
+    if not names and isinstance(base, cst.Name) and not analysis.assignments(base):
+        raise OutsideSlice
+    return names
+
+
+def _without(listed: cst.BaseExpression, wanted: object) -> cst.Tuple | str | None:
+    """`listed` (a string, an integer, or a tuple or list of them) without `wanted`, as a
+    tuple; None when `wanted` is not there; why not when it is not a literal."""
+    if isinstance(listed, cst.Tuple | cst.List):
+        items = [e.value for e in listed.elements if isinstance(e, cst.Element)]
+    else:
+        items = [listed]
+    values: list[object] = []
+    for item in items:
+        if isinstance(item, cst.SimpleString | cst.Integer):
+            values.append(item.evaluated_value)
+        else:
+            return "the static arguments are not listed literally"
+    if wanted not in values:
+        return None
+    kept = [item for item, v in zip(items, values, strict=True) if v != wanted]
+    return cst.Tuple([cst.Element(item) for item in kept])
+
+
+def _listed(kept: cst.Tuple, original: cst.BaseExpression) -> cst.BaseExpression:
+    """What is left, written as it was (one item alone where the original was not a list)."""
+    if len(kept.elements) == 1 and not isinstance(original, cst.Tuple | cst.List):
+        return kept.elements[0].value
+    text = ", ".join(source_of(e.value) for e in kept.elements)
+    if isinstance(original, cst.List):
+        return cst.parse_expression(f"[{text}]")
+    return cst.parse_expression(f"({text},)" if len(kept.elements) == 1 else f"({text})")
+
+
+def _pytree_of_arrays(analysis: TracedAnalysis, value: cst.BaseExpression, depth: int = 0) -> bool:
+    """A tracer, or a tuple, a list or a `namedtuple` made of values jax traces (through a
+    local name bound once)."""
+    if depth > 3:
+        return False
+    if isinstance(value, cst.Tuple | cst.List):
+        return all(
+            isinstance(e, cst.Element) and _pytree_of_arrays(analysis, e.value, depth + 1)
+            for e in value.elements
+        )
+    if isinstance(value, cst.Call) and (
+        analysis.imported_names(value.func) & PYTREE_MAKERS or _namedtuple(analysis, value)
+    ):
+        return bool(value.args) and all(
+            not a.star and _pytree_of_arrays(analysis, a.value, depth + 1) for a in value.args
+        )
+    if isinstance(value, cst.Call) and analysis.class_named(value.func) is not None:
+        return False  # an instance of the module's own class: no pytree unless registered
+    if isinstance(value, cst.Name):
+        assignments = analysis.assignments(value)
+        if len(assignments) == 1 and isinstance(assignments[0], Assignment):
+            target = analysis.parent(assignments[0].node)
+            assign = analysis.parent(target) if isinstance(target, cst.AssignTarget) else None
+            if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+                return _pytree_of_arrays(analysis, assign.value, depth + 1)
+    return analysis.is_traced(value)
+
+
+def _namedtuple(analysis: TracedAnalysis, call: cst.Call) -> bool:
+    """A call of a class made by `collections.namedtuple(...)` (or `typing.NamedTuple`)."""
+    func = call.func
+    return isinstance(func, cst.Name) and analysis.is_assigned_from(func, NAMEDTUPLE_MAKERS)
+
+
+def _only_given_to_jax(analysis: TracedAnalysis, function: cst.FunctionDef, param: str) -> str:
+    """Why `function` needs `param` as a Python value ("" when it only hands it, or a field
+    or item of it, to JAX functions, which take arrays)."""
+    node = next(p for p in _parameters(function) if p.name.value == param)
+    scope = analysis.scope_of(node.name)
+    assignments = list(scope.assignments[param]) if scope is not None else []
+    only = assignments[0] if len(assignments) == 1 else None
+    if not isinstance(only, Assignment) or only.node is not node:
+        return f"`{param}` is assigned in `{function.name.value}`"
+    for access in only.references:
+        use: cst.CSTNode = access.node
+        parent = analysis.parent(use)
+        if isinstance(parent, cst.Attribute | cst.Subscript) and parent.value is use:
+            use, parent = parent, analysis.parent(parent)
+        call = analysis.parent(parent) if isinstance(parent, cst.Arg) else None
+        if not isinstance(call, cst.Call) or not any(
+            n.startswith("jax.") for n in analysis.imported_names(call.func)
+        ):
+            line = analysis.line_of(access.node)
+            return f"`{function.name.value}` uses `{param}` as a Python value (line {line})"
+    return ""
