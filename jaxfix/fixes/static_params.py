@@ -49,9 +49,9 @@ def static_in_caller(
     if decorator is None:
         return f"`{name}` is not decorated with a bare `@jax.jit`"
     positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
-    keyword_only = {p.name.value for p in function.params.kwonly_params}
-    if not set(params) <= set(positional) | keyword_only:
-        return f"`{name}` takes them through `*args` or `**kwargs`"
+    named = {p.name.value for p in (*function.params.params, *function.params.kwonly_params)}
+    if not set(params) <= named:
+        return f"`{name}` takes them positionally only, or through `*args` or `**kwargs`"
     binding = only_binding(analysis, function)
     if isinstance(binding, str):
         return binding
@@ -231,12 +231,18 @@ def traced_in_callee(
     binding = sole_binding(analysis.scope_of(function), function)
     if binding is None:
         return f"`{name}` is bound more than once"
-    for access in binding.references:
-        if analysis.context_of(access.node) is None:
-            line = analysis.line_of(access.node)
-            return f"`{name}` is also used outside traced code (line {line})"
     if not _pytree_of_arrays(analysis, value):
         return "the value is not a tuple, list or `namedtuple` of arrays"
+    for access in binding.references:
+        line = analysis.line_of(access.node)
+        if analysis.context_of(access.node) is None:
+            return f"`{name}` is also used outside traced code (line {line})"
+        site = analysis.parent(access.node)
+        if not isinstance(site, cst.Call) or site.func is not access.node:
+            return f"`{name}` is used as a value, not only called (line {line})"
+        given = _argument(site, param, positional)
+        if given is None or not _pytree_of_arrays(analysis, given):
+            return f"the call of `{name}` on line {line} passes `{param}` a Python value"
     why = _only_given_to_jax(analysis, function, param)
     if why:
         return why
