@@ -168,7 +168,12 @@ class HostConversionInTraced(Rule):
     rewritten. `float(x)`,
     `int(x)` and `x.item()` printed as they are (`print(float(loss))`,
     `print(f"{x.item():.3f}")`) become a `jax.debug.print` of `x` (NumPy prints a float32
-    with more digits than Python's `float`); their other uses have no fix. A conversion (NumPy
+    with more digits than Python's `float`). `float(x)` and `int(x)` whose value only feeds
+    traced computation without passing through a local name (a helper's `return
+    float(np.sum(...))` whose callers stack the results) stay arrays: `jnp.asarray(x,
+    dtype=float)` (float32, or int32 for `int`, unless x64 is enabled; a local name may be
+    read by Python code, `range(n)`, where an array fails too). Their other uses have no
+    fix. A conversion (NumPy
     or scalar) in a statement that only changes host state (`ACTS.append(np.asarray(h))`,
     `LOSSES.append(float(loss))`, `self.last = x.item()`, `TABLE[0] = x.sum()` into a
     module-level array) moves with the statement into a
@@ -383,6 +388,8 @@ class HostConversionInTraced(Rule):
                     " the jitted function's result"
                 )
             fix = self._printed_fix(call) if name in SCALARS else None
+            if fix is None and name in SCALARS:
+                fix, advice = self._kept_array(call, name, advice)
             if fix is None:
                 fix, advice = self._hoisted(call, advice)
             return _Finding(name.removeprefix("builtins."), problem, advice, fix)
@@ -717,6 +724,30 @@ class HostConversionInTraced(Rule):
         new = f"{jax_name}.{namesake.removeprefix('jax.')}"
         return self._renamed(call, new, imports) if jax_name else None
 
+    def _scalar_of(self, call: cst.Call) -> cst.BaseExpression | None:
+        """What `float(x)` / `int(x)` converts (its one positional argument), else None."""
+        if len(call.args) != 1 or call.args[0].star or call.args[0].keyword is not None:
+            return None
+        return call.args[0].value if self.qualified_names(call.func) & SCALARS else None
+
+    def _kept_array(self, call: cst.Call, name: str, advice: str) -> tuple[Fix | None, str]:
+        """`float(x)` -> `jnp.asarray(x, dtype=float)` (`int` alike) where the result only
+        feeds traced computation (`_stays_traced`): there the conversion can only fail, and
+        the array holds the same value (float32, or int32, unless x64 is enabled; `int`
+        truncates toward zero as `astype` does). Where the function may run eagerly, the
+        title says that its callers get an array there."""
+        value = self._scalar_of(call)
+        context = self.traced.context_of(call)
+        if value is None or context is None or not self._stays_traced(call, scalar=True):
+            return None, advice
+        jnp_name, imports = jax_numpy_name(self.traced, call)
+        if not jnp_name:
+            return None, advice
+        dtype = name.removeprefix("builtins.")
+        new = cst.parse_expression(f"{jnp_name}.asarray({source_of(value)}, dtype={dtype})")
+        fix = self.make_fix({call: new.with_changes(lpar=call.lpar, rpar=call.rpar)}, imports)
+        return self._if_never_eager(fix, advice, context, f"keep `{dtype}(...)` an array")
+
     def _called_as(self, call: cst.Call, takes: JnpEquivalent) -> bool:
         """Whether `call` passes only what the namesake takes the same way."""
         if any(arg.star for arg in call.args):
@@ -732,15 +763,24 @@ class HostConversionInTraced(Rule):
         title = self.rename_title.format(new=func, old=source_of(call.func))
         return self.make_fix({call: new}, imports, removed_nodes=[call.func], title=title)
 
-    def _stays_traced(self, value: cst.Call | cst.Subscript) -> bool:
+    def _stays_traced(self, value: cst.Call | cst.Subscript, scalar: bool = False) -> bool:
         """Whether `value` only feeds traced computation: array arithmetic, JAX functions, a
-        local name, what a lambda or function returns where its callers keep it traced."""
+        local name, what a lambda or function returns where its callers keep it traced. The
+        value of a `float()` / `int()` (`scalar`, also for what it converts, until a JAX
+        function makes an array of it) may not go into a local name: Python code reads those
+        (`range(n)`, `if n:`), and an array fails there as the conversion did."""
         node: cst.CSTNode = value
         while True:
             parent = self.traced.parent(node)
             if isinstance(parent, cst.Arg):
                 outer = self.traced.parent(parent)
-                if not isinstance(outer, cst.Call) or not self._array_function(outer):
+                if not isinstance(outer, cst.Call):
+                    return False
+                if self._scalar_of(outer) is not None:
+                    scalar = True
+                elif self._array_function(outer):
+                    scalar = False  # what it gives is an array, whatever it was given
+                else:
                     return False
                 node = outer
             elif isinstance(parent, cst.Attribute):
@@ -760,15 +800,15 @@ class HostConversionInTraced(Rule):
             elif isinstance(parent, cst.GeneratorExp | cst.ListComp) and node is parent.elt:
                 node = parent  # arrays, one per element: where the comprehension goes
             elif isinstance(parent, cst.Return):
-                return self._returned_stays_traced(parent)
-            elif isinstance(parent, cst.Assign):
+                return self._returned_stays_traced(parent, scalar)
+            elif isinstance(parent, cst.Assign) and not scalar:
                 return all(self._local_target(t.target) for t in parent.targets)
-            elif isinstance(parent, cst.AnnAssign | cst.AugAssign):
+            elif isinstance(parent, cst.AnnAssign | cst.AugAssign) and not scalar:
                 return self._local_target(parent.target)
             else:
                 return False
 
-    def _returned_stays_traced(self, statement: cst.Return) -> bool:
+    def _returned_stays_traced(self, statement: cst.Return, scalar: bool = False) -> bool:
         """Whether what a function returns stays traced where traced code in the module uses
         it: each call's result, and the result of each JAX call it is handed to
         (`tree_map(to_host, x)`). Uses the module does not show (a method's, another
@@ -787,7 +827,7 @@ class HostConversionInTraced(Rule):
                     use = handed_to
                 else:
                     continue
-                if self.traced.context_of(use) is not None and not self._stays_traced(use):
+                if self.traced.context_of(use) is not None and not self._stays_traced(use, scalar):
                     return False  # on the host a jitted function's result is an array
             return True
         finally:
