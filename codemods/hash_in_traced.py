@@ -197,6 +197,8 @@ class HashInTraced(Rule):
     )
     anchors = frozenset({HASHED_KEYS})
     reads_users = True  # a static argument's fix reads the calls of the jitted caller
+    static_title = "Make the parameter static in the jitted caller too"
+    traced_title = "Make the static parameter a traced argument of the jitted helper"
 
     def prepare(self) -> None:
         """The memo removals planned, by function (see `_memo_fix`)."""
@@ -524,9 +526,9 @@ class HashInTraced(Rule):
         if isinstance(plan, str):
             return None, plan
         title = (
-            f"Make `{param}` a traced argument of `{callee.name.value}` (drop it from its static"
-            " arguments): only traced code calls it, and it hands the value to JAX functions;"
-            " a caller elsewhere that passes a value jax cannot trace fails"
+            f"{self.traced_title}: `{param}` leaves the static arguments of"
+            f" `{callee.name.value}` (only traced code calls it, and it hands the value to JAX"
+            " functions); a caller elsewhere that passes a value jax cannot trace fails"
         )
         removed = [plan.decorator.decorator]
         return self.make_fix({plan.decorator: plan.new}, removed_nodes=removed, title=title), ""
@@ -549,9 +551,9 @@ class HashInTraced(Rule):
             else:
                 listed = ", ".join(f"`{p}`" for p in params)
                 title = (
-                    f"Make {listed} static where `{function.name.value}` is jitted (its calls"
-                    " in view pass Python constants): an array passed there fails, each new"
-                    " value compiles again"
+                    f"{self.static_title}: {listed} where `{function.name.value}` is jitted"
+                    " (its calls in view pass Python constants); an array passed there fails,"
+                    " each new value compiles again"
                 )
                 if plan.elsewhere:
                     title += f" ({plan.elsewhere})"

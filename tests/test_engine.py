@@ -855,9 +855,18 @@ def test_a_traced_value_for_a_static_argument_names_the_caller_to_make_static() 
     fixtures = Path(__file__).parent / "fixtures" / "hash_in_traced"
     jitted = (fixtures / "static_argnums_inner_jit" / "before.py").read_text()
     (found,) = check_text(jitted, RULES)
+    assert found.full_message.endswith(
+        '(here: make `n` static where `twice` is jitted, `jax.jit(..., static_argnames="n")`)'
+    )
+    assert found.fix_title.startswith(
+        "Make the parameter static in the jitted caller too: `n` where `twice` is jitted"
+    )
+    given = (fixtures / "lookalike_static_caller_given_a_variable" / "before.py").read_text()
+    found, _ = check_text(given, RULES)
     assert (
-        '(here: make `n` static where `twice` is jitted, `jax.jit(..., static_argnames="n")`);'
-        " no automatic fix: that changes what its callers may pass" in found.note
+        "no automatic fix: that changes what its callers may pass (an array fails there, each"
+        " new value compiles again): the call of `kernel` on line 23 passes `order` a value"
+        in found.full_message
     )
     vmapped = (fixtures / "static_argnames_assigned" / "before.py").read_text()
     (found,) = check_text(vmapped, RULES)

@@ -55,6 +55,8 @@ def static_in_caller(
     binding = only_binding(analysis, function)
     if isinstance(binding, str):
         return binding
+    if not analysis.reads_in_view(name):
+        raise OutsideSlice  # every call must be seen
     calls = 0
     for access in binding.references:
         call = analysis.parent(access.node)
@@ -231,6 +233,8 @@ def traced_in_callee(
     binding = sole_binding(analysis.scope_of(function), function)
     if binding is None:
         return f"`{name}` is bound more than once"
+    if not analysis.reads_in_view(name):
+        raise OutsideSlice  # every call must be seen
     if not _pytree_of_arrays(analysis, value):
         return "the value is not a tuple, list or `namedtuple` of arrays"
     for access in binding.references:

@@ -695,6 +695,15 @@ class TracedAnalysis:
         at_top = any(isinstance(t, ast.Name) and t.id == name for s in top for t in s.targets)
         return bound == 1 and at_top
 
+    def reads_in_view(self, name: str) -> bool:
+        """Whether every read of `name` in the whole file (CPython's tree) lies in the module
+        analysed: a slice may leave some out (the calls of a function no seed uses)."""
+        return all(
+            self._holds_line(node.lineno)
+            for node in ast.walk(self._analysed.tree)
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+        )
+
     def attribute_used_only_in(self, attribute: str, statements: Sequence[cst.CSTNode]) -> bool:
         """Whether every `x.attribute` of the whole file (on any `x`) lies in `statements`, and
         no string names it (`getattr(x, "attribute")`)."""
