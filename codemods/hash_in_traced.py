@@ -183,7 +183,9 @@ class HashInTraced(Rule):
     summary = "A traced value used as a dict key, a set element, a hash or a static argument"
     message = "`{site}` hashes the traced `{key}` inside `{function}` ({reason}): {advice}"
     fix_title = (
-        "Index an array of the table's values, drop the memo dict, or fold the value into a key"
+        "Index an array of the table's values, drop the memo dict, fold the value into a key, or"
+        " make a static argument static in the jitted caller (its calls pass constants) or"
+        " traced in the helper (given a tuple, list or namedtuple of arrays)"
     )
     # Each fix's own title says which of these it is.
     table_title = "Index an array of the table's values (`jnp.asarray`)"
@@ -192,8 +194,9 @@ class HashInTraced(Rule):
     fix_safety = FixSafety.UNSAFE
     unfixed = (
         "sets, dicts other than a fixed `0..n-1` table of numbers or a private memo, host seeds "
-        "(`np.random.seed(hash(x))`) and static arguments (the message names the caller to make"
-        " static)"
+        "(`np.random.seed(hash(x))`), and static arguments that some call fills with a "
+        "non-constant or that the helper reads as a Python value (the message names the caller"
+        " to make static)"
     )
     anchors = frozenset({HASHED_KEYS})
     reads_users = True  # a static argument's fix reads the calls of the jitted caller

@@ -212,14 +212,16 @@ class HostConversionInTraced(Rule):
     summary = "NumPy, float(), .item() or print of a traced value inside traced code"
     message = "`{call}` {problem} inside `{function}` ({reason}); {advice}"
     fix_title = (
-        "Print with `jax.debug.print`, call the `jax.numpy` equivalent, move the statement to"
-        " a host callback, or run a SciPy solver in `jax.pure_callback`"
+        "Print with `jax.debug.print`, call the `jax.numpy` equivalent, keep `float()` / `int()`"
+        " an array, move the statement to a host callback, or run a SciPy solver in"
+        " `jax.pure_callback`"
     )
     # Each fix's own title says which of these it is (`{...}`: what the finding names).
     hoist_title = "Move the statement to a host callback (`jax.debug.callback`)"
     print_title = "Print with `jax.debug.print`, when the compiled function runs"
     rename_title = "Call `{new}` in place of `{old}`"
     index_title = "Index `jax.numpy.asarray({table})`"
+    kept_title = "Keep `{dtype}(...)` an array: `jnp.asarray(..., dtype={dtype})`"
     solver_title = (
         "Run `{solver}` on the host in `jax.pure_callback` (at each call, on concrete values;"
         " it cannot be differentiated)"
@@ -230,7 +232,8 @@ class HostConversionInTraced(Rule):
         "read its `.dtype`, or hand it to a library jaxfix does not know); NumPy results that "
         "traced code writes into or uses as a mask index; conversions that feed Python control "
         "flow (`if float(x) > 0`): make them `jnp.where` or `lax.cond`; SciPy solvers under "
-        "`grad`, or whose result is used other than through the fields jaxfix knows"
+        "`grad`, or whose result is used other than through the fields jaxfix knows; "
+        "`float()` / `int()` whose value goes into a local name (Python code may read it)"
     )
     sinks = SINKS
     reads_users = True  # a function's eager callers rule out the `jax.numpy` rewrite
@@ -745,8 +748,10 @@ class HostConversionInTraced(Rule):
             return None, advice
         dtype = name.removeprefix("builtins.")
         new = cst.parse_expression(f"{jnp_name}.asarray({source_of(value)}, dtype={dtype})")
-        fix = self.make_fix({call: new.with_changes(lpar=call.lpar, rpar=call.rpar)}, imports)
-        return self._if_never_eager(fix, advice, context, f"keep `{dtype}(...)` an array")
+        title = self.kept_title.format(dtype=dtype)
+        kept = new.with_changes(lpar=call.lpar, rpar=call.rpar)
+        fix = self.make_fix({call: kept}, imports, title=title)
+        return self._if_never_eager(fix, advice, context)
 
     def _called_as(self, call: cst.Call, takes: JnpEquivalent) -> bool:
         """Whether `call` passes only what the namesake takes the same way."""
