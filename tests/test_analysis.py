@@ -1129,6 +1129,57 @@ def run_all(metas, x):
 
 jax.jit(run_all)([Meta(n=1), Meta(n=2)], jnp.ones(3))
 """,
+    "an operation on a jax array made outside a staged function is a tracer": """
+W = jnp.ones(3)
+
+def make():
+    b = jnp.zeros(3)
+
+    @jax.jit
+    def inner(x):
+        pickle.dumps(b * 2)  # traced
+        return x
+
+    return inner
+
+@jax.jit
+def f(x):
+    pickle.dumps(W)  # silent
+    pickle.dumps(W + 1)  # traced
+    pickle.dumps(-W)  # traced
+    pickle.dumps(W > 0)  # traced
+    with jax.ensure_compile_time_eval():
+        pickle.dumps(W * 2)  # silent
+    return x
+
+@jax.grad
+def g(x):
+    pickle.dumps(W + 1)  # silent
+    return x.sum()
+""",
+    "a `self` attribute its class makes only a jax array is one": """
+class Steps:
+    def __init__(self):
+        self.count = jnp.int32(0)
+        self.calls = 0
+        self.mixed = jnp.zeros(2)
+
+    def tick(self):
+        pickle.dumps(self.count + 1)  # traced
+        pickle.dumps(self.count)  # silent
+        pickle.dumps(self.calls + 1)  # silent
+        pickle.dumps(self.mixed + 1)  # silent
+        self.count += 1
+        self.calls += 1
+        self.mixed = 0
+
+steps = Steps()
+
+@jax.jit
+def f(x):
+    steps.tick()
+    return x
+""",
 }
 
 

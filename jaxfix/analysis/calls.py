@@ -210,6 +210,15 @@ class CallEvaluator:
             known[class_name] = {} if cls is None else _assigned_instances(cls, self.module)
         return known[class_name].get(attr)
 
+    def _array_attribute(self, class_name: str, attr: str) -> bool:
+        """Every value the methods of the module's class `class_name` give `self.<attr>` is a
+        jax array (`self.count = jnp.int32(0)`, `self.count = self.count + 1`)."""
+        known = self.module.array_attributes
+        if class_name not in known:
+            cls = self.module.classes.get(class_name)
+            known[class_name] = frozenset() if cls is None else _assigned_arrays(cls, self.module)
+        return attr in known[class_name]
+
     # -- calls -----------------------------------------------------------------------------
 
     def _callee_name(self, func: ast.expr, env: Env) -> str | None:
@@ -677,10 +686,14 @@ PYTHON_TYPE_NAMES = frozenset(
 ARRAY_ATTRIBUTES = frozenset({"dtype", "shape", "ndim", "aval"})
 
 
-def _assigned_instances(cls: ast.ClassDef, module: Module) -> dict[str, str | None]:
-    """For each attribute `cls`'s methods write on `self`, the class of the module that every
-    assignment of it calls, when there is one such class (else None); one walk of the class."""
-    made: dict[str, set[str | None]] = {}
+# One write of `self.<attr>` in a method of a class: the statement and its target, and the
+# method's first parameter; None for a write of another form (`del`, a loop or `with` target).
+_Write = tuple[ast.Assign | ast.AnnAssign | ast.AugAssign, ast.expr, str] | None
+
+
+def _attribute_writes(cls: ast.ClassDef) -> dict[str, list[_Write]]:
+    """Each attribute `cls`'s methods write on `self`, with its writes; one walk of the class."""
+    writes: dict[str, list[_Write]] = {}
     for method in cls.body:
         if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
@@ -693,12 +706,77 @@ def _assigned_instances(cls: ast.ClassDef, module: Module) -> dict[str, str | No
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     for attr in _written_attributes(target, own):
-                        made.setdefault(attr, set()).add(_made_class(node, target, module))
+                        writes.setdefault(attr, []).append((node, target, own))
             elif isinstance(node, ast.Delete | ast.For | ast.With | ast.NamedExpr):
                 for inner in ast.walk(node):
                     for attr in _written_attributes(inner, own):
-                        made.setdefault(attr, set()).add(None)
+                        writes.setdefault(attr, []).append(None)
+    return writes
+
+
+def _assigned_instances(cls: ast.ClassDef, module: Module) -> dict[str, str | None]:
+    """For each attribute `cls`'s methods write on `self`, the class of the module that every
+    assignment of it calls, when there is one such class (else None)."""
+    made: dict[str, set[str | None]] = {}
+    for attr, writes in _attribute_writes(cls).items():
+        for write in writes:
+            made.setdefault(attr, set()).add(
+                _made_class(write[0], write[1], module) if write else None
+            )
     return {attr: classes.pop() if len(classes) == 1 else None for attr, classes in made.items()}
+
+
+def _assigned_arrays(cls: ast.ClassDef, module: Module) -> frozenset[str]:
+    """The attributes `cls`'s methods write on `self` only with jax arrays: each assignment a
+    call of a staged array namespace (`jnp.int32(0)`), or an operation on one or on the
+    attribute itself (`self.count + 1`, `self.count += 1`), one at least a call."""
+    found: set[str] = set()
+    for attr, writes in _attribute_writes(cls).items():
+        kinds: set[bool | None] = set()
+        for write in writes:
+            if write is None or not isinstance(write[1], ast.Attribute):
+                kinds.add(None)
+                continue
+            node, target, own = write
+            value = node.value
+            if isinstance(node, ast.AugAssign):  # `self.count += 1`
+                value = ast.BinOp(_read(target), node.op, node.value)
+            kinds.add(_array_made(value, own, attr, module))
+        if None not in kinds and True in kinds:
+            found.add(attr)
+    return frozenset(found)
+
+
+def _read(target: ast.expr) -> ast.expr:
+    """`target` read: the attribute an augmented assignment reads before it writes."""
+    if isinstance(target, ast.Attribute):
+        return ast.Attribute(target.value, target.attr, ast.Load())
+    return target
+
+
+def _array_made(value: ast.expr | None, own: str, attr: str, module: Module) -> bool | None:
+    """Whether `value` is a call of a staged array namespace (True), an operation on one or on
+    `own.attr` and Python literals (False: an array when the attribute is), or something
+    else (None)."""
+    if isinstance(value, ast.Call):
+        name = qualified_name(value.func, module)
+        return True if name.startswith(STAGED_ARRAY_NAMESPACES) else None
+    if isinstance(value, ast.Attribute):
+        same = isinstance(value.value, ast.Name) and value.value.id == own and value.attr == attr
+        return False if same else None
+    if isinstance(value, ast.Constant) and isinstance(value.value, int | float):
+        return None
+    if isinstance(value, ast.BinOp | ast.UnaryOp):
+        parts = [value.left, value.right] if isinstance(value, ast.BinOp) else [value.operand]
+        found = [_array_made(part, own, attr, module) for part in parts]
+        literals = all(
+            f is not None or (isinstance(p, ast.Constant) and isinstance(p.value, int | float))
+            for f, p in zip(found, parts, strict=True)
+        )
+        if not literals or not any(f is not None for f in found):
+            return None
+        return True in found
+    return None
 
 
 def _written_attributes(node: ast.AST, own: str) -> list[str]:

@@ -28,12 +28,14 @@ from jaxfix.analysis.summaries import (
 )
 from jaxfix.analysis.values import (
     HOST,
+    HOST_ARRAY,
     JAX_OBJECT,
     STATIC,
     UNKNOWN,
     Guard,
     Kind,
     NotNone,
+    Staged,
     Value,
 )
 from jaxfix.models.host_solvers import SOLVERS
@@ -192,10 +194,20 @@ class Evaluator(CallEvaluator):
 
     # The common operations, as `expr` combines the operands of any other expression.
     def e_BinOp(self, node: ast.BinOp, env: Env) -> Value:
-        return v.combine([self.expr(node.left, env), self.expr(node.right, env)])
+        return self._operation([self.expr(node.left, env), self.expr(node.right, env)])
 
     def e_UnaryOp(self, node: ast.UnaryOp, env: Env) -> Value:
-        return v.combine([self.expr(node.operand, env)])
+        return self._operation([self.expr(node.operand, env)])
+
+    def _operation(self, operands: list[Value]) -> Value:
+        """An operation on `operands`. On a jax array made outside this function (a module's
+        `W = jnp.ones(3)`, a `self.count` its class makes with `jnp.int32(0)`), it gives a
+        tracer when the function is staged: under `jit` jax stages every operation on an
+        array, a constant one too."""
+        value = v.combine(operands)
+        if self.compile_time or self.is_module or not any(map(_made_outside, operands)):
+            return value
+        return v.traced(value.sources | {Staged(self.summary.id)})
 
     def e_JoinedStr(self, node: ast.JoinedStr, env: Env) -> Value:
         for part in node.values:
@@ -231,7 +243,10 @@ class Evaluator(CallEvaluator):
             return STATIC  # a metadata field of a class another module of the run declares
         if base.kind is Kind.TRACED and instance_class(base) is None:
             return base
-        if base.sources and instance_class(base) is not None:
+        held_by = instance_class(base)
+        if held_by is not None and self._array_attribute(held_by, node.attr):
+            return v.traced(base.sources | {HOST_ARRAY})  # `self.count = jnp.int32(0)`
+        if base.sources and held_by is not None:
             return v.traced(base.sources)  # a field of an instance narrowed from a traced value
         return HOST if base.kind is Kind.HOST else (STATIC if base.kind is Kind.STATIC else UNKNOWN)
 
@@ -316,7 +331,7 @@ class Evaluator(CallEvaluator):
         values = [self.expr(node.left, env), *(self.expr(c, env) for c in node.comparators)]
         if any(isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in node.ops):
             return STATIC if all(x.kind is not Kind.TRACED for x in values) else UNKNOWN
-        return v.combine(values)
+        return self._operation(values)
 
     def e_Lambda(self, node: ast.Lambda, env: Env) -> Value:
         self._defaults(node, env)
@@ -439,6 +454,16 @@ class Evaluator(CallEvaluator):
 
 
 _EXPRESSIONS = methods_by_type(Evaluator, "e_")
+
+
+def _made_outside(value: Value) -> bool:
+    """`value` is a jax array, or a tracer, made by a jax function of other code than the
+    function reading it (an enclosing function's, the module's, a class's `__init__`)."""
+    return (
+        value.kind is Kind.TRACED
+        and not value.parts()
+        and any(isinstance(s, Staged) for s in value.sources)
+    )
 
 
 def _type_of(node: ast.expr) -> str | None:

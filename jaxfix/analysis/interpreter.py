@@ -241,7 +241,9 @@ class Interpreter(Evaluator):
             self.bind(node.target, self.expr(node.value, env), env, node)
 
     def s_AugAssign(self, node: ast.AugAssign, env: Env) -> None:
-        value = v.combine([self._load_target(node.target, env), self.expr(node.value, env)])
+        value = self._operation([self._load_target(node.target, env), self.expr(node.value, env)])
+        self.summary.values[node] = value  # what it stores (`keeping` asks)
+        self.note_reach(node, env.get(REACH))
         self.bind(node.target, value, env, node)
 
     def _load_target(self, target: ast.expr, env: Env) -> Value:

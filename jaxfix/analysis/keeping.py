@@ -143,6 +143,8 @@ class Keeping:
             return any(self.leaks(value, fid, raising) for value in formatted)
         if isinstance(node, (ast.Lambda, ast.Constant, *_COMPREHENSIONS)):
             return False
+        if isinstance(node, ast.BinOp | ast.UnaryOp) and self.is_traced(node, fid):
+            return True  # also on a jax array made outside the trace (`self.count + 1`)
         return any(self.leaks(part, fid, raising) for part in _operands(node))
 
     def _formats_leaking(self, call: ast.Call, fid: str, raising: bool) -> bool:
@@ -194,6 +196,8 @@ class Keeping:
             target, value = statement.target, statement.value
         else:
             return None
+        if isinstance(statement, ast.AugAssign) and self.is_traced(statement, fid):
+            return self._kept_target(target, fid)  # `self.count += 1` on a jax array, staged
         unpacking = isinstance(target, ast.Tuple | ast.List)
         for part, stored in _unpacked(target, value):
             if unpacking and not isinstance(part, ast.Name):

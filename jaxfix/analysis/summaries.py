@@ -169,6 +169,9 @@ class Module:
     # class -> attribute -> the module's class every method's `self.<attribute> = C(...)`
     # makes an instance of, None when another value is assigned (found on demand).
     attribute_instances: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    # class -> the attributes every method's `self.<attribute> = ...` gives a jax array
+    # (`jnp.int32(0)`, `self.count + 1`), found on demand.
+    array_attributes: dict[str, frozenset[str]] = field(default_factory=dict)
     # The classes of other modules of the run with metadata fields, by their names as the
     # module imports them (`brax.base.System`, `.base.System`): their static fields.
     static_classes: dict[str, frozenset[str]] = field(default_factory=dict)

@@ -51,6 +51,10 @@ class NotNone:
 
 
 Source = Param | Staged | NotNone
+# A jax array made outside the function that reads it (`self.count`, made `jnp.int32(0)` by its
+# class's `__init__`): a concrete array, never a tracer itself (no function has this id), but an
+# operation on it in a staged function gives one (see `Evaluator.e_BinOp`).
+HOST_ARRAY = Staged("<made outside>")
 
 
 class Value(NamedTuple):
