@@ -340,7 +340,11 @@ class ParallelInTraced(Rule):
         made = self._made(target.value, node)
         if made is None or made[0] is not Kind.SHARED:
             return
-        if not (self._made_here(made[1], node) or self._made_at_top(made[1])):
+        if not (
+            self._made_here(made[1], node)
+            or self._made_at_top(made[1])
+            or self._passed(target.value)
+        ):
             return
         shown = cst.Subscript(target.value, [cst.SubscriptElement(cst.Index(cst.Ellipsis()))])
         self._report(node, shown, context, (Kind.SHARED, [node.value]))
@@ -648,7 +652,7 @@ class ParallelInTraced(Rule):
         if method not in METHODS.get(kind, ()):
             return None
         if method not in RARE_METHODS and not (
-            self._made_here(maker, call) or self._made_at_top(maker)
+            self._made_here(maker, call) or self._made_at_top(maker) or self._passed(func.value)
         ):
             return None  # only these put the call in the analysed slice
         if kind in (Kind.QUEUE, Kind.CONNECTION):
@@ -660,6 +664,11 @@ class ParallelInTraced(Rule):
             a.value for a in call.args if a.keyword is not None and a.keyword.value not in NOT_SENT
         ]
         return kind, given[1:] + keywords
+
+    def _passed(self, receiver: cst.BaseExpression) -> bool:
+        """`receiver` is a parameter the calls of its function give what made it (see
+        `_given_to`): `candidates.BOUND` anchors it too."""
+        return isinstance(receiver, cst.Name) and self._parameter_of(receiver) is not None
 
     def _made_here(self, maker: cst.Call, call: cst.CSTNode) -> bool:
         """The constructor runs in traced code and in the same module-level statement."""
@@ -762,15 +771,18 @@ class ParallelInTraced(Rule):
     # ----- where a receiver comes from --------------------------------------------------------
 
     def _made(
-        self, receiver: cst.BaseExpression, site: cst.CSTNode
+        self, receiver: cst.BaseExpression, site: cst.CSTNode, depth: int = 0
     ) -> tuple[Kind, cst.Call] | None:
-        """What made `receiver`, and the constructor call: `Pool(2)` itself, or the one
-        call every binding of the name `receiver` comes from."""
+        """What made `receiver`, and the constructor call: `Pool(2)` itself, the one call
+        every binding of the name `receiver` comes from, or for a parameter what made the
+        object every call of its function gives it (`_given_to`)."""
         if isinstance(receiver, cst.Call):
             kind = self._made_by(receiver)
             return (kind, receiver) if kind is not None and kind is not Kind.FACTORY else None
         if not isinstance(receiver, cst.Name):
             return None
+        if self._parameter_of(receiver) is not None:
+            return self._given_to(receiver) if depth == 0 else None
         values = self._bound_values(receiver)
         if len(values) != 1 or not isinstance(values[0], cst.Call):
             return None
@@ -778,6 +790,65 @@ class ParallelInTraced(Rule):
         if kind is None or kind is Kind.FACTORY:
             return None
         return kind, values[0]
+
+    def _parameter_of(self, name: cst.Name) -> tuple[cst.FunctionDef, cst.Param] | None:
+        """The module-level or nested function (not a method) whose parameter the name
+        `name` reads, its only binding, and the parameter."""
+        scope = self.traced.scope_of(name)
+        if scope is None:
+            return None
+        assignments = [a for a in scope[name.value] if isinstance(a, Assignment)]
+        if len(assignments) != 1 or not isinstance(assignments[0].node, cst.Param):
+            return None
+        param = assignments[0].node
+        function = self.traced.parent(self.traced.parent(param) or param)
+        if not isinstance(function, cst.FunctionDef) or isinstance(
+            self.traced.parent(self.traced.parent(function) or function), cst.ClassDef
+        ):
+            return None
+        return function, param
+
+    def _given_to(self, name: cst.Name) -> tuple[Kind, cst.Call] | None:
+        """What made the object each call of the function gives the parameter `name` reads
+        (`make_model(shared)` with `shared = manager.dict()`), when every call gives it one of
+        the same kind and the function's name is only ever called (not handed on, where
+        unknown code may call it with anything); the first call's constructor. Followed
+        through one function: a call giving its own parameter gives nothing known."""
+        found = self._parameter_of(name)
+        if found is None:
+            return None
+        function, param = found
+        params = function.params
+        positional = [*params.posonly_params, *params.params]
+        position = next((i for i, p in enumerate(positional) if p is param), None)
+        if position is None and not any(p is param for p in params.kwonly_params):
+            return None  # `*args`, `**kwargs`
+        made: tuple[Kind, cst.Call] | None = None
+        uses = self._calls_of(function)
+        if not uses or self.traced.calls_only(function.name.value) != len(uses):
+            return None  # handed on, bound again, or called where the slice does not show
+        for use in uses:
+            call = self.traced.parent(use)
+            if not isinstance(call, cst.Call) or call.func is not use:
+                return None
+            given = _argument(call, -1 if position is None else position, param.name.value)
+            if not given or any(a.star for a in call.args):
+                return None
+            kind = self._made(given[0], call, depth=1)
+            if kind is None or (made is not None and kind[0] is not made[0]):
+                return None
+            made = made or kind
+        return made
+
+    def _calls_of(self, function: cst.FunctionDef) -> list[cst.CSTNode]:
+        """The reads of the name `function`'s `def` binds."""
+        scope = self.traced.scope_of(function)
+        if scope is None:
+            return []
+        for assignment in scope.assignments[function.name.value]:
+            if isinstance(assignment, Assignment) and assignment.node is function:
+                return [access.node for access in assignment.references]
+        return []
 
     def _made_by(self, call: cst.Call) -> Kind | None:
         """The kind of what `call` constructs, when it is a known constructor."""

@@ -147,6 +147,9 @@ class _TreeMemo:
     full_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # `full_names`
     callee_names: dict[ast.expr, frozenset[str]] = field(default_factory=dict)  # and builtins
     loop_names: dict[CandidateFunction, set[str]] = field(default_factory=dict)  # `_own_loop_names`
+    # The calls of each plain name, and what `_passed_made` found of a function's parameter.
+    calls_by_name: dict[str, list[CandidateCall]] | None = None
+    passed: dict[tuple[ast.AST, str, frozenset[str]], bool] = field(default_factory=dict)
 
 
 @dataclass
@@ -241,6 +244,8 @@ class Candidates:
             if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
                 return False
             name = func.value.id
+            if self._passed_made(call.owner, name, bound):
+                return True
             if call.owner is not None and not call.owner.is_outer(name):
                 return False
             made = self._made_at_top().get(name, set()) | self._entered_in(call.statement, name)
@@ -310,11 +315,14 @@ class Candidates:
         if bound:  # `DB[key] = value` into a store a top-level statement or a `with` makes
             for function in functions:
                 if function.statement not in found and any(
-                    function.is_outer(root)
-                    and not (
-                        self._made_at_top().get(root, set())
-                        | self._entered_in(function.statement, root)
-                    ).isdisjoint(bound)
+                    (
+                        function.is_outer(root)
+                        and not (
+                            self._made_at_top().get(root, set())
+                            | self._entered_in(function.statement, root)
+                        ).isdisjoint(bound)
+                    )
+                    or self._passed_made(function, root, bound)
                     for root in function.store_roots
                 ):
                     found.add(function.statement)
@@ -358,6 +366,62 @@ class Candidates:
                         found[target.id].update(self._callee_names(opener.func))
             memo[index] = dict(found)
         return memo[index].get(name, set())
+
+    def _passed_made(
+        self, owner: CandidateFunction | None, name: str, bound: frozenset[str]
+    ) -> bool:
+        """`name`, read in `owner`, is a parameter (of `owner` or of a function around it)
+        that some call of its function gives what one of `bound` may have made: such a call,
+        or a name the calling top-level statement binds to one or to `x.dict()` for
+        `multiprocessing.Manager().dict`, whatever `x` is (a candidate errs on the side of
+        one; the rule follows every call)."""
+        fid = self._fid(owner)
+        analysed = self._analysis()
+        function_id = analysed.keeping.parameter_owner(name, fid) if fid and bound else None
+        node = analysed.facts.module.nodes.get(function_id or "")
+        if not isinstance(node, FUNCTIONS):
+            return False
+        memo = self._tree_memo.passed
+        key = (node, name, bound)
+        if key not in memo:
+            memo[key] = self._given_made(node, name, bound)
+        return memo[key]
+
+    def _given_made(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, bound: frozenset[str]
+    ) -> bool:
+        """Some call of `node` gives its parameter `name` what one of `bound` may have made
+        (see `_passed_made`)."""
+        analysed = self._analysis()
+        args = node.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        position = positional.index(name) if name in positional else None
+        methods = {b.rsplit(".", 1)[-1] for b in bound if "()." in b}
+        memo = self._tree_memo
+        if memo.calls_by_name is None:
+            memo.calls_by_name = defaultdict(list)
+            for candidate in self.calls:
+                if isinstance(candidate.call.func, ast.Name):
+                    memo.calls_by_name[candidate.call.func.id].append(candidate)
+        for call in memo.calls_by_name.get(node.name, ()):
+            given = [k.value for k in call.call.keywords if k.arg == name]
+            if position is not None and position < len(call.call.args):
+                given.append(call.call.args[position])
+            for arg in given:
+                if isinstance(arg, ast.Name):
+                    made = self._made_at_top().get(arg.id, frozenset())
+                    if not (made | self._entered_in(call.statement, arg.id)).isdisjoint(bound):
+                        return True
+                values = [arg] if isinstance(arg, ast.Call) else []
+                if isinstance(arg, ast.Name):
+                    values += _bound_in(analysed.tree.body[call.statement], arg.id)
+                for value in values:
+                    func_of = value.func
+                    if not self._made_by(value).isdisjoint(bound) or (
+                        isinstance(func_of, ast.Attribute) and func_of.attr in methods
+                    ):
+                        return True
+        return False
 
     def _made_at_top(self) -> dict[str, frozenset[str]]:
         """Each name the module binds once, by a top-level `name = f(...)`: the full names of
@@ -704,6 +768,25 @@ class Candidates:
         if found is None:
             found = memo[expr] = full_names(expr, self.imported)
         return found
+
+
+def _bound_in(statement: ast.stmt, name: str) -> list[ast.Call]:
+    """The calls `statement` (at any depth) assigns to `name` (`name = f(...)`) or enters
+    as it (`with f(...) as name:`)."""
+    found: list[ast.Call] = []
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                found.append(node.value)
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            found += [
+                item.context_expr
+                for item in node.items
+                if isinstance(item.optional_vars, ast.Name)
+                and item.optional_vars.id == name
+                and isinstance(item.context_expr, ast.Call)
+            ]
+    return found
 
 
 def full_names(expr: ast.expr, imported: Mapping[str, set[str]]) -> frozenset[str]:

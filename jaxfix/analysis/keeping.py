@@ -560,6 +560,15 @@ class Keeping:
         scope = self._resolve(name, fid)
         return self._index(scope).bindings.get(name, []) if scope is not None else []
 
+    def parameter_owner(self, name: str, fid: str) -> str | None:
+        """The function whose parameter `name` is where the code of `fid` reads it (its own
+        or an enclosing function's), when that parameter is its only binding there."""
+        scope = self._resolve(name, fid)
+        if scope is None or scope == MODULE:
+            return None
+        bindings = self._index(scope).bindings.get(name, [])
+        return scope if len(bindings) == 1 and bindings[0].parameter else None
+
     def _resolve(self, name: str, fid: str) -> str | None:
         """The function (or `MODULE`) whose bindings `name` reads in the code of `fid`."""
         current = fid

@@ -704,6 +704,27 @@ class TracedAnalysis:
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
         )
 
+    def calls_only(self, name: str) -> int | None:
+        """How many times the whole file reads `name`, when each read is called and a single
+        `def` binds it (CPython's tree of the file: a slice may not show them all); None when
+        a read hands it on (`[f]`, `g(f)`) or another statement binds it."""
+        calls = reads = binds = 0
+        for node in ast.walk(self._analysed.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                calls += node.func.id == name
+            elif isinstance(node, ast.Name) and node.id == name:
+                reads += isinstance(node.ctx, ast.Load)
+                binds += not isinstance(node.ctx, ast.Load)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                binds += node.name == name
+            elif isinstance(node, ast.Global | ast.Nonlocal):
+                binds += name in node.names
+            elif isinstance(node, ast.arg):
+                binds += node.arg == name
+            elif isinstance(node, ast.alias):
+                binds += (node.asname or node.name.split(".")[0]) == name
+        return calls if calls == reads and binds == 1 else None
+
     def attribute_used_only_in(self, attribute: str, statements: Sequence[cst.CSTNode]) -> bool:
         """Whether every `x.attribute` of the whole file (on any `x`) lies in `statements`, and
         no string names it (`getattr(x, "attribute")`)."""
