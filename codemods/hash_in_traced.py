@@ -101,7 +101,9 @@ class HashInTraced(Rule):
     `Counter()` call, a name bound only to one, a parameter annotated `dict` or `set`, or
     `self.name` in a method when the methods of its class give `self.name` only one.
     Indexing an array or a list (`xs[i]`) is not hashing. Left alone, as they often hold
-    Python values: names a loop binds (`for k in params`), `set(name)` (a dict's keys),
+    Python values: names a loop binds (`for k in params`), `set(name)` (a dict's keys)
+    unless the name, or `self.name` made in the same method, holds a list or tuple of
+    tracers (a parameter every call gives a list or tuple display, `tuple(...)` of one),
     `int(x)` / `str(x)` keys, the parameters of custom derivative rules and of callables only
     handed to an unknown function (`update(..., logger=log)`).
 
@@ -475,8 +477,13 @@ class HashInTraced(Rule):
 
     def _check_elements(self, call: cst.Call, iterable: cst.BaseExpression) -> None:
         """`set([x, y])`, `set(v for v in ...)`, `set(jnp.unique(x))`: not `set(name)`, which
-        may be a dict of arrays (its keys are hashed, not its values)."""
-        if isinstance(iterable, cst.List | cst.Tuple | cst.Set):
+        may be a dict of arrays (its keys are hashed, not its values), unless the name (or
+        `self.name`) holds a list or tuple of tracers (`Keys.holds_tracers`)."""
+        if isinstance(iterable, cst.Name | cst.Attribute):
+            context = self._context(call)
+            if context is not None and self.traced.holds_tracers(iterable):
+                self._report(call, iterable, MEMBERSHIP, context)
+        elif isinstance(iterable, cst.List | cst.Tuple | cst.Set):
             self._check_each(call, iterable.elements)
         elif isinstance(iterable, cst.GeneratorExp | cst.ListComp | cst.SetComp):
             self._check(call, iterable.elt, MEMBERSHIP)

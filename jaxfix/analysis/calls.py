@@ -108,6 +108,8 @@ DTYPE_QUERIES = frozenset(
 )
 _STATIC_BY_NAME = _CONCRETE_OR_RAISE | DTYPE_QUERIES  # whatever module they come from
 _ITERATORS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.range"})
+# Builtins that make a list or tuple of what iterating their argument gives.
+_SEQUENCE_BUILTINS = frozenset({"builtins.tuple", "builtins.list", "builtins.sorted"})
 _DICT_VIEWS = frozenset({"items", "values"})
 
 
@@ -282,6 +284,10 @@ class CallEvaluator:
                 call.args or "**" in call.keywords or not sorted_strings(call.keywords)
             ):
                 return UNKNOWN._replace(reorders=True)  # its keys in the order given
+            if callee in _SEQUENCE_BUILTINS and len(call.args) == 1 and not call.keywords:
+                given = call.args[0]  # `tuple(labels)`: its elements, as iterating gives them
+                if given.element is not None:
+                    return v.combine(operands)._replace(element=self._element(given))
             if callee.startswith("builtins."):
                 return v.combine(operands) if callee in _ARRAY_BUILTINS else UNKNOWN
             return _unresolved(operands)

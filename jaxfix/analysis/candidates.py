@@ -550,6 +550,8 @@ class Candidates:
                 return any(variable(e, loops) for e in elements)
             if isinstance(iterable, ast.GeneratorExp | ast.ListComp | ast.SetComp):
                 return variable(iterable.elt, loops | self._loop_names(iterable.generators))
+            if isinstance(iterable, ast.Name | ast.Attribute):  # a list of tracers
+                return keys is not None and fid is not None and keys.holds_tracers(iterable, fid)
             return isinstance(iterable, ast.Call | ast.BinOp) and variable(iterable, loops)
 
         def receiver(expr: ast.expr) -> bool:

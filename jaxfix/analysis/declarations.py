@@ -38,6 +38,9 @@ from jaxfix.models.transforms import (
 _BUILTINS = frozenset(dir(builtins))
 # After a class's name in `Module.instance_params`: the parameter holds a sequence of instances.
 ELEMENTS = "[]"
+# In `Module.instance_params` for a class: the parameter holds a list or tuple (`[a, b]`), never
+# a dict: iterating it gives its elements, tracers when it holds tracers.
+SEQUENCE = "<sequence>"
 
 
 # The last tree's declarations: a file that other modules trace is analysed again on the same
@@ -382,14 +385,15 @@ def _static_fields(module: Module) -> set[str]:
 def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
     """Parameters that every call of their function in the module gives an instance of the
     same class of the module: `C(...)`, a name bound only to it, or such a parameter handed on;
-    or a list or tuple of such instances only (`[C(...), C(...)]`: the class, then `ELEMENTS`).
-    A call through a transform (`eqx.filter_grad(loss)(model, x)`) counts as a call."""
-    if not module.classes.keys() - module.imports.keys():
-        return {}  # the module makes no instance of its own classes
+    or a list or tuple of such instances only (`[C(...), C(...)]`: the class, then `ELEMENTS`);
+    or any other list or tuple display or list comprehension (`SEQUENCE`). A call through a
+    transform (`eqx.filter_grad(loss)(model, x)`) counts as a call, and a call of a class
+    as one of its `__init__`."""
     names = {
         node.name: fid for fid, node in module.nodes.items() if not isinstance(node, ast.Lambda)
     }
     names = _transformed_aliases(module, names) | names
+    inits = _initializers(module)
     calls: list[tuple[str, ast.Call, str, list[str]]] = []  # caller, call, callee, positional
     for fid, scope in module.scopes.items():
         for call in scope.calls:
@@ -407,6 +411,9 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
             )
             if callee is not None:
                 calls.append((fid, call, callee, params_of(module.nodes[callee])[1]))
+            elif isinstance(func, ast.Name) and call.args and func.id in inits:
+                init = inits[func.id]  # `C(x)` gives `x` to the second parameter of `__init__`
+                calls.append((fid, call, init, params_of(module.nodes[init])[1][1:]))
     if not calls:
         return {}
     # What each name handed to those calls is bound to (the others are never asked about).
@@ -420,6 +427,13 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
                 for name in kept:
                     bound.setdefault((fid, name), set()).add(made)
     found: dict[str, dict[str, str]] = {}
+    # A sequence only where no call gives the parameter anything else: not by keyword, after
+    # a starred argument, or as another expression (which an instance's class ignores).
+    others = {
+        (callee, param)
+        for _, call, callee, positional in calls
+        for param in _given_otherwise(call, positional, module)
+    }
     for _ in range(4):  # instances handed on through a chain of calls
         given: dict[tuple[str, str], set[str | None]] = {}
         for caller, call, callee, positional in calls:
@@ -435,6 +449,8 @@ def _passed_instances(module: Module) -> dict[str, dict[str, str]]:
                     given.setdefault(key, set()).add(made)
         new: dict[str, dict[str, str]] = {}
         for (fid, param), classes in given.items():
+            if SEQUENCE in classes and (fid, param) in others:
+                continue
             if len(classes) == 1 and None not in classes:
                 new.setdefault(fid, {})[param] = next(iter(c for c in classes if c))
         if new == found:
@@ -479,12 +495,46 @@ def whole_module(module: Module) -> WholeModule:
     )
 
 
+def _given_otherwise(call: ast.Call, positional: list[str], module: Module) -> set[str]:
+    """The parameters of `positional` that `call` may give something other than a name or
+    what `_made` knows: by keyword, after a starred argument or `**`, or another expression."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return set(positional)
+    found = {k.arg for k in call.keywords if k.arg is not None}
+    for index, arg in enumerate(call.args[: len(positional)]):
+        if not isinstance(arg, ast.Name) and _made(arg, module) is None:
+            found.add(positional[index])
+    return found
+
+
+def _initializers(module: Module) -> dict[str, str]:
+    """The `__init__` of each class of the module that defines one, by the class's name."""
+    found: dict[str, str] = {}
+    for name, cls in module.classes.items():
+        if name in module.imports:
+            continue
+        for statement in cls.body:
+            if isinstance(statement, ast.FunctionDef) and statement.name == "__init__":
+                fid = module.by_node.get(statement)
+                if fid is not None and not statement.decorator_list:
+                    found[name] = fid
+    return found
+
+
 def _made(value: ast.expr, module: Module) -> str | None:
     """`C` for `C(...)`, `C[]` (`ELEMENTS`) for a list or tuple display of `C(...)` only,
-    where C is a class of the module."""
+    where C is a class of the module; `SEQUENCE` for another list or tuple display (no
+    starred element) or list comprehension."""
     if isinstance(value, ast.List | ast.Tuple) and value.elts:
         made = {_class_made(element, module) for element in value.elts}
-        return f"{made.pop()}{ELEMENTS}" if len(made) == 1 and None not in made else None
+        if len(made) == 1 and None not in made:
+            return f"{made.pop()}{ELEMENTS}"
+        starred = any(isinstance(element, ast.Starred) for element in value.elts)
+        return None if starred else SEQUENCE
+    if isinstance(value, ast.ListComp):
+        return SEQUENCE
     return _class_made(value, module)
 
 

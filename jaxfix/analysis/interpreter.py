@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from jaxfix.analysis import values as v
 from jaxfix.analysis.declarations import (
     ELEMENTS,
+    SEQUENCE,
     methods_by_type,
 )
 from jaxfix.analysis.expressions import Evaluator
@@ -79,6 +80,9 @@ class Interpreter(Evaluator):
     def run(self) -> Env:
         env: Env = {p: parameter_value(Param(self.summary.id, p)) for p in self.summary.params}
         for name, class_name in self._instance_params().items():
+            if class_name == SEQUENCE:  # a list or tuple: iterating gives its elements
+                env[name] = env[name]._replace(element=env[name])
+                continue
             held = class_name.removesuffix(ELEMENTS)
             # An instance of a class whose every field is metadata holds no tracer.
             leafless = self._metadata_only(held)

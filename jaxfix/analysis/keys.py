@@ -12,6 +12,7 @@ import ast
 from jaxfix.analysis.keeping import Keeping
 from jaxfix.analysis.reasons import Via
 from jaxfix.analysis.tracing import Facts
+from jaxfix.analysis.values import Kind
 
 # Why tracing marks every parameter traced while some may hold Python values: a callable
 # given to an unknown function along with traced data, a custom derivative rule (its
@@ -60,8 +61,35 @@ class Keys:
                 return False
         return self.facts.tracer_at(node)
 
+    def holds_tracers(self, node: ast.expr, fid: str) -> bool:
+        """Whether iterating `node` (a name, or `self.name` that its class gives only values
+        made in the method `fid`) certainly gives tracers: a list or tuple of them, as a
+        caller gives it (`apply(..., [jnp.int32(0), jnp.int32(1)])`) or `tuple(...)` makes it
+        of one. Never a dict, which iterating gives the keys of."""
+        if isinstance(node, ast.Attribute):
+            function = self.facts.module.nodes.get(fid)
+            values = self.attribute_values(node, fid)
+            return (
+                function is not None
+                and bool(values)
+                and all(_inside(value, function) and self._gives_tracers(value) for value in values)
+            )
+        return isinstance(node, ast.Name) and self._gives_tracers(node)
+
+    def _gives_tracers(self, node: ast.expr) -> bool:
+        value = self.facts.module.value_of(node)
+        if value is None or value.element is None or node in self.facts.module.guarded:
+            return False
+        return self.facts.kind_at(value.element, node) is Kind.TRACED
+
     def attribute_values(self, node: ast.Attribute, fid: str) -> list[ast.expr]:
         """What the methods of its class give `self.name` (`node`, in the method `fid`); none
         when `node` is not such an attribute, or when some code gives it no one value."""
         values = self.keeping.bound_values(node, fid)
         return [] if None in values else [v for v in values if v is not None]
+
+
+def _inside(node: ast.expr, function: ast.AST) -> bool:
+    """Whether `node` lies in the code of `function` (by its lines)."""
+    first, last = getattr(function, "lineno", 0), getattr(function, "end_lineno", None) or 0
+    return first <= node.lineno <= last

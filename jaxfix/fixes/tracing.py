@@ -371,6 +371,15 @@ class TracedAnalysis:
         context = self.context_of(expr)
         return context is not None and self._traced(expr, context.staged)
 
+    def holds_tracers(self, expr: cst.BaseExpression) -> bool:
+        """Whether iterating `expr` (a name or `self.name`), in traced code, certainly gives
+        tracers (`jaxfix.analysis.keys.Keys.holds_tracers`)."""
+        context = self.context_of(expr)
+        node = self._where.expression(self._span(expr)) if context is not None else None
+        if context is None or node is None:
+            return False
+        return self._analysed.keys.holds_tracers(node, context.fid)
+
     def is_host_array(self, expr: cst.BaseExpression) -> bool:
         """Whether `expr`, in traced code, certainly holds a NumPy array (`TABLE` for a
         module-level `TABLE = np.array([...])`)."""
