@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import Assignment
+from libcst.metadata import Assignment, GlobalScope
 
 from jaxfix.analysis.candidates import BOUND
 from jaxfix.fixes.fix import Fix, ImportNeeded, ReplaceNodes
@@ -31,6 +31,8 @@ class Kind(enum.Enum):
     SHARED = "a manager's server process"  # `Manager().dict()` / `.list()`: a proxy
     CLUSTER = "a Dask cluster's workers"  # `dask.distributed.Client(...)`
     RAY = "Ray's object store"  # `ray.put(x)`
+    REMOTE = "a Ray task"  # `f.remote(x)` of a function decorated `@ray.remote`
+    DELAYED = "a Dask task graph"  # `dask.delayed(f)(x)`: run later, by a scheduler's workers
 
 
 # Constructors, by their full names, and what they make (the row's detail: a `Kind`'s name; a
@@ -54,11 +56,17 @@ SINKS = tuple(
         ("multiprocessing.Manager", Kind.FACTORY),
         # `Thread(target=f, args=(x,))`: the arguments its target runs with.
         ("threading.Thread", Kind.THREAD),
+        ("threading.Timer", Kind.THREAD),  # `Timer(1.0, f, args=(x,))`
         ("multiprocessing.Process", Kind.PROCESS),
         ("dask.distributed.Client", Kind.CLUSTER),
         ("distributed.Client", Kind.CLUSTER),
         # Functions that send what they are given: `ray.put(x)`.
         ("ray.put", Kind.RAY),
+        # Decorators whose function's `remote(x)` sends its arguments to a worker.
+        ("ray.remote", Kind.REMOTE),
+        # Wrappers whose result, called, makes a task of the arguments: `delayed(f)(x)`.
+        ("dask.delayed", Kind.DELAYED),
+        ("dask.delayed.delayed", Kind.DELAYED),
     ]
 )
 SPAWNED = frozenset({Kind.THREAD, Kind.PROCESS})
@@ -107,6 +115,7 @@ RARE_METHODS = frozenset(
     {"imap", "imap_unordered", "starmap", "starmap_async", "map_async", "apply_async"}
     | {"submit", "put", "put_nowait", "send", "scatter"}
 )
+REMOTE = "remote"  # `f.remote(x)`: anchored by its name, as rare as those
 # Pools and executors whose every method counts on a name the module binds once, at its top
 # level, to one of them (`POOL = ThreadPoolExecutor(2)`): `candidates.BOUND` anchors them.
 BOUND_MAKERS = frozenset(
@@ -124,6 +133,8 @@ BOUND_SHARED = frozenset(
     if kind is Kind.SHARED
 )
 SPAWNER_ARGUMENTS = {"args": 3, "kwargs": 4}  # keyword -> position (group, target, name first)
+TIMER_ARGUMENTS = {"args": 2, "kwargs": 3}  # `Timer(interval, function, args, kwargs)`
+TIMER = "threading.Timer"
 PARALLEL = "joblib.Parallel"
 DELAYED = "joblib.delayed"
 THREAD_WHY = "a tracer is only valid in the thread that traces it"
@@ -138,6 +149,9 @@ WHY = {
     Kind.SHARED: "a tracer cannot be pickled",
     Kind.CLUSTER: "a tracer cannot be pickled",
     Kind.RAY: "a tracer cannot be pickled",
+    Kind.REMOTE: "a tracer cannot be pickled",
+    Kind.DELAYED: "its task runs later, in a scheduler's thread or process, where a tracer is"
+    " invalid (and cannot be pickled)",
 }
 FAN_OUT = (
     "map the work with `jax.vmap`, run the pool outside the traced function, or call it"
@@ -158,6 +172,8 @@ HINTS = {
     Kind.SHARED: SEND,
     Kind.CLUSTER: FAN_OUT,
     Kind.RAY: SEND,
+    Kind.REMOTE: FAN_OUT,
+    Kind.DELAYED: FAN_OUT,
 }
 # The methods whose work takes each item of one iterable (`pool.map(work, items)`).
 ITEM_METHODS = frozenset({"map", "imap", "imap_unordered"})
@@ -224,14 +240,17 @@ class ParallelInTraced(Rule):
     `joblib.Parallel(n_jobs=...)(joblib.delayed(f)(x) for ...)`, a manager's shared dict or
     list (`Manager().dict()`: `shared[key] = x`, `update`, `setdefault`, `append`, `extend`,
     `insert`; made in the traced function or bound once by a top-level statement), a Dask
-    `Client`'s `submit` / `map` / `scatter`, and `ray.put`. A pool's work may also
+    `Client`'s `submit` / `map` / `scatter`, `ray.put`, `f.remote(x)` of a module-level
+    function decorated `@ray.remote` (or bound to `ray.remote(f)`), `dask.delayed(f)(x)`,
+    and `threading.Timer(t, f, args=(x,))`. A pool's work may also
     carry the traced value itself: a lambda that reads a traced parameter or local of the
     function around it (`pool.map(lambda op: op(image), ops)`).
 
     The receiver must be known to come from `multiprocessing`, `concurrent.futures` or
     `joblib`: made by their constructor in the traced function (`p = Pool()`,
     `with ProcessPoolExecutor() as ex:`, `a, b = Pipe()`, `get_context("spawn").Pool()`,
-    `Manager().Queue()`), or at module level: a pool or executor that a top-level statement
+    `Manager().Queue()`), given as a parameter by every call of its function (whose name
+    the file only ever calls), or at module level: a pool or executor that a top-level statement
     binds once to a name (`POOL = ThreadPoolExecutor(2)`) for every method, anything else
     for every method but `map` and `apply` (names too common in JAX code, `jax.tree.map` and
     flax's `model.apply`, to look for on any receiver).
@@ -316,7 +335,7 @@ class ParallelInTraced(Rule):
         names_of(SINKS, SinkKind.PARALLEL)
         | frozenset(FACTORY_METHODS)
         | RARE_METHODS
-        | {"Process", PARALLEL, DELAYED}
+        | {"Process", PARALLEL, DELAYED, REMOTE}
         | {BOUND + name for name in BOUND_MAKERS | BOUND_SHARED}
     )
 
@@ -325,7 +344,11 @@ class ParallelInTraced(Rule):
         if context is None:
             return
         found = (
-            self._method_call(node) or self._spawn(node) or self._parallel(node) or self._sent(node)
+            self._method_call(node)
+            or self._spawn(node)
+            or self._parallel(node)
+            or self._sent(node)
+            or self._task(node)
         )
         if found is None:
             return
@@ -694,6 +717,26 @@ class ParallelInTraced(Rule):
             return None
         return Kind.RAY, [a.value for a in call.args]
 
+    def _task(self, call: cst.Call) -> Found | None:
+        """`f.remote(x)` for a function decorated `@ray.remote` (or `ray.remote(...)`, or a
+        name bound once to `ray.remote(f)`), and `dask.delayed(f)(x)`: the arguments go to
+        the task."""
+        func = call.func
+        if isinstance(func, cst.Call) and self._kind_of_name(func.func) is Kind.DELAYED:
+            return Kind.DELAYED, [a.value for a in call.args]
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == REMOTE
+            and isinstance(func.value, cst.Name)
+        ):
+            return None
+        if any(not isinstance(a.scope, GlobalScope) for a in self.traced.assignments(func.value)):
+            return None  # a local name, not the module's function
+        makers = self.traced.top_level_makers(func.value.value)
+        if any(self._constructors.get(name) is Kind.REMOTE for name in makers):
+            return Kind.REMOTE, [a.value for a in call.args]
+        return None
+
     def _spawn(self, call: cst.Call) -> Found | None:
         """`threading.Thread(target=f, args=(x,))`, `mp.Process(...)`, `ctx.Process(...)`."""
         kind = self._kind_of_name(call.func)
@@ -710,7 +753,8 @@ class ParallelInTraced(Rule):
         if kind is None:
             return None
         payloads: list[cst.BaseExpression] = []
-        for keyword, position in SPAWNER_ARGUMENTS.items():
+        timer = TIMER in self.qualified_names(func)
+        for keyword, position in (TIMER_ARGUMENTS if timer else SPAWNER_ARGUMENTS).items():
             payloads += _argument(call, position, keyword)
         return kind, payloads
 

@@ -15,7 +15,9 @@ from jaxfix.run.engine import check_text
 RULES = all_rules()
 HEADER = """\
 import multiprocessing as mp
+import threading
 
+import dask
 import diskcache
 import h5py
 import jax
@@ -42,6 +44,11 @@ class Actor:
 
 
 ACTOR = Actor.remote()
+remote_square = ray.remote(abs)
+
+
+def plain(x):
+    return x
 
 
 @jax.jit
@@ -58,6 +65,11 @@ SENT = {
     "ray.put(y)": "JF105",
     "CLIENT.submit(abs, y)": "JF105",
     "CLIENT.scatter(y)": "JF105",
+    "work.remote(y)": "JF105",
+    "remote_square.remote(y)": "JF105",
+    "dask.delayed(abs)(y)": "JF105",
+    "threading.Timer(1.0, print, args=(y,)).start()": "JF105",
+    "threading.Timer(1.0, print, [y]).start()": "JF105",
     "with mp.get_context('fork').Manager() as m:\n        m.dict()['k'] = y": "JF105",
     'CACHE.set("k", y)': "JF101",
     'CACHE["k"] = y': "JF101",
@@ -72,6 +84,12 @@ SILENT = [
     'SHARED["k"] = y.shape',
     "ITEMS.append(x.ndim)",
     "ray.put(x.shape)",
+    "work.remote(x.shape)",
+    "plain.remote(y)",
+    "work = plain\nwork.remote(y)",
+    "dask.delayed(abs)(x.ndim)",
+    "threading.Timer(1.0, print, args=(x.ndim,)).start()",
+    "threading.Timer(y.size, print).start()",
     'CACHE.set("k", x.shape)',
     'CACHE["k"] = str(x.dtype)',
     "y = y.at[0].set(1.0)",

@@ -713,6 +713,27 @@ class TracedAnalysis:
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
         )
 
+    def top_level_makers(self, name: str) -> set[str]:
+        """What made the module-level `name`, bound once at the top level of the whole file:
+        the full names of a `def`'s or class's decorators (`ray.remote`, also called:
+        `ray.remote(num_cpus=1)`), or of the callee of `name = f(...)`; empty otherwise."""
+        module = self.facts.module
+        found: list[set[str]] = []
+        for statement in self._analysed.tree.body:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                if statement.name == name:
+                    decorators = [
+                        d.func if isinstance(d, ast.Call) else d for d in statement.decorator_list
+                    ]
+                    found.append({summaries.qualified_name(d, module) for d in decorators})
+            elif isinstance(statement, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in statement.targets
+            ):
+                value = statement.value
+                callee = value.func if isinstance(value, ast.Call) else None
+                found.append({summaries.qualified_name(callee, module)} if callee else set())
+        return found[0] - {""} if len(found) == 1 else set()
+
     def calls_only(self, name: str) -> int | None:
         """How many times the whole file reads `name`, when each read is called and a single
         `def` binds it (CPython's tree of the file: a slice may not show them all); None when
