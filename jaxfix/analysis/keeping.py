@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from jaxfix.analysis.names import dotted, of_the_program
 from jaxfix.analysis.statements import call_arguments, inner_statements
 from jaxfix.analysis.tracing import Facts
+from jaxfix.analysis.values import Kind, Staged
 from jaxfix.analysis.walk import children
 
 MODULE = "<module>"
@@ -143,9 +144,22 @@ class Keeping:
             return any(self.leaks(value, fid, raising) for value in formatted)
         if isinstance(node, (ast.Lambda, ast.Constant, *_COMPREHENSIONS)):
             return False
-        if isinstance(node, ast.BinOp | ast.UnaryOp) and self.is_traced(node, fid):
-            return True  # also on a jax array made outside the trace (`self.count + 1`)
+        if isinstance(node, ast.BinOp | ast.UnaryOp) and any(map(self._array, _operands(node))):
+            return self.is_traced(node, fid)  # staged: on a jax array made outside the trace
         return any(self.leaks(part, fid, raising) for part in _operands(node))
+
+    def _array(self, node: ast.expr) -> bool:
+        """`node` is a name or attribute holding a jax array made outside the function reading
+        it (`HOST_ARRAY`, or the staging of other code): an operation on it is staged."""
+        if not isinstance(node, ast.Name | ast.Attribute):
+            return False
+        value = self.module.value_of(node)
+        return (
+            value is not None
+            and value.kind is Kind.TRACED
+            and not value.parts()
+            and any(isinstance(source, Staged) for source in value.sources)
+        )
 
     def _formats_leaking(self, call: ast.Call, fid: str, raising: bool) -> bool:
         """`"loss {}".format(loss)`: the text of a tracer, as `str(loss)` and an f-string."""
@@ -196,7 +210,11 @@ class Keeping:
             target, value = statement.target, statement.value
         else:
             return None
-        if isinstance(statement, ast.AugAssign) and self.is_traced(statement, fid):
+        if (
+            isinstance(statement, ast.AugAssign)
+            and self._array(statement.target)
+            and self.is_traced(statement, fid)
+        ):
             return self._kept_target(target, fid)  # `self.count += 1` on a jax array, staged
         unpacking = isinstance(target, ast.Tuple | ast.List)
         for part, stored in _unpacked(target, value):
