@@ -455,6 +455,8 @@ def _review_all(
     parts = _Parts(found, color)
     # A file whose fixes change other files comes before them: their review starts from the
     # text with the changes accepted so far.
+    # What remains of each file once reviewed, listed at the end as `apply` lists it.
+    left = {o.display: o for o in found if o.diagnostics and not (o.error or o.context)}
     for outcome in sorted(found, key=lambda o: not any(d.moves for d in o.diagnostics)):
         _count(outcome, tally)
         if stopped or outcome.error or outcome.context:  # a context file: only parts, below
@@ -496,6 +498,7 @@ def _review_all(
             _error(tally, f"{error}; the file is left unchanged")
             continue
         tally.remaining += len(review.remaining) - len(outcome.diagnostics)
+        left[outcome.display] = dataclasses.replace(outcome, diagnostics=review.remaining)
         parts.accept(review.applied)
         if review.applied or pending is not None:
             reviewed = dataclasses.replace(outcome, source=original, new_text=review.text)
@@ -510,6 +513,9 @@ def _review_all(
                 outcome, source=source, new_text=apply_edits(source.text, pending), fixed=[]
             )
             _emit_fixed(changed, tally, diff=False, color=color)
+    remaining = [_file_result(o, with_text=False) for _, o in sorted(left.items()) if o.diagnostics]
+    if remaining:
+        echo(render("text", remaining, color=color, show_fixes=False), nl=False)
 
 
 class _Parts:
@@ -562,7 +568,11 @@ def _ask(prompt: str) -> str:
     it (Enter alone is passed over: a habit, not an answer), else a line of input; end of input
     and Ctrl-C end the review (`q`)."""
     try:
-        if not sys.stdin.isatty() or termios is None:
+        if not sys.stdin.isatty():
+            answer = input(prompt)
+            click.echo(answer)  # piped: shown, so that the transcript reads as typed
+            return answer
+        if termios is None:
             return input(prompt)
         click.echo(prompt, nl=False)
         key = "\r"

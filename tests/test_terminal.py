@@ -89,6 +89,19 @@ def test_no_then_yes(two_files: Path) -> None:
     assert "Checked 2 files: fixed 1 finding in 1 file, 2 remaining." in output
 
 
+def test_what_remains_is_listed_after_the_last_answer(two_files: Path) -> None:
+    """Once the review ends, the findings left (declined, or in files not reviewed since
+    `q`) are listed as `apply` lists them, at their lines in the files as written."""
+    output, status = review(two_files, ["n", "y", "q"], "a.py", "b.py")
+    remaining = output[output.rindex("\nq") :]
+    # The declined finding, one line up since the accepted fix removed `import functools`.
+    assert "a.py:11:18: JF101" in remaining
+    assert "b.py:6:1: JF102" in remaining  # asked about, then quit
+    assert "a.py:16:1: JF102" not in remaining  # accepted
+    assert "Checked 2 files: fixed 1 finding in 1 file, 2 remaining." in remaining
+    assert status == 1
+
+
 def test_all_in_this_file_then_quit(two_files: Path) -> None:
     output, status = review(two_files, ["a", "q"], "a.py", "b.py")
     fixed = (two_files / "a.py").read_text(encoding="utf-8")
