@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -215,6 +216,50 @@ def test_without_the_annotation_a_field_of_that_name_is_not_taken_for_static(
         "pkg/checks.py:5 JF104",
         "pkg/pipeline.py:10 JF104",
     ]
+
+
+# Uses `System` only in host code: its traced code asks nothing of the classes of other modules.
+HOST = """\
+import jax
+from pkg import checks
+from pkg.base import System
+
+
+def build(masses):
+    return System(masses=masses, tag="host")
+
+
+@jax.jit
+def step(q):
+    checks.validate(q)
+    return q
+"""
+
+
+def test_a_file_whose_analysis_asks_nothing_of_the_static_classes_is_not_analysed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both files use `System`, and their traced code calls into the run; only the one whose
+    analysis asks about it (a parameter annotated `System`) is analysed again with its static
+    fields: the other's analysis would be the same, step for step."""
+    from jaxfix.run import runner
+
+    analysed: list[str] = []
+    process = runner.process
+
+    def counted(path: Path, job: Any) -> Any:
+        analysed.append(Path(path).name)
+        return process(path, job)
+
+    monkeypatch.setattr(runner, "process", counted)
+    pipeline = PIPELINE.format(
+        imports="from pkg.base import System", annotation="System", field="model"
+    )
+    files = {"pkg/base.py": BASE, "pkg/checks.py": CHECKS, "pkg/pipeline.py": pipeline}
+    findings = project_findings(tmp_path, {**files, "pkg/host.py": HOST})
+    assert findings == []  # `sys.model` is static
+    assert analysed.count("pipeline.py") == 2
+    assert analysed.count("host.py") == 1
 
 
 OTHER_BASES = {

@@ -236,7 +236,9 @@ class CallEvaluator:
             fields = self._fields(instance.removeprefix("<instance>."), call)
             return Value(Kind.UNKNOWN, qualified=instance, fields=fields)
         if callee is not None:
-            if callee in self.module.static_classes and not call.args:
+            if not call.args:
+                self.module.static_queries.add(callee)
+            if not call.args and callee in self.module.static_classes:
                 # `System(mass=m)`, of a class another module declares metadata fields of:
                 # each field holds what it is given (by keyword: by position, which field is
                 # given what is unknown), the others their defaults.

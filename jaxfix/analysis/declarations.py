@@ -99,6 +99,7 @@ def declared(
         conditions={},
         _values={},
         _values_of=0,
+        static_queries=set(),
     )
     return copy, transforming
 

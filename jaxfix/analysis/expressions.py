@@ -239,14 +239,16 @@ class Evaluator(CallEvaluator):
         given = base.field(node.attr)
         if given is not None:
             return given
-        if node.attr in self.module.static_classes.get(instance_class(base) or "", ()):
-            return STATIC  # a metadata field of a class another module of the run declares
-        if base.kind is Kind.TRACED and instance_class(base) is None:
+        of_class = instance_class(base)
+        if of_class is not None:
+            self.module.static_queries.add(f"{of_class} {node.attr}")
+            if node.attr in self.module.static_classes.get(of_class, ()):
+                return STATIC  # a metadata field of a class another module of the run declares
+        if base.kind is Kind.TRACED and of_class is None:
             return base
-        held_by = instance_class(base)
-        if held_by is not None and self._array_attribute(held_by, node.attr):
+        if of_class is not None and self._array_attribute(of_class, node.attr):
             return v.traced(base.sources | {HOST_ARRAY})  # `self.count = jnp.int32(0)`
-        if base.sources and held_by is not None:
+        if base.sources and of_class is not None:
             return v.traced(base.sources)  # a field of an instance narrowed from a traced value
         return HOST if base.kind is Kind.HOST else (STATIC if base.kind is Kind.STATIC else UNKNOWN)
 

@@ -154,14 +154,16 @@ class Interpreter(Evaluator):
     def _metadata_only(self, class_name: str) -> bool:
         """Whether every field of the class (of the module, or as imported from another
         module of the run) is metadata."""
+        self.module.static_queries.add(f"{class_name} {METADATA_ONLY}")
         if METADATA_ONLY in self.module.static_classes.get(class_name, ()):
             return True
         return class_name in metadata_only_classes(self.module)
 
     def _static_class(self, annotation: ast.expr | None) -> str | None:
         """The class of another module of the run with metadata fields that `annotation`
-        names (`System`, `base.System`, `System | None`, `Optional[System]`), as imported."""
-        if not self.module.static_classes or annotation is None:
+        names (`System`, `base.System`, `System | None`, `Optional[System]`), as imported. The
+        name is looked up (`Module.static_queries`) whether the run has such classes or not."""
+        if annotation is None:
             return None
         if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
             if is_constant(annotation.right, None):
@@ -174,6 +176,7 @@ class Interpreter(Evaluator):
         ) in ("typing.Optional", "Optional"):
             return self._static_class(annotation.slice)
         name = qualified_name(annotation, self.module)
+        self.module.static_queries.add(name)
         return name if name in self.module.static_classes else None
 
     def block(self, body: list[ast.stmt], env: Env) -> None:

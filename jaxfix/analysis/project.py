@@ -149,6 +149,9 @@ class ModuleFacts:
     # The full names (through the module's imports) it may use a class by (annotations,
     # calls): where the static fields of another module's class can change its results.
     class_uses: set[str] = field(default_factory=set)
+    # Every name its analysis looked up among such classes of other modules
+    # (`Module.static_queries`): given none of them, it is analysed again to the same outcome.
+    static_queries: set[str] = field(default_factory=set)
 
     def forget_since(self, published: int) -> None:
         """Forget the return changes published after the first `published` (a rules' run
@@ -192,17 +195,30 @@ class ModuleFacts:
                 for name, fields in data.get("static_classes", {}).items()
             },
             class_uses=set(data.get("class_uses", ())),
+            static_queries=set(data.get("static_queries", ())),
         )
 
 
 _SETS = (
     "class_uses",
+    "static_queries",
     "functions",
     "anchored",
     "calls",
     "decorators",
     "imported",
 )
+
+
+def answers_alike(queries: Iterable[str], static_classes: Mapping[str, Collection[str]]) -> bool:
+    """Whether `static_classes` answer each of `queries` (`Module.static_queries`) as no
+    static classes do: no class is there, or its fields there lack the name asked about."""
+    for query in queries:
+        name, _, asked = query.partition(" ")
+        fields = static_classes.get(name)
+        if fields is not None and (not asked or asked in fields):
+            return False
+    return True
 
 
 def with_tree_facts(facts: ModuleFacts, first: ModuleFacts) -> ModuleFacts:

@@ -175,6 +175,11 @@ class Module:
     # The classes of other modules of the run with metadata fields, by their names as the
     # module imports them (`brax.base.System`, `.base.System`): their static fields.
     static_classes: dict[str, frozenset[str]] = field(default_factory=dict)
+    # What the analysis asked of `static_classes`, whatever the answer: whether it holds a
+    # class (`C`), whether a class' fields there hold a name (`C field`). Given other static
+    # classes that answer each the same (`project.answers_alike`), the module's analysis is
+    # this one, step for step.
+    static_queries: set[str] = field(default_factory=set)
     # The module's classes whose every field is metadata (found on demand: `pytree_fields`).
     metadata_only: frozenset[str] | None = None
     whole_read: bool = False  # the two above were drawn from the walk (not for every module)

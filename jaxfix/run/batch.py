@@ -307,7 +307,9 @@ def _share_static_classes(
     run (`sys: System`, `System` declaring `mj_model = struct.field(pytree_node=False)`); analyse
     again those that use one (in an annotation or a call) and whose findings
     or traced calls into the run may change with it (the others keep it for the later
-    rounds)."""
+    rounds). A file whose analysis asked nothing they answer otherwise than no static classes
+    (`ModuleFacts.static_queries`) would be analysed again step for step the same: it is not
+    (a fix's passes are)."""
     if not any(outcome.facts.static_classes for outcome in outcomes.values()):
         return
     rerun = {}
@@ -319,7 +321,9 @@ def _share_static_classes(
         options = dataclasses.replace(job.options, static_classes=known)
         tasks[i] = (path, dataclasses.replace(job, options=options))
         uses = not outcome.facts.class_uses.isdisjoint(name for name, _ in known)
-        if uses and (outcome.diagnostics or outcome.facts.calls_out):
+        queries = outcome.facts.static_queries
+        asked = job.fix or outcome.error or not project.answers_alike(queries, dict(known))
+        if uses and asked and (outcome.diagnostics or outcome.facts.calls_out):
             rerun[i] = tasks[i]
     outcomes.update(analyser.outcomes(rerun))
 

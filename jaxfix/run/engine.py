@@ -277,17 +277,23 @@ def _road(
     found, selection = _check(
         text, tree, active, options, slicing, follow, bool(edits), lines, whole=fix
     )
-    kept = _unsuppressed(text, found, rules)
-    if options.own_fixes:
-        _withhold(found, kept, facts, "a suppression comment withholds its fix")
-    else:
-        _withhold(found, [], facts, "its file is read for context, not fixed")
-    diagnostics = _on(lines, _fixable(kept, options))
-    if fix:
-        return _fixed(text, selection, diagnostics, active, rules, filename, options, unsafe_fixes)
-    if edits and any(d.fix_safety is not None for d in diagnostics):
-        diagnostics = _with_edits(text, selection, diagnostics, active, filename, options)
-    return Result(diagnostics, text)
+    try:
+        kept = _unsuppressed(text, found, rules)
+        if options.own_fixes:
+            _withhold(found, kept, facts, "a suppression comment withholds its fix")
+        else:
+            _withhold(found, [], facts, "its file is read for context, not fixed")
+        diagnostics = _on(lines, _fixable(kept, options))
+        if fix:
+            return _fixed(
+                text, selection, diagnostics, active, rules, filename, options, unsafe_fixes
+            )
+        if edits and any(d.fix_safety is not None for d in diagnostics):
+            diagnostics = _with_edits(text, selection, diagnostics, active, filename, options)
+        return Result(diagnostics, text)
+    finally:  # the rules' run and the fixes' edits ask the analysis too
+        if facts is not None:
+            facts.static_queries.update(selection.analysed.facts.module.static_queries)
 
 
 def _on(lines: Collection[int] | None, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
