@@ -48,6 +48,7 @@ from jaxfix.analysis.values import (
     Staged,
     Value,
 )
+from jaxfix.analysis.walk import PUSHERS
 from jaxfix.models.jax_objects import (
     OBJECT_CLASSES,
     OBJECT_MAKERS,
@@ -700,7 +701,9 @@ _Write = tuple[ast.Assign | ast.AnnAssign | ast.AugAssign, ast.expr, str] | None
 
 
 def _attribute_writes(cls: ast.ClassDef) -> dict[str, list[_Write]]:
-    """Each attribute `cls`'s methods write on `self`, with its writes; one walk of the class."""
+    """Each attribute `cls`'s methods write on `self`, with its writes; one walk of the class,
+    each node visited once: what a `del`, a `for`, a `with` or a `:=` holds anywhere (its
+    targets, its body) is a write of another form."""
     writes: dict[str, list[_Write]] = {}
     for method in cls.body:
         if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -709,17 +712,29 @@ def _attribute_writes(cls: ast.ClassDef) -> dict[str, list[_Write]]:
         if not positional:
             continue
         own = positional[0].arg
-        for node in ast.walk(method):
-            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    for attr in _written_attributes(target, own):
-                        writes.setdefault(attr, []).append((node, target, own))
-            elif isinstance(node, ast.Delete | ast.For | ast.With | ast.NamedExpr):
-                for inner in ast.walk(node):
-                    for attr in _written_attributes(inner, own):
+        work: list[ast.AST] = [method]
+        within: list[ast.AST] = []  # the nodes inside a `del`, `for`, `with` or `:=`
+        for stack, inside in ((work, False), (within, True)):
+            push = stack.append
+            while stack:
+                node = stack.pop()
+                kind = type(node)
+                if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for target in targets:
+                        for attr in _written_attributes(target, own):
+                            writes.setdefault(attr, []).append((node, target, own))
+                elif inside and kind is ast.Attribute:  # (a tuple's are its elements')
+                    for attr in _written_attributes(node, own):
                         writes.setdefault(attr, []).append(None)
+                if not inside and kind in _WRITES_ANYWHERE:
+                    within.append(node)
+                    continue
+                PUSHERS[kind](node, push)
     return writes
+
+
+_WRITES_ANYWHERE = frozenset({ast.Delete, ast.For, ast.With, ast.NamedExpr})
 
 
 def _assigned_instances(cls: ast.ClassDef, module: Module) -> dict[str, str | None]:
