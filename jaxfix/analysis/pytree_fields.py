@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from jaxfix.analysis.declared_members import python_valued_members
 from jaxfix.analysis.summaries import Module, class_lineage, qualified_name
 from jaxfix.analysis.transform_arguments import is_constant, literal_elements
+from jaxfix.analysis.walk import PUSHERS
 from jaxfix.models.transforms import FIELDLESS_PYTREE_BASES, PARTIAL
 
 # Among a class's metadata fields told to other modules: every field of the class is one (no
@@ -109,18 +110,44 @@ def top_level_static_classes(tree: ast.Module, module: Module) -> dict[str, list
 def class_use_names(module: Module) -> set[str]:
     """The full names (through the module's imports) that the module may use a class by: what
     its parameters' annotations read and what it calls (a constructor). Where another
-    module's class with static fields is used, its instances' fields are known."""
+    module's class with static fields is used, its instances' fields are known. (Every call
+    of the module is read: the names are made inline, not by `qualified_name`.)"""
+    imports = module.imports
     found: set[str] = set()
     for function in module.nodes.values():
         args = function.args
         for param in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
-            if param.annotation is not None:
-                for node in ast.walk(param.annotation):
-                    if isinstance(node, ast.Name | ast.Attribute):
-                        found.add(qualified_name(node, module))
+            if param.annotation is None:
+                continue
+            stack: list[ast.AST] = [param.annotation]
+            push = stack.append
+            while stack:
+                node = stack.pop()
+                kind = type(node)
+                if kind is ast.Name or kind is ast.Attribute:
+                    found.add(_full_name(node, imports))
+                PUSHERS[kind](node, push)
     for scope in module.scopes.values():
-        found.update(qualified_name(call.func, module) for call in scope.calls)
-    return found - {""}
+        for call in scope.calls:
+            found.add(_full_name(call.func, imports))
+    found.discard("")
+    return found
+
+
+def _full_name(node: ast.AST, imports: dict[str, str]) -> str:
+    """`qualified_name(node, module)`, given the module's imports."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    head = imports.get(node.id, node.id)
+    if not parts:
+        return head
+    parts.append(head)
+    parts.reverse()
+    return ".".join(parts)
 
 
 def static_attribute_names(module: Module) -> set[str]:
