@@ -166,7 +166,12 @@ class LeakInTraced(Rule):
     closure_message = (
         "`{what}` keeps a closure over a traced value in {where} inside `{function}` ({reason})"
     )
-    fix_title = "Move the statement to a host callback (`jax.debug.callback`)"
+    fix_title = (
+        "Return the traced values and run the statement on them after each call, return the"
+        " stored value and store it again after each call, or move the statement to a host"
+        " callback (`jax.debug.callback`)"
+    )
+    hoist_title = "Move the statement to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
     unfixed = (
         "a read of the stored state that cannot wait for the callback (in the statement that "

@@ -332,7 +332,11 @@ class SerializeInTraced(Rule):
     name = "serialize-in-traced"
     summary = "Pickling, saving or checkpointing a traced value inside traced code"
     message = "`{call}` serializes a traced value inside `{function}` ({reason})"
-    fix_title = "Move the serialization to a host callback (`jax.debug.callback`)"
+    fix_title = (
+        "Return the traced values and serialize their host copies after each call, or move the"
+        " serialization to a host callback (`jax.debug.callback`)"
+    )
+    hoist_title = "Move the serialization to a host callback (`jax.debug.callback`)"
     fix_safety = FixSafety.UNSAFE
     unfixed = (
         "`sqlite3` writes (a connection bound to its thread); `redis` writes (no array is a"
@@ -457,7 +461,7 @@ class SerializeInTraced(Rule):
         if answer.why_not:
             return answer.why_not
         title = (
-            f"{self.fix_title}: the calls of `{name}` in other modules' traced code leave the"
+            f"{self.hoist_title}: the calls of `{name}` in other modules' traced code leave the"
             " trace, with host copies of what they give it"
         )
         return dataclasses.replace(self.make_fix({}, title=title), moves=name)

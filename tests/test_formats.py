@@ -131,7 +131,7 @@ def test_text_is_the_finding_line_then_the_fix_line() -> None:
     output = render("text", everything())
     assert output.splitlines() == [
         finding_line(HOISTED_PATH, only(hoisted())),
-        f"    fix (unsafe): {rule('JF101').fix_title}",
+        f"    fix (unsafe): {rule('JF101').hoist_title}",
         finding_line("cached.py", only(cached())),
         f"    fix (safe): {rule('JF102').fix_title}",
         finding_line("multi.py", only(multiline())),
@@ -146,7 +146,7 @@ def test_show_fixes_adds_the_diff_of_each_fix_alone() -> None:
     assert "+    jax.debug.callback(_host_pickle_dumps, y, ordered=True)\n" in diff
     assert output == (
         f"{finding_line(HOISTED_PATH, only(hoisted()))}\n"
-        f"    fix (unsafe): {rule('JF101').fix_title}\n"
+        f"    fix (unsafe): {rule('JF101').hoist_title}\n"
         f"{diff}"
         f"{finding_line('multi.py', only(multiline()))}\n"
         f"    note: {only(multiline()).note}\n"
@@ -265,7 +265,7 @@ def test_json_follows_its_schema_with_1_based_code_point_columns() -> None:
         {"line": 11, "column": 40},
     )
     assert first["url"] == rule_url(rule("JF101"))
-    assert (first["fix"]["title"], first["fix"]["safety"]) == (rule("JF101").fix_title, "unsafe")
+    assert (first["fix"]["title"], first["fix"]["safety"]) == (rule("JF101").hoist_title, "unsafe")
     assert findings[1]["fix"]["safety"] == "safe"
     assert [f["fix"] for f in findings[2:]] == [None]
 
@@ -418,7 +418,7 @@ def test_junit_has_a_suite_per_file_and_a_failing_case_per_finding() -> None:
     assert failure.get("message") == f"JF101 {finding.message}"
     assert failure.get("type") == "JF101"
     assert failure.text == (
-        f"{finding_line(HOISTED_PATH, finding)}\n    fix (unsafe): {rule('JF101').fix_title}"
+        f"{finding_line(HOISTED_PATH, finding)}\n    fix (unsafe): {rule('JF101').hoist_title}"
     )
     assert case.get("classname") == case.get("file") == HOISTED_PATH
     assert case.get("line") == "11"
