@@ -174,14 +174,23 @@ def _constant(value: cst.BaseExpression) -> bool:
     return False
 
 
-def _used_as_array(analysis: TracedAnalysis, function: cst.FunctionDef, param: str) -> str:
-    """Why `param` must stay an array in `function` ("" when a Python value serves): it is
-    assigned there, or read as an array (`order.shape`, `order.astype`, `order[0]`)."""
+def _bound_once(
+    analysis: TracedAnalysis, function: cst.FunctionDef, param: str
+) -> Assignment | None:
+    """The binding of `param` by `function`'s signature, when nothing in it assigns `param`
+    again (its references are then all reads of the argument)."""
     node = next(p for p in _parameters(function) if p.name.value == param)
     scope = analysis.scope_of(node.name)
     assignments = list(scope.assignments[param]) if scope is not None else []
     only = assignments[0] if len(assignments) == 1 else None
-    if not isinstance(only, Assignment) or only.node is not node:
+    return only if isinstance(only, Assignment) and only.node is node else None
+
+
+def _used_as_array(analysis: TracedAnalysis, function: cst.FunctionDef, param: str) -> str:
+    """Why `param` must stay an array in `function` ("" when a Python value serves): it is
+    assigned there, or read as an array (`order.shape`, `order.astype`, `order[0]`)."""
+    only = _bound_once(analysis, function, param)
+    if only is None:
         return f"`{param}` is assigned in `{function.name.value}`"
     for access in only.references:
         parent = analysis.parent(access.node)
@@ -370,11 +379,8 @@ def _namedtuple(analysis: TracedAnalysis, call: cst.Call) -> bool:
 def _only_given_to_jax(analysis: TracedAnalysis, function: cst.FunctionDef, param: str) -> str:
     """Why `function` needs `param` as a Python value ("" when it only hands it, or a field
     or item of it, to JAX functions, which take arrays)."""
-    node = next(p for p in _parameters(function) if p.name.value == param)
-    scope = analysis.scope_of(node.name)
-    assignments = list(scope.assignments[param]) if scope is not None else []
-    only = assignments[0] if len(assignments) == 1 else None
-    if not isinstance(only, Assignment) or only.node is not node:
+    only = _bound_once(analysis, function, param)
+    if only is None:
         return f"`{param}` is assigned in `{function.name.value}`"
     for access in only.references:
         use: cst.CSTNode = access.node
