@@ -53,15 +53,13 @@ class Target:
         return {self.uri: (self.version, convert.text_edits(edits, self.index))}
 
     def shown(self, found: Diagnostic) -> types.Diagnostic:
-        shown = convert.diagnostic(found, self.index, self.severity, self.uri)
-        return shown if self.notebook is None else self.notebook.in_cell(shown)[1]
+        return self.placed(found)[1]
 
-    def covers(self, found: Diagnostic) -> bool:
-        """Whether `found` is in the document (or cell) the actions are asked for."""
-        if self.notebook is None:
-            return True
+    def placed(self, found: Diagnostic) -> tuple[str, types.Diagnostic]:
+        """`found` as the editor shows it, and the document it is in: the target's own, or
+        in a notebook the cell that holds it."""
         shown = convert.diagnostic(found, self.index, self.severity, self.uri)
-        return self.notebook.in_cell(shown)[0] == self.cell
+        return (self.uri, shown) if self.notebook is None else self.notebook.in_cell(shown)
 
 
 def wanted(kind: str, only: Sequence[str] | None) -> bool:
@@ -83,8 +81,15 @@ def _key(position: types.Position) -> tuple[int, int]:
 def touching(
     findings: Sequence[Diagnostic], where: types.Range, target: Target
 ) -> list[Diagnostic]:
-    """The findings whose range shares a position with `where`."""
-    return [d for d in findings if target.covers(d) and overlaps(target.shown(d).range, where)]
+    """The findings of the document (or notebook cell) asked about whose range shares a
+    position with `where`."""
+    asked = target.cell or target.uri
+    here = []
+    for found in findings:
+        document, shown = target.placed(found)
+        if document == asked and overlaps(shown.range, where):
+            here.append(found)
+    return here
 
 
 def with_fixes(here: Sequence[Diagnostic], fixed: Sequence[Diagnostic]) -> list[Diagnostic]:

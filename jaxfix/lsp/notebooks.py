@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import attrs
 from lsprotocol import types
@@ -37,15 +38,15 @@ class NotebookText:
     version: int
     cells: tuple[CellText, ...]
 
-    @property
+    @cached_property
     def code(self) -> CodeCells:
         return code_cells([cell.text for cell in self.cells])
 
-    @property
+    @cached_property
     def text(self) -> str:
         return self.code.python
 
-    @property
+    @cached_property
     def _starts(self) -> list[int]:
         """The 0-based line of the whole text where each cell starts."""
         starts, line = [], 0
