@@ -453,10 +453,10 @@ def _review_all(
     stopped = False
     found = list(outcomes(paths, finder, options, fix=False, edits=True))
     parts = _Parts(found, color)
-    # A file whose fixes change other files comes before them: their review starts from the
-    # text with the changes accepted so far.
     # What remains of each file once reviewed, listed at the end as `apply` lists it.
     left = {o.display: o for o in found if o.diagnostics and not (o.error or o.context)}
+    # A file whose fixes change other files comes before them: their review starts from the
+    # text with the changes accepted so far.
     for outcome in sorted(found, key=lambda o: not any(d.moves for d in o.diagnostics)):
         _count(outcome, tally)
         if stopped or outcome.error or outcome.context:  # a context file: only parts, below

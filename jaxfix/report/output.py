@@ -31,10 +31,13 @@ def applied(diagnostic: Diagnostic, unsafe_fixes: bool) -> bool:
 
 def position(diagnostic: Diagnostic, cells: CellMap | None) -> str:
     """`line:col` of where the finding starts, 1-based; `cell N:line:col` in a notebook."""
-    column = diagnostic.column + 1
-    if cells is None:
-        return f"{diagnostic.line}:{column}"
-    return cells.label(diagnostic.line, column)
+    return place(diagnostic.line, diagnostic.column, cells)
+
+
+def place(line: int, column: int, cells: CellMap | None) -> str:
+    """`line:col` of a 1-based line and 0-based column, 1-based; `cell N:line:col` in a
+    notebook."""
+    return f"{line}:{column + 1}" if cells is None else cells.label(line, column + 1)
 
 
 def lines_before(before: str, after: str, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:

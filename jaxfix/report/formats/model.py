@@ -77,16 +77,6 @@ def related(result: FileResult, diagnostic: Diagnostic) -> list[tuple[int | None
     return [(*in_cell(result.cells, line), column + 1) for line, column in diagnostic.related]
 
 
-def start(diagnostic: Diagnostic) -> tuple[int, int]:
-    """Where the finding starts: 1-based line and 1-based code-point column."""
-    return diagnostic.line, diagnostic.column + 1
-
-
-def end(diagnostic: Diagnostic) -> tuple[int, int]:
-    """Where the finding ends (exclusive): 1-based line and 1-based code-point column."""
-    return diagnostic.end_line, diagnostic.end_column + 1
-
-
 def edit_span(edit: TextEdit) -> tuple[int, int, int, int]:
     """An edit's range as 1-based line, column, end line, end column (end exclusive)."""
     return edit.line, edit.column + 1, edit.end_line, edit.end_column + 1

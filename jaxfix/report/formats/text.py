@@ -4,12 +4,11 @@ the finding lines alone."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from jaxfix.models.diagnostic import Diagnostic
 from jaxfix.report.formats.model import FileResult, findings, style
-from jaxfix.report.output import applied, finding_line, position, unified_diff
+from jaxfix.report.output import applied, finding_line, place, position, unified_diff
 
 INDENT = "    "
 
@@ -52,10 +51,7 @@ def styled_finding_line(result: FileResult, diagnostic: Diagnostic, color: bool)
 
 def also_line(result: FileResult, diagnostic: Diagnostic) -> str:
     """`    also at 11:16, 13:5`: the other places of the finding's object."""
-    places = (
-        position(dataclasses.replace(diagnostic, line=line, column=column), result.cells)
-        for line, column in diagnostic.related
-    )
+    places = (place(line, column, result.cells) for line, column in diagnostic.related)
     return f"{INDENT}also at {', '.join(places)}"
 
 
