@@ -11,7 +11,7 @@ from libcst.metadata import Assignment, GlobalScope
 
 from jaxfix.analysis.candidates import BOUND
 from jaxfix.fixes.fix import Fix, ImportNeeded, ReplaceNodes
-from jaxfix.fixes.syntax import calls_in, source_of
+from jaxfix.fixes.syntax import calls_in, parameter_names, parameters, source_of
 from jaxfix.fixes.tracing import TracedFunction
 from jaxfix.models.diagnostic import FixSafety
 from jaxfix.models.sinks import Sink, SinkKind, names_of
@@ -615,7 +615,7 @@ class ParallelInTraced(Rule):
         )
         if node is None:
             return None
-        params = _parameters(node.params)
+        params = list(parameters(node))
         if len(params) != 1 or params[0] is not next(iter(node.params.params), None):
             return None
         return params[0].name.value
@@ -807,7 +807,7 @@ class ParallelInTraced(Rule):
         """`target` binds a traced value: a traced parameter of `context`, or a name assigned
         a traced value."""
         if isinstance(target, cst.Param):
-            own = any(p is target for p in _parameters(context.node.params))
+            own = any(p is target for p in parameters(context.node))
             return own and target.name.value in context.traced_params
         value = self._binding_value(target)
         return value is not None and self.traced.is_traced(value)
@@ -1057,16 +1057,10 @@ def _captured(function: cst.BaseExpression) -> list[cst.Name]:
     runs it, and with it their values, in a worker."""
     if not isinstance(function, cst.Lambda):
         return []
-    own = {p.name.value for p in _parameters(function.params)}
+    own = parameter_names(function)
     reads = _NameReads()
     function.body.visit(reads)
     return [n for n in reads.names if n.value not in own]
-
-
-def _parameters(params: cst.Parameters) -> list[cst.Param]:
-    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
-    kwargs = [params.star_kwarg] if params.star_kwarg is not None else []
-    return [*params.posonly_params, *params.params, *star, *params.kwonly_params, *kwargs]
 
 
 class _NameReads(cst.CSTVisitor):

@@ -69,7 +69,8 @@ def first_parameter(function: cst.FunctionDef) -> str | None:
     return params[0].name.value if params else None
 
 
-def _params(function: FunctionNode) -> Iterator[cst.Param]:
+def parameters(function: FunctionNode) -> Iterator[cst.Param]:
+    """`function`'s parameters in order, `*args` and `**kwargs` included."""
     p = function.params
     yield from p.posonly_params
     yield from p.params
@@ -82,7 +83,7 @@ def _params(function: FunctionNode) -> Iterator[cst.Param]:
 
 def parameter_names(function: FunctionNode) -> set[str]:
     """The names of `function`'s parameters, `*args` and `**kwargs` included."""
-    return {param.name.value for param in _params(function)}
+    return {param.name.value for param in parameters(function)}
 
 
 def names_read(node: cst.CSTNode) -> Iterator[cst.Name]:
