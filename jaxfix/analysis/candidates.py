@@ -244,12 +244,10 @@ class Candidates:
             if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
                 return False
             name = func.value.id
-            if self._passed_made(call.owner, name, bound):
+            outer = call.owner is None or call.owner.is_outer(name)
+            if outer and not self._made_for(call.statement, name).isdisjoint(bound):
                 return True
-            if call.owner is not None and not call.owner.is_outer(name):
-                return False
-            made = self._made_at_top().get(name, set()) | self._entered_in(call.statement, name)
-            return not made.isdisjoint(bound)
+            return self._passed_made(call.owner, name, bound)  # (the dearer question last)
 
         def keeps_traced(call: CandidateCall) -> bool:
             return on_outer(call) and self._analysis().kept_call(call.call)
@@ -317,10 +315,7 @@ class Candidates:
                 if function.statement not in found and any(
                     (
                         function.is_outer(root)
-                        and not (
-                            self._made_at_top().get(root, set())
-                            | self._entered_in(function.statement, root)
-                        ).isdisjoint(bound)
+                        and not self._made_for(function.statement, root).isdisjoint(bound)
                     )
                     or self._passed_made(function, root, bound)
                     for root in function.store_roots
@@ -352,6 +347,11 @@ class Candidates:
         if self.analysed is None:
             raise ValueError("traced code is known only with the file's analysis")
         return self.analysed
+
+    def _made_for(self, index: int, name: str) -> set[str]:
+        """The full names of what may have made `name` as the top-level statement `index`
+        reads it: the call a top-level binding of it makes, or a `with` of that statement."""
+        return set(self._made_at_top().get(name, ())) | self._entered_in(index, name)
 
     def _entered_in(self, index: int, name: str) -> set[str]:
         """The full names of `f` in each `with f(...) as name:` of the top-level statement
@@ -408,10 +408,10 @@ class Candidates:
             if position is not None and position < len(call.call.args):
                 given.append(call.call.args[position])
             for arg in given:
-                if isinstance(arg, ast.Name):
-                    made = self._made_at_top().get(arg.id, frozenset())
-                    if not (made | self._entered_in(call.statement, arg.id)).isdisjoint(bound):
-                        return True
+                if isinstance(arg, ast.Name) and not self._made_for(
+                    call.statement, arg.id
+                ).isdisjoint(bound):
+                    return True
                 values = [arg] if isinstance(arg, ast.Call) else []
                 if isinstance(arg, ast.Name):
                     values += _bound_in(analysed.tree.body[call.statement], arg.id)
