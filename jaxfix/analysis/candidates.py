@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
+from jaxfix.analysis.keeping import store_root
 from jaxfix.analysis.summaries import Bindings
 from jaxfix.analysis.transform_arguments import wrapped_by
 from jaxfix.models.transforms import JIT, TRANSFORMS, Wrapped
@@ -836,17 +837,8 @@ def _split(
 def _attribute_root(expr: ast.expr) -> str | None:
     """`a` for `a`, `a.b.c`, `a["k"].b` and `a.setdefault(k, [])` (`Keeping.outliving`); None
     for any other base (another call)."""
-    while True:
-        if isinstance(expr, ast.Attribute | ast.Subscript):
-            expr = expr.value
-        elif (
-            isinstance(expr, ast.Call)
-            and isinstance(expr.func, ast.Attribute)
-            and expr.func.attr == "setdefault"
-        ):
-            expr = expr.func.value
-        else:
-            return expr.id if isinstance(expr, ast.Name) else None
+    root = store_root(expr)
+    return root.id if isinstance(root, ast.Name) else None
 
 
 def _reads_parameter(site: ast.expr, owner: CandidateFunction | None) -> bool:

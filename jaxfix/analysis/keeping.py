@@ -348,14 +348,7 @@ class Keeping:
         of `NOT_OURS`' objects), an attribute of a plain class's `self`, a parameter's
         container default, an object of an enclosing function that is not traced. None for
         the function's own objects and its other parameters' (the caller's)."""
-        root = node
-        while True:  # `HISTORY["loss"]`, `HISTORY.setdefault("loss", [])` too
-            if isinstance(root, ast.Attribute | ast.Subscript):
-                root = root.value
-            elif _item_of(root):
-                root = _container_of(root)
-            else:
-                break
+        root = store_root(node)  # `HISTORY["loss"]`, `HISTORY.setdefault("loss", [])` too
         if not isinstance(root, ast.Name):
             return None
         if root is not node and not isinstance(node, ast.Attribute | ast.Subscript):
@@ -686,6 +679,18 @@ def _bind(target: ast.expr, value: ast.expr | None, bindings: dict[str, list[Bin
     elif isinstance(target, ast.Tuple | ast.List):
         for element in target.elts:
             _bind(_unstarred(element), None, bindings)
+
+
+def store_root(node: ast.expr) -> ast.expr:
+    """What a store into `node` stores into at bottom: `a` of `a`, `a.b.c`, `a["k"].b` and
+    `a.setdefault(k, [])` (an item the dict keeps, handed back); a call otherwise."""
+    while True:
+        if isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        elif _item_of(node):
+            node = _container_of(node)
+        else:
+            return node
 
 
 def _item_of(node: ast.expr) -> bool:
