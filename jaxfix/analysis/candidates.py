@@ -150,6 +150,8 @@ class _TreeMemo:
     loop_names: dict[CandidateFunction, set[str]] = field(default_factory=dict)  # `_own_loop_names`
     # The calls of each plain name, and what `_passed_made` found of a function's parameter.
     calls_by_name: dict[str, list[CandidateCall]] | None = None
+    called_parameters: frozenset[str] | None = None  # see `_called_parameters`
+    calls_bound: dict[int, dict[str, list[ast.Call]]] = field(default_factory=dict)
     passed: dict[tuple[ast.AST, str, frozenset[str]], bool] = field(default_factory=dict)
 
 
@@ -377,8 +379,10 @@ class Candidates:
         `multiprocessing.Manager().dict`, whatever `x` is (a candidate errs on the side of
         one; the rule follows every call)."""
         fid = self._fid(owner)
+        if not fid or not bound or name not in self._called_parameters():
+            return False  # (the cheap question first: resolving `name` builds scope indices)
         analysed = self._analysis()
-        function_id = analysed.keeping.parameter_owner(name, fid) if fid and bound else None
+        function_id = analysed.keeping.parameter_owner(name, fid)
         node = analysed.facts.module.nodes.get(function_id or "")
         if not isinstance(node, FUNCTIONS):
             return False
@@ -388,23 +392,49 @@ class Candidates:
             memo[key] = self._given_made(node, name, bound)
         return memo[key]
 
-    def _given_made(
-        self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, bound: frozenset[str]
-    ) -> bool:
-        """Some call of `node` gives its parameter `name` what one of `bound` may have made
-        (see `_passed_made`)."""
-        analysed = self._analysis()
-        args = node.args
-        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
-        position = positional.index(name) if name in positional else None
-        methods = {b.rsplit(".", 1)[-1] for b in bound if "()." in b}
+    def _calls_bound(self, statement: int) -> dict[str, list[ast.Call]]:
+        """`_calls_bound` of the file's top-level statement `statement`, walked once."""
+        memo = self._tree_memo.calls_bound
+        if statement not in memo:
+            memo[statement] = _calls_bound(self._analysis().tree.body[statement])
+        return memo[statement]
+
+    def _calls_by_name(self) -> dict[str, list[CandidateCall]]:
+        """The file's calls of each plain name (`f(...)`)."""
         memo = self._tree_memo
         if memo.calls_by_name is None:
             memo.calls_by_name = defaultdict(list)
             for candidate in self.calls:
                 if isinstance(candidate.call.func, ast.Name):
                     memo.calls_by_name[candidate.call.func.id].append(candidate)
-        for call in memo.calls_by_name.get(node.name, ()):
+        return memo.calls_by_name
+
+    def _called_parameters(self) -> frozenset[str]:
+        """The parameter names of the file's functions that it calls by a plain name: the
+        only parameters `_given_made` can find given anything."""
+        memo = self._tree_memo
+        if memo.called_parameters is None:
+            called = self._calls_by_name()
+            memo.called_parameters = frozenset(
+                name
+                for node in self._analysis().facts.module.nodes.values()
+                if isinstance(node, FUNCTIONS) and node.name in called
+                for arg in ast.walk(node.args)
+                if isinstance(arg, ast.arg)
+                for name in [arg.arg]
+            )
+        return memo.called_parameters
+
+    def _given_made(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, bound: frozenset[str]
+    ) -> bool:
+        """Some call of `node` gives its parameter `name` what one of `bound` may have made
+        (see `_passed_made`)."""
+        args = node.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        position = positional.index(name) if name in positional else None
+        methods = {b.rsplit(".", 1)[-1] for b in bound if "()." in b}
+        for call in self._calls_by_name().get(node.name, ()):
             given = [k.value for k in call.call.keywords if k.arg == name]
             if position is not None and position < len(call.call.args):
                 given.append(call.call.args[position])
@@ -415,7 +445,7 @@ class Candidates:
                     return True
                 values = [arg] if isinstance(arg, ast.Call) else []
                 if isinstance(arg, ast.Name):
-                    values += _bound_in(analysed.tree.body[call.statement], arg.id)
+                    values += self._calls_bound(call.statement).get(arg.id, [])
                 for value in values:
                     func_of = value.func
                     if not self._made_by(value).isdisjoint(bound) or (
@@ -773,22 +803,21 @@ class Candidates:
         return found
 
 
-def _bound_in(statement: ast.stmt, name: str) -> list[ast.Call]:
-    """The calls `statement` (at any depth) assigns to `name` (`name = f(...)`) or enters
+def _calls_bound(statement: ast.stmt) -> dict[str, list[ast.Call]]:
+    """The calls `statement` (at any depth) assigns to each name (`name = f(...)`) or enters
     as it (`with f(...) as name:`)."""
-    found: list[ast.Call] = []
+    found: dict[str, list[ast.Call]] = defaultdict(list)
     for node in ast.walk(statement):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                found.append(node.value)
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found[target.id].append(node.value)
         elif isinstance(node, ast.With | ast.AsyncWith):
-            found += [
-                item.context_expr
-                for item in node.items
-                if isinstance(item.optional_vars, ast.Name)
-                and item.optional_vars.id == name
-                and isinstance(item.context_expr, ast.Call)
-            ]
+            for item in node.items:
+                if isinstance(item.optional_vars, ast.Name) and isinstance(
+                    item.context_expr, ast.Call
+                ):
+                    found[item.optional_vars.id].append(item.context_expr)
     return found
 
 
