@@ -257,6 +257,61 @@ def test_a_program_past_its_limit_times_out_and_the_next_one_runs(
     assert not status.exists() or "State:\tZ" in status.read_text()  # gone, or not yet reaped
 
 
+# An ordered callback that raises inside `shard_map` over four CPU devices: jax then raises its
+# error again at every later `jax.effects_barrier()` of the process (jax#37587), as it does after
+# any ordered callback that raised on a TPU. (The first program of its interpreter: the devices
+# are set before jax starts its backend.)
+FAILING_CALLBACK = textwrap.dedent("""\
+    import jax
+    jax.config.update("jax_num_cpu_devices", 4)
+    import numpy as np
+    from jax.experimental import io_callback
+    from jax.sharding import PartitionSpec as P
+
+
+    def no_fives(x):
+        if (x == 5).any():
+            raise ValueError("no fives")
+        return x
+
+
+    def call():
+        with jax.set_mesh(jax.make_mesh((4,), ("i",))):
+            f = jax.jit(jax.shard_map(
+                lambda x: io_callback(no_fives, x, x, ordered=True),
+                in_specs=P("i"),
+                out_specs=P("i"),
+            ))
+            f(jax.reshard(np.array([3.0, 4.0, 5.0, 6.0]), P("i")))
+            jax.effects_barrier()
+    """)
+
+
+@pytest.mark.jax
+def test_an_error_jax_raises_again_at_every_barrier_fails_neither_its_program_nor_the_next(
+    tmp_path: Path,
+) -> None:
+    """The program that caught its callback's error ran as it meant to, though the runner's
+    barrier at its end raises that error again; the next programs run in a fresh interpreter,
+    where the stale error does not reach them. A program that does not catch it fails."""
+    caught = "try:\n    call()\nexcept Exception as error:\n    print('caught', error)\n"
+    folder = write(
+        tmp_path,
+        {
+            "caught.py": FAILING_CALLBACK + caught,
+            "uncaught.py": FAILING_CALLBACK + "call()\n",
+            "next.py": CALLBACKS,
+        },
+    )
+    runs = run_programs(
+        [folder / "caught.py", folder / "uncaught.py", folder / "next.py"],
+        callbacks=Callbacks.SYNCHRONOUS,
+    )
+    assert runs[0].error is None and "no fives" in runs[0].stdout
+    assert runs[1].error is not None and "no fives" in runs[1].error[1]
+    assert runs[2].error is None and "after the barrier" in runs[2].stdout
+
+
 def _case(directory: Path, **keys: object) -> Case:
     """A case folder with these `expect.toml` keys, loaded the way the fixtures are."""
     folder = directory / "rule" / "case"

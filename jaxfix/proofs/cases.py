@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jaxfix.proofs.runner import RESULTS, TIMED_OUT
+from jaxfix.proofs.runner import RESTART, RESULTS
 
 KEYS = {
     "description",
@@ -208,8 +208,9 @@ def run_programs(
 ) -> list[Run]:
     """Run `programs` under jax in one fresh interpreter (jax is imported once), with their
     host callbacks run as `callbacks` says (one mode for all, or one per program). A program
-    that runs past its time limit (`jaxfix.proofs.runner.LIMITS`) raised `TimeoutError`: the
-    programs after it run in a fresh interpreter."""
+    that runs past its time limit (`jaxfix.proofs.runner.LIMITS`) raised `TimeoutError`; the
+    programs after it, or after one that left jax's effects failing, run in a fresh
+    interpreter."""
     modes = [callbacks] * len(programs) if isinstance(callbacks, Callbacks) else callbacks
     given = [f"{mode.value}:{program}" for program, mode in zip(programs, modes, strict=True)]
     runs: list[Run] = []
@@ -219,8 +220,9 @@ def run_programs(
 
 
 def _run_in_one_interpreter(given: list[str], python: str) -> list[Run]:
-    """The runs of the `MODE:PROGRAM`s `given`, up to the first that timed out; then every
-    process the interpreter left (a deadlocked fork) is killed."""
+    """The runs of the `MODE:PROGRAM`s `given`, up to the first after which the interpreter
+    asked for a fresh one (`RESTART`); then every process it left (a deadlocked fork) is
+    killed."""
     with tempfile.TemporaryDirectory(prefix="jaxfix-proof-") as workdir:
         command = [python, "-m", "jaxfix.proofs.runner", workdir, *given]
         errors = Path(workdir) / "stderr.txt"
@@ -240,7 +242,7 @@ def _run_in_one_interpreter(given: list[str], python: str) -> list[Run]:
         lines = results.read_text(encoding="utf-8").splitlines() if results.exists() else []
         if status is None:
             raise RuntimeError(f"the programs ran past {TIMEOUT} s")
-        if status not in (0, TIMED_OUT) or not lines or (status == 0 and len(lines) < len(given)):
+        if status not in (0, RESTART) or not lines or (status == 0 and len(lines) < len(given)):
             raise RuntimeError(errors.read_text().strip() or f"exit status {status}")
     return [_run_of(json.loads(line)) for line in lines]
 

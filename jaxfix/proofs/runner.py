@@ -22,8 +22,12 @@ jax's own left out), and a manifest of the files it left in its working director
 
 A program that runs past its mode's time limit (`LIMITS`, or `JAXFIX_PROOF_LIMIT` seconds for
 every mode: a process it forked with jax running deadlocks, as jax warns) ends the interpreter:
-its result says `TimeoutError`, and the exit status `TIMED_OUT` tells the caller to run the
-programs after it in a fresh one.
+its result says `TimeoutError`, and the exit status `RESTART` tells the caller to run the
+programs after it in a fresh one. So does a program after which `jax.effects_barrier()` still
+raises: once an ordered host callback has raised where the runtime runs it asynchronously (an
+accelerator, or `shard_map`), jax raises that error again at every later barrier (jax#37587), so
+the interpreter is of no use to the next program; and that error, once the program was given it
+and went on, is not its failure at the end either (`Barrier`).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ MODES = ("synchronous", "deferred", "concrete")
 # Seconds a program may run. A concrete run only asks what a before program meant to do: one
 # that hangs is skipped as not concrete-runnable, so it is not waited for as long.
 LIMITS = {"synchronous": 120.0, "deferred": 120.0, "concrete": 10.0}
-TIMED_OUT = 3  # the exit status after a program ran past its limit
+RESTART = 3  # the exit status that asks for a fresh interpreter for the programs left
 RESULTS = "results.jsonl"
 # A file's contents as the manifest gives them: (kind, value). `value` is the normalized text of
 # what the file holds (its numbers compared within a backend's precision), `text` the file's
@@ -119,10 +123,51 @@ def logged(records: list[str]) -> Iterator[None]:
         setattr(logging.Logger, "callHandlers", handle)  # noqa: B010
 
 
-def run_one(program: Path, workdir: Path, mode: str) -> dict[str, object]:
+class Barrier:
+    """`jax.effects_barrier` as the programs call it, remembering the errors it gave the
+    program running: after an ordered callback raised, jax may raise that error again at every
+    later barrier (jax#37587)."""
+
+    def __init__(self) -> None:
+        import jax
+        from jax._src import api
+
+        self._barrier: Callable[[], None] = jax.effects_barrier
+        self.given: set[str] = set()  # the messages of the errors the program was given
+        setattr(api, "effects_barrier", self)  # noqa: B010 - `clear_backends` calls it
+        setattr(jax, "effects_barrier", self)  # noqa: B010 - what the programs call
+
+    def __call__(self) -> None:
+        try:
+            self._barrier()
+        except BaseException as error:
+            self.given.add(str(error))
+            raise
+
+    def at_end(self) -> None:
+        """The barrier at a program's end: raises what the program left failing, but not an
+        error it was given already and went on from."""
+        given = set(self.given)
+        try:
+            self._barrier()
+        except BaseException as error:
+            if str(error) not in given:
+                raise
+
+    def clean(self) -> bool:
+        """The barrier raises nothing now: the next program can run in this interpreter."""
+        try:
+            self._barrier()
+        except BaseException:
+            return False
+        return True
+
+
+def run_one(program: Path, workdir: Path, mode: str, barrier: Barrier) -> dict[str, object]:
     import jax  # only this subprocess imports jax, never jaxfix itself
 
     workdir.mkdir(parents=True)
+    barrier.given.clear()
     buffer = io.StringIO()
     error: tuple[str, str] | None = None
     records: list[str] = []
@@ -133,7 +178,7 @@ def run_one(program: Path, workdir: Path, mode: str) -> dict[str, object]:
             try:
                 with concrete:
                     names = runpy.run_path(str(program), run_name="__main__")
-                jax.effects_barrier()  # type: ignore[no-untyped-call]  # the program's end
+                barrier.at_end()
             except BaseException as exc:  # the program's failure is the result
                 error = (type(exc).__name__, str(exc))  # what `error_match` is looked for in
                 with contextlib.suppress(BaseException):  # nothing is left for the next program
@@ -355,7 +400,7 @@ class _Results:
         error = ("TimeoutError", f"the program ran past {limit:g} s (a deadlock?)")
         timed_out: dict[str, object] = {"stdout": "", "error": error, "logs": [], "files": {}}
         if self.write(timed_out, index):
-            os._exit(TIMED_OUT)  # the program's threads and processes cannot be stopped
+            os._exit(RESTART)  # the program's threads and processes cannot be stopped
 
 
 def main(argv: list[str]) -> None:
@@ -368,6 +413,7 @@ def main(argv: list[str]) -> None:
             sys.exit(f"error: {mode}:{program!r} is not MODE:PROGRAM with MODE one of {MODES}")
     deferral = Deferral()
     install(deferral)
+    barrier = Barrier()
     results = _Results(workdir / RESULTS)
     for index, (mode, _, program) in enumerate(given):
         deferral.enabled = mode == "deferred"
@@ -375,9 +421,11 @@ def main(argv: list[str]) -> None:
         watchdog = threading.Timer(limit, results.time_out, (index, limit))
         watchdog.daemon = True
         watchdog.start()
-        result = run_one(Path(program).resolve(), workdir / str(index), mode)
+        result = run_one(Path(program).resolve(), workdir / str(index), mode, barrier)
         watchdog.cancel()
         results.write(result, index)
+        if index + 1 < len(given) and not barrier.clean():
+            os._exit(RESTART)  # (not `sys.exit`: jax's exit handlers would raise it again)
 
 
 if __name__ == "__main__":
