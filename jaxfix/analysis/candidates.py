@@ -152,6 +152,7 @@ class _TreeMemo:
     calls_by_name: dict[str, list[CandidateCall]] | None = None
     called_parameters: frozenset[str] | None = None  # see `_called_parameters`
     calls_bound: dict[int, dict[str, list[ast.Call]]] = field(default_factory=dict)
+    may_make: dict[frozenset[str], bool] = field(default_factory=dict)  # see `_may_make`
     passed: dict[tuple[ast.AST, str, frozenset[str]], bool] = field(default_factory=dict)
 
 
@@ -379,8 +380,8 @@ class Candidates:
         `multiprocessing.Manager().dict`, whatever `x` is (a candidate errs on the side of
         one; the rule follows every call)."""
         fid = self._fid(owner)
-        if not fid or not bound or name not in self._called_parameters():
-            return False  # (the cheap question first: resolving `name` builds scope indices)
+        if not (fid and bound and self._may_make(bound) and name in self._called_parameters()):
+            return False  # (the cheap questions first: resolving `name` builds scope indices)
         analysed = self._analysis()
         function_id = analysed.keeping.parameter_owner(name, fid)
         node = analysed.facts.module.nodes.get(function_id or "")
@@ -408,6 +409,22 @@ class Candidates:
                 if isinstance(candidate.call.func, ast.Name):
                     memo.calls_by_name[candidate.call.func.id].append(candidate)
         return memo.calls_by_name
+
+    def _may_make(self, bound: frozenset[str]) -> bool:
+        """Some call of the file may make what one of `bound` names: every way `_given_made`
+        finds a parameter given such a thing starts from one."""
+        memo = self._tree_memo.may_make
+        if bound not in memo:
+            methods = {b.rsplit(".", 1)[-1] for b in bound if "()." in b}
+            # A full name starts with an imported module's, or `builtins`.
+            roots = {name.split(".", 1)[0] for names in self.imported.values() for name in names}
+            named = not roots.union(["builtins"]).isdisjoint(b.split(".", 1)[0] for b in bound)
+            memo[bound] = any(
+                (isinstance(call.call.func, ast.Attribute) and call.call.func.attr in methods)
+                or (named and not self._made_by(call.call).isdisjoint(bound))
+                for call in self.calls
+            )
+        return memo[bound]
 
     def _called_parameters(self) -> frozenset[str]:
         """The parameter names of the file's functions that it calls by a plain name: the
