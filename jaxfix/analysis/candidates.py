@@ -223,6 +223,8 @@ class Candidates:
             return set()  # (nothing traced: no traced-only anchor counts)
         qualified, methods, outer, made, unraised, bound = _split(frozenset(anchors))
         any_method = methods | unraised
+        if bound and not self._may_make(bound):
+            bound = frozenset()  # (every way `on_bound` holds starts from such a call)
 
         def anchored(func: ast.expr) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in any_method:
@@ -380,7 +382,7 @@ class Candidates:
         `multiprocessing.Manager().dict`, whatever `x` is (a candidate errs on the side of
         one; the rule follows every call)."""
         fid = self._fid(owner)
-        if not (fid and bound and self._may_make(bound) and name in self._called_parameters()):
+        if not (fid and bound and name in self._called_parameters()):
             return False  # (the cheap questions first: resolving `name` builds scope indices)
         analysed = self._analysis()
         function_id = analysed.keeping.parameter_owner(name, fid)
@@ -415,14 +417,28 @@ class Candidates:
         finds a parameter given such a thing starts from one."""
         memo = self._tree_memo.may_make
         if bound not in memo:
+            scopes = self._analysis().facts.module.scopes.values()
             methods = {b.rsplit(".", 1)[-1] for b in bound if "()." in b}
-            # A full name starts with an imported module's, or `builtins`.
+            methods &= set().union(*(scope.attributes for scope in scopes))  # read at all
+            # A full name starts with an imported module's; a builtin's, with a plain name.
             roots = {name.split(".", 1)[0] for names in self.imported.values() for name in names}
-            named = not roots.union(["builtins"]).isdisjoint(b.split(".", 1)[0] for b in bound)
-            memo[bound] = any(
-                (isinstance(call.call.func, ast.Attribute) and call.call.func.attr in methods)
-                or (named and not self._made_by(call.call).isdisjoint(bound))
-                for call in self.calls
+            imported = any(b.split(".", 1)[0] in roots for b in bound)
+            builtins = {b.split(".")[1].split("(")[0] for b in bound if b.startswith("builtins.")}
+
+            def makes(call: ast.Call) -> bool:
+                func = call.func
+                if isinstance(func, ast.Attribute) and func.attr in methods:
+                    return True
+                if not imported:  # only a builtin's name can make it: `open(...)`, `open().m`
+                    head = func
+                    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+                        head = func.value.func
+                    if not isinstance(head, ast.Name) or head.id not in builtins:
+                        return False
+                return not self._made_by(call).isdisjoint(bound)
+
+            memo[bound] = (imported or bool(builtins) or bool(methods)) and any(
+                makes(call.call) for call in self.calls
             )
         return memo[bound]
 
