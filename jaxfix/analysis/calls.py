@@ -207,20 +207,23 @@ class CallEvaluator:
     def _attribute_instance(self, class_name: str, attr: str) -> str | None:
         """The module's class of which every value its methods give `self.<attr>` is a new
         instance (`self.logger = MetricsLogger()` in `__init__`); None for anything else."""
-        known = self.module.attribute_instances
-        if class_name not in known:
-            cls = self.module.classes.get(class_name)
-            known[class_name] = {} if cls is None else _assigned_instances(cls, self.module)
-        return known[class_name].get(attr)
+        self._note_attribute_writes(class_name)
+        return self.module.attribute_instances[class_name].get(attr)
 
     def _array_attribute(self, class_name: str, attr: str) -> bool:
         """Every value the methods of the module's class `class_name` give `self.<attr>` is a
         jax array (`self.count = jnp.int32(0)`, `self.count = self.count + 1`)."""
-        known = self.module.array_attributes
-        if class_name not in known:
-            cls = self.module.classes.get(class_name)
-            known[class_name] = frozenset() if cls is None else _assigned_arrays(cls, self.module)
-        return attr in known[class_name]
+        self._note_attribute_writes(class_name)
+        return attr in self.module.array_attributes[class_name]
+
+    def _note_attribute_writes(self, class_name: str) -> None:
+        """What the writes of `self.<attr>` in the class' methods make, found in one walk."""
+        module = self.module
+        if class_name not in module.attribute_instances:
+            cls = module.classes.get(class_name)
+            writes = _attribute_writes(cls) if cls is not None else {}
+            module.attribute_instances[class_name] = _assigned_instances(writes, module)
+            module.array_attributes[class_name] = _assigned_arrays(writes, module)
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -737,11 +740,11 @@ def _attribute_writes(cls: ast.ClassDef) -> dict[str, list[_Write]]:
 _WRITES_ANYWHERE = frozenset({ast.Delete, ast.For, ast.With, ast.NamedExpr})
 
 
-def _assigned_instances(cls: ast.ClassDef, module: Module) -> dict[str, str | None]:
-    """For each attribute `cls`'s methods write on `self`, the class of the module that every
-    assignment of it calls, when there is one such class (else None)."""
+def _assigned_instances(written: dict[str, list[_Write]], module: Module) -> dict[str, str | None]:
+    """For each attribute a class' methods write on `self` (`written`: `_attribute_writes`),
+    the class of the module that every assignment of it calls, when there is one (else None)."""
     made: dict[str, set[str | None]] = {}
-    for attr, writes in _attribute_writes(cls).items():
+    for attr, writes in written.items():
         for write in writes:
             made.setdefault(attr, set()).add(
                 _made_class(write[0], write[1], module) if write else None
@@ -749,12 +752,13 @@ def _assigned_instances(cls: ast.ClassDef, module: Module) -> dict[str, str | No
     return {attr: classes.pop() if len(classes) == 1 else None for attr, classes in made.items()}
 
 
-def _assigned_arrays(cls: ast.ClassDef, module: Module) -> frozenset[str]:
-    """The attributes `cls`'s methods write on `self` only with jax arrays: each assignment a
-    call of a staged array namespace (`jnp.int32(0)`), or an operation on one or on the
-    attribute itself (`self.count + 1`, `self.count += 1`), one at least a call."""
+def _assigned_arrays(written: dict[str, list[_Write]], module: Module) -> frozenset[str]:
+    """The attributes a class' methods write on `self` (`written`: `_attribute_writes`) only
+    with jax arrays: each assignment a call of a staged array namespace (`jnp.int32(0)`), or
+    an operation on one or on the attribute itself (`self.count + 1`, `self.count += 1`), one
+    at least a call."""
     found: set[str] = set()
-    for attr, writes in _attribute_writes(cls).items():
+    for attr, writes in written.items():
         kinds: set[bool | None] = set()
         for write in writes:
             if write is None or not isinstance(write[1], ast.Attribute):
