@@ -108,10 +108,11 @@ def top_level_static_classes(tree: ast.Module, module: Module) -> dict[str, list
 
 
 def class_use_names(module: Module) -> set[str]:
-    """The full names (through the module's imports) that the module may use a class by: what
-    its parameters' annotations read and what it calls (a constructor). Where another
-    module's class with static fields is used, its instances' fields are known. (Every call
-    of the module is read: the names are made inline, not by `qualified_name`.)"""
+    """The full names, through the module's imports, that the module may use another module's
+    class by: what its parameters' annotations read and what it calls (a constructor). Where
+    a class with static fields is used, its instances' fields are known. (Every call of the
+    module is read: the names are made inline, not by `qualified_name`; a name no import
+    binds is the module's own.)"""
     imports = module.imports
     found: set[str] = set()
     for function in module.nodes.values():
@@ -125,24 +126,25 @@ def class_use_names(module: Module) -> set[str]:
                 node = stack.pop()
                 kind = type(node)
                 if kind is ast.Name or kind is ast.Attribute:
-                    found.add(_full_name(node, imports))
+                    found.add(_imported_name(node, imports))
                 PUSHERS[kind](node, push)
     for scope in module.scopes.values():
         for call in scope.calls:
-            found.add(_full_name(call.func, imports))
+            found.add(_imported_name(call.func, imports))
     found.discard("")
     return found
 
 
-def _full_name(node: ast.AST, imports: dict[str, str]) -> str:
-    """`qualified_name(node, module)`, given the module's imports."""
+def _imported_name(node: ast.AST, imports: dict[str, str]) -> str:
+    """`qualified_name(node, module)` of a dotted name whose first name an import binds; ""
+    for any other."""
     parts: list[str] = []
-    while isinstance(node, ast.Attribute):
+    while type(node) is ast.Attribute:
         parts.append(node.attr)
         node = node.value
-    if not isinstance(node, ast.Name):
+    head = imports.get(node.id) if type(node) is ast.Name else None
+    if head is None:
         return ""
-    head = imports.get(node.id, node.id)
     if not parts:
         return head
     parts.append(head)
