@@ -150,10 +150,10 @@ class _TreeMemo:
     loop_names: dict[CandidateFunction, set[str]] = field(default_factory=dict)  # `_own_loop_names`
     # The calls of each plain name, and what `_passed_made` found of a function's parameter.
     calls_by_name: dict[str, list[CandidateCall]] | None = None
+    passed: dict[tuple[ast.AST, str, frozenset[str]], bool] = field(default_factory=dict)
     called_parameters: frozenset[str] | None = None  # see `_called_parameters`
     calls_bound: dict[int, dict[str, list[ast.Call]]] = field(default_factory=dict)
     may_make: dict[frozenset[str], bool] = field(default_factory=dict)  # see `_may_make`
-    passed: dict[tuple[ast.AST, str, frozenset[str]], bool] = field(default_factory=dict)
 
 
 @dataclass
@@ -449,12 +449,11 @@ class Candidates:
         if memo.called_parameters is None:
             called = self._calls_by_name()
             memo.called_parameters = frozenset(
-                name
+                arg.arg
                 for node in self._analysis().facts.module.nodes.values()
                 if isinstance(node, FUNCTIONS) and node.name in called
                 for arg in ast.walk(node.args)
                 if isinstance(arg, ast.arg)
-                for name in [arg.arg]
             )
         return memo.called_parameters
 
