@@ -35,6 +35,14 @@ from jaxfix.models.transforms import (
     TransformSpec,
 )
 
+# What a name of `SHARDING` or `SHARDING_MODULES` ends with, or a keyword of `SHARDING_KEYWORDS`:
+# the text of a file that names one holds one of these.
+_SHARDING_WORDS = frozenset(
+    {name.rsplit(".", 1)[-1] for name in SHARDING}
+    | {module.rstrip(".").rsplit(".", 1)[-1] for module in SHARDING_MODULES}
+    | SHARDING_KEYWORDS
+)
+
 
 @dataclass
 class FileAnalysis:
@@ -83,7 +91,10 @@ class FileAnalysis:
         does, its traced functions may run sharded, and JAX refuses ordered host callbacks
         there."""
         if self._sharded is None:
-            self._sharded = any(map(self._names_sharding, ast.walk(self.tree)))
+            # Such a name is spelled in the text, in the code or in an import: a large file
+            # without one is not walked.
+            spelled = any(word in self.text for word in _SHARDING_WORDS)
+            self._sharded = spelled and any(map(self._names_sharding, ast.walk(self.tree)))
         return self._sharded
 
     def _names_sharding(self, node: ast.AST) -> bool:
