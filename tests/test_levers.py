@@ -444,7 +444,7 @@ class _Cyclic:
 def test_cyclic_garbage_of_the_pauses_waits_for_enough_of_it() -> None:
     """Garbage in reference cycles that analyses leave (LibCST's scopes make some) is freed by
     a full collection once the pauses have added `FULL_AFTER` objects (or a quarter of what
-    lived after the last full collection), not after each analysis."""
+    lived after the last full collection), not after each analysis: as the next pause begins."""
 
     def pause_adding(count: int) -> None:
         with collector.paused():
@@ -454,6 +454,7 @@ def test_cyclic_garbage_of_the_pauses_waits_for_enough_of_it() -> None:
     full_collections = gc.get_stats()[2]["collections"]
     while gc.get_stats()[2]["collections"] == full_collections:  # from a full collection on
         pause_adding(50_000)
+        pause_adding(0)  # (one that is due runs as a pause begins: this one adds nothing)
     with collector.paused():
         first = weakref.ref(_Cyclic())
     pauses = 0
@@ -519,6 +520,44 @@ def test_a_full_collection_that_frees_little_makes_the_next_wait_longer() -> Non
     assert second >= 2 * first - 1 and third >= 2 * second - 1
     assert garbage >= 2 * third - 1
     assert after_garbage * 4 < garbage
+
+
+_DEFERRED_PROGRAM = """
+import gc
+from jaxfix.run import collector
+
+
+class Cyclic:
+    def __init__(self):
+        self.itself = self
+
+
+def full():
+    return gc.get_stats()[2]["collections"]
+
+
+start = full()
+with collector.paused():
+    garbage = [Cyclic() for _ in range(collector.FULL_AFTER)]
+del garbage
+ended = full()
+with collector.paused():
+    began = full()
+print(ended - start, began - ended)
+"""
+
+
+def test_a_full_collection_found_due_runs_when_the_next_pause_begins() -> None:
+    """Not when the pause that made it due ends: a command's last file (it then leaves with
+    `os._exit`) is not followed by one. In a fresh process, where `FULL_AFTER` decides."""
+    result = subprocess.run(
+        [sys.executable, "-c", _DEFERRED_PROGRAM],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["0", "1"]
 
 
 def _first_case_of_each_rule() -> list[Case]:
