@@ -451,10 +451,11 @@ def test_cyclic_garbage_of_the_pauses_waits_for_enough_of_it() -> None:
             for _ in range(count):
                 _Cyclic()
 
+    pause_adding(0)  # one that earlier pauses found due runs as a pause begins
     full_collections = gc.get_stats()[2]["collections"]
     while gc.get_stats()[2]["collections"] == full_collections:  # from a full collection on
         pause_adding(50_000)
-        pause_adding(0)  # (one that is due runs as a pause begins: this one adds nothing)
+        pause_adding(0)  # (so that it runs in a pause that adds nothing)
     with collector.paused():
         first = weakref.ref(_Cyclic())
     pauses = 0
