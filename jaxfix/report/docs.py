@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from jaxfix.rules.registry import all_rules
@@ -58,29 +59,37 @@ def rules_table(anchor_page: str = "docs/rules.md") -> str:
     """The Markdown table of every rule: code, name, what it flags, fix and its safety, the
     findings left without a fix, and whether it runs by default; codes link to their sections
     of docs/rules.md as seen from the page the table is in (`""`: docs/rules.md itself)."""
-    rows = [
-        "| code | name | finds | fix | safety | no fix for | default |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for rule in all_rules():
-        anchor = f"{anchor_page}#{rule.code.lower()}-{rule.name}"
-        rows.append(
-            f"| [{rule.code}]({anchor}) | `{rule.name}` | {rule.summary} | {rule.fix_title}"
-            f" | {safety_label(rule)} | {rule.unfixed or '-'} | {default_label(rule)} |"
-        )
-    return "\n".join(rows) + "\n"
+    return _table(
+        anchor_page,
+        ["name", "finds", "fix", "safety", "no fix for", "default"],
+        lambda rule: [
+            f"`{rule.name}`",
+            rule.summary,
+            rule.fix_title,
+            safety_label(rule),
+            rule.unfixed or "-",
+            default_label(rule),
+        ],
+    )
 
 
 def short_rules_table() -> str:
     """The README's table: one line per rule (code, name, what it flags, fix safety, default);
     the fixes and what they leave unfixed are in docs/rules.md's full table."""
-    rows = ["| code | name | finds | fix | default |", "| --- | --- | --- | --- | --- |"]
+    return _table(
+        "docs/rules.md",
+        ["name", "finds", "fix", "default"],
+        lambda rule: [f"`{rule.name}`", rule.summary, safety_label(rule), default_label(rule)],
+    )
+
+
+def _table(anchor_page: str, headers: list[str], cells: Callable[[type[Rule]], list[str]]) -> str:
+    """A row per rule: its code, linked to its section of docs/rules.md from `anchor_page`,
+    then its `cells` under `headers`."""
+    rows = [f"| code | {' | '.join(headers)} |", "| ---" + " | ---" * len(headers) + " |"]
     for rule in all_rules():
-        anchor = f"docs/rules.md#{rule.code.lower()}-{rule.name}"
-        rows.append(
-            f"| [{rule.code}]({anchor}) | `{rule.name}` | {rule.summary}"
-            f" | {safety_label(rule)} | {default_label(rule)} |"
-        )
+        link = f"[{rule.code}]({anchor_page}#{rule.code.lower()}-{rule.name})"
+        rows.append(f"| {' | '.join([link, *cells(rule)])} |")
     return "\n".join(rows) + "\n"
 
 
