@@ -509,14 +509,8 @@ def test_a_full_collection_that_frees_little_makes_the_next_wait_longer() -> Non
     """In a fresh process (a small heap, so that `FULL_AFTER` decides): after a collection
     that freed nothing the pauses wait twice as long for the next, after one that freed much
     no longer than CPython's own rule says (a quarter of what lived after it)."""
-    result = subprocess.run(
-        [sys.executable, "-c", _BACKOFF_PROGRAM],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    first, second, third, garbage, after_garbage = map(int, result.stdout.split())
+    printed = _printed_in_a_fresh_process(_BACKOFF_PROGRAM)
+    first, second, third, garbage, after_garbage = map(int, printed)
     assert first <= 25
     assert second >= 2 * first - 1 and third >= 2 * second - 1
     assert garbage >= 2 * third - 1
@@ -551,14 +545,16 @@ print(ended - start, began - ended)
 def test_a_full_collection_found_due_runs_when_the_next_pause_begins() -> None:
     """Not when the pause that made it due ends: a command's last file (it then leaves with
     `os._exit`) is not followed by one. In a fresh process, where `FULL_AFTER` decides."""
+    assert _printed_in_a_fresh_process(_DEFERRED_PROGRAM) == ["0", "1"]
+
+
+def _printed_in_a_fresh_process(program: str) -> list[str]:
+    """The words `program` prints, run by a new interpreter (its heap small, so that
+    `collector.FULL_AFTER` decides when a full collection is due)."""
     result = subprocess.run(
-        [sys.executable, "-c", _DEFERRED_PROGRAM],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=True
     )
-    assert result.stdout.split() == ["0", "1"]
+    return result.stdout.split()
 
 
 def _first_case_of_each_rule() -> list[Case]:
