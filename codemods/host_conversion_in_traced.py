@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.metadata import GlobalScope
 
-from jaxfix.analysis.candidates import HOST_INDEXES, UNRAISED
+from jaxfix.analysis.candidates import HOST_INDEXES, TEXT_METHOD
 from jaxfix.analysis.reasons import abstract_only
 from jaxfix.fixes.call_sites import uses_of
 from jaxfix.fixes.debug_print import FORMAT, SCALARS, literal, print_arguments
@@ -243,12 +243,12 @@ class HostConversionInTraced(Rule):
         LIBRARY_SINKS
         | frozenset(SOLVERS)
         | names_of(SINKS, SinkKind.CONVERT)
-        | {PRINT, DEVICE_GET, "builtins.format", UNRAISED + FORMAT}
+        | {PRINT, DEVICE_GET, "builtins.format", TEXT_METHOD + FORMAT}
         | TEXT_BUILTINS
         | CONVERTING_METHODS
         | {HOST_INDEXES}
     )
-    run_time_anchors = frozenset({PRINT, "builtins.format", UNRAISED + FORMAT}) | TEXT_BUILTINS
+    run_time_anchors = frozenset({PRINT, "builtins.format", TEXT_METHOD + FORMAT}) | TEXT_BUILTINS
     # See `_converts_traced` and `_texts_traced`.
     sure_tracer_anchors = names_of(SINKS, SinkKind.CONVERT) | TEXT_BUILTINS
 

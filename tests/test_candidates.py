@@ -207,6 +207,14 @@ KEPT = {
         scaled = Scaled()
         g = jax.jit(lambda x: scaled(x))
         """,
+    "a tracer formatted into a template a name holds": """\
+        import jax
+        TEMPLATE = "value: {}"
+        @jax.jit
+        def f(x):
+            text = TEMPLATE.format(x)
+            return x
+        """,
     "a tracer formatted into a string that is kept": """\
         import jax
         @jax.jit
@@ -518,6 +526,18 @@ DROPPED = {
                 msg = "expected a vector, got {}"
                 raise TypeError(msg.format(x))
             assert x.shape, "empty: {}".format(x)
+            return x
+        """,
+    "`format` of an object that is no string: a class' instance, an attribute (jax debugging)": """\
+        import jax, string
+        class Checker(string.Formatter):
+            def format_field(self, value, spec):
+                return ""
+        checker = Checker()
+        @jax.jit
+        def f(x, config):
+            checker.format("{}", x)
+            config.template.format(x)
             return x
         """,
     "indexing arrays, and dicts with constant keys, in traced code": """\

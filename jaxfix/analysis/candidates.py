@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.keeping import store_root
-from jaxfix.analysis.summaries import Bindings
+from jaxfix.analysis.summaries import Bindings, Call
 from jaxfix.analysis.transform_arguments import wrapped_by
 from jaxfix.models.transforms import JIT, TRANSFORMS, Wrapped
 
@@ -43,9 +43,12 @@ STORES = "<stores>"
 # functional method), and, in traced code, only where the analysis finds that it keeps a
 # leaking value in an object that outlives the trace (`Keeping.kept_call`).
 OUTER = "<outer>."
-# A method anchor written `UNRAISED + "format"` counts only outside `raise` and `assert`
-# statements (where it builds an error's message, which the rule leaves alone).
-UNRAISED = "<unraised>."
+# A method anchor written `TEXT_METHOD + "format"` stands for a method of a string: it counts
+# only on a string literal or a plain name (`"{}".format(x)`, `template.format(x)`), outside
+# `raise` and `assert` statements (where it builds an error's message, which the rule leaves
+# alone), and, in traced code, not on a name the analysis finds holding an instance of one of the
+# module's classes (`checker.format(x)`: the class's method).
+TEXT_METHOD = "<text>."
 # A full-name anchor written `MADE + "shelve.open"` stands for a call that makes an object the
 # rule follows (a shelf written by `db[key] = value`): it counts wherever traced code calls it,
 # whatever the call is given, unless it opens a file to be read only (`OPENING_MODES`).
@@ -221,13 +224,14 @@ class Candidates:
         """`statements`, with the functions `skipped` taken as not traced."""
         if not anchors or (traced_only and not self._analysis().facts.reasons):
             return set()  # (nothing traced: no traced-only anchor counts)
-        qualified, methods, outer, made, unraised, bound = _split(frozenset(anchors))
-        any_method = methods | unraised
+        qualified, methods, outer, made, text_methods, bound = _split(frozenset(anchors))
         if bound and not self._may_make(bound):
             bound = frozenset()  # (every way `on_bound` holds starts from such a call)
 
         def anchored(func: ast.expr) -> bool:
-            if isinstance(func, ast.Attribute) and func.attr in any_method:
+            if isinstance(func, ast.Attribute) and (
+                func.attr in methods or (func.attr in text_methods and _may_be_text(func.value))
+            ):
                 return True
             # A builtin (`print`) counts also through a name that may shadow it: a candidate.
             return not self._callee_names(func).isdisjoint(qualified)
@@ -289,7 +293,7 @@ class Candidates:
             if known.method is not None:
                 return (
                     known.method in methods
-                    or (known.method in unraised and not known.raising)
+                    or (known.method in text_methods and _text_method_call(known))
                     or (known.method in outer and keeps_traced(call))
                 )
             if known.callee is not None:
@@ -883,16 +887,37 @@ def _split(
     frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]
 ]:
     """A rule's anchors as full names, method names, `OUTER` method names, `MADE` full names,
-    `UNRAISED` method names and `BOUND` full names (once per rule: with the NumPy table,
+    `TEXT_METHOD` method names and `BOUND` full names (once per rule: with the NumPy table,
     thousands)."""
-    marked = (OUTER, MADE, UNRAISED, BOUND)
+    marked = (OUTER, MADE, TEXT_METHOD, BOUND)
     qualified = frozenset(a for a in anchors if "." in a and not a.startswith(marked))
     methods = frozenset(a for a in anchors if "." not in a and a not in SYNTAX_ANCHORS)
     outer = frozenset(a[len(OUTER) :] for a in anchors if a.startswith(OUTER))
     made = frozenset(a[len(MADE) :] for a in anchors if a.startswith(MADE))
-    unraised = frozenset(a[len(UNRAISED) :] for a in anchors if a.startswith(UNRAISED))
+    text_methods = frozenset(a[len(TEXT_METHOD) :] for a in anchors if a.startswith(TEXT_METHOD))
     bound = frozenset(a[len(BOUND) :] for a in anchors if a.startswith(BOUND))
-    return qualified, methods, outer, made, unraised, bound
+    return qualified, methods, outer, made, text_methods, bound
+
+
+def _may_be_text(receiver: ast.expr) -> bool:
+    """Whether a `TEXT_METHOD`'s receiver may be a string: a string literal or a plain name."""
+    return type(receiver) is ast.Name or (
+        type(receiver) is ast.Constant and isinstance(receiver.value, str)
+    )
+
+
+def _text_method_call(call: Call) -> bool:
+    """Whether a call of a `TEXT_METHOD` in traced code counts (see `TEXT_METHOD`)."""
+    func = call.node.func
+    instance = call.receiver is not None and (call.receiver.qualified or "").startswith(
+        "<instance>."
+    )
+    return (
+        not call.raising
+        and isinstance(func, ast.Attribute)
+        and _may_be_text(func.value)
+        and not instance
+    )
 
 
 def _attribute_root(expr: ast.expr) -> str | None:
