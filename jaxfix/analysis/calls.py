@@ -39,6 +39,7 @@ from jaxfix.analysis.transform_arguments import (
 )
 from jaxfix.analysis.values import (
     HOST,
+    INSTANCE,
     JAX_OBJECT,
     JAX_OBJECT_MAKER,
     STATIC,
@@ -47,6 +48,8 @@ from jaxfix.analysis.values import (
     Source,
     Staged,
     Value,
+    class_named,
+    instance_class,
 )
 from jaxfix.analysis.walk import PUSHERS
 from jaxfix.models.jax_objects import (
@@ -235,10 +238,9 @@ class CallEvaluator:
         operands = [*call.values(), *([call.receiver] if call.receiver else [])]
         if func == JAX_OBJECT_MAKER:
             return JAX_OBJECT  # `jax.make_jaxpr(f)(x)`: a closed jaxpr
-        if func.qualified is not None and func.qualified.startswith("<class>."):
-            instance = func.qualified.replace("<class>", "<instance>")
-            fields = self._fields(instance.removeprefix("<instance>."), call)
-            return Value(Kind.UNKNOWN, qualified=instance, fields=fields)
+        if (made_class := class_named(func)) is not None:
+            fields = self._fields(made_class, call)
+            return Value(Kind.UNKNOWN, qualified=INSTANCE + made_class, fields=fields)
         if callee is not None:
             if not call.args:
                 self.module.static_queries.add(callee)
@@ -248,7 +250,7 @@ class CallEvaluator:
                 # given what is unknown), the others their defaults.
                 fields = tuple(call.keywords.items()) if "**" not in call.keywords else None
                 made = _unresolved(operands)
-                return made._replace(qualified=f"<instance>.{callee}", fields=fields)
+                return made._replace(qualified=INSTANCE + callee, fields=fields)
             if callee in STATIC_QUERIES or callee in _PYTHON_VALUED or callee in STRUCTURE_QUERIES:
                 return STATIC
             if callee in FLATTENS or callee in FLATTENS_WITH_PATH or callee in LEAVES_WITH_PATH:
@@ -680,12 +682,6 @@ def _flattened(callee: str, operands: list[Value]) -> Value:
     if callee in LEAVES_WITH_PATH:
         return pairs
     return Value(Kind.UNKNOWN, elements=(pairs, JAX_OBJECT))
-
-
-def instance_class(value: Value) -> str | None:
-    """The module's class `value` is an instance of, if it is one."""
-    prefix, qualified = "<instance>.", value.qualified or ""
-    return qualified.removeprefix(prefix) if qualified.startswith(prefix) else None
 
 
 PYTHON_TYPE_NAMES = frozenset(

@@ -27,6 +27,7 @@ from jaxfix.analysis.file import FileAnalysis, statement_index
 from jaxfix.analysis.keeping import store_root
 from jaxfix.analysis.summaries import Bindings, Call
 from jaxfix.analysis.transform_arguments import wrapped_by
+from jaxfix.analysis.values import instance_class
 from jaxfix.models.transforms import JIT, TRANSFORMS, Wrapped
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -909,9 +910,7 @@ def _may_be_text(receiver: ast.expr) -> bool:
 def _text_method_call(call: Call) -> bool:
     """Whether a call of a `TEXT_METHOD` in traced code counts (see `TEXT_METHOD`)."""
     func = call.node.func
-    instance = call.receiver is not None and (call.receiver.qualified or "").startswith(
-        "<instance>."
-    )
+    instance = call.receiver is not None and instance_class(call.receiver) is not None
     return (
         not call.raising
         and isinstance(func, ast.Attribute)

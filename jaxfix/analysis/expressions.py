@@ -11,7 +11,6 @@ from jaxfix.analysis import values as v
 from jaxfix.analysis.calls import (
     ARRAY_ATTRIBUTES,
     CallEvaluator,
-    instance_class,
     sorted_strings,
 )
 from jaxfix.analysis.declarations import (
@@ -29,6 +28,7 @@ from jaxfix.analysis.summaries import (
 from jaxfix.analysis.values import (
     HOST,
     HOST_ARRAY,
+    INSTANCE,
     JAX_OBJECT,
     STATIC,
     UNKNOWN,
@@ -37,6 +37,8 @@ from jaxfix.analysis.values import (
     NotNone,
     Staged,
     Value,
+    class_named,
+    instance_class,
 )
 from jaxfix.models.host_solvers import SOLVERS
 from jaxfix.models.jax_objects import ARRAY_VALUED_ATTRIBUTES, OBJECT_ATTRIBUTES
@@ -219,8 +221,7 @@ class Evaluator(CallEvaluator):
         base = self.expr(node.value, env)
         if base == JAX_OBJECT:
             return UNKNOWN if node.attr in ARRAY_VALUED_ATTRIBUTES else JAX_OBJECT
-        if base.qualified is not None and base.qualified.startswith("<instance>."):
-            class_name = base.qualified.removeprefix("<instance>.")
+        if (class_name := instance_class(base)) is not None:
             method = self._method(class_name, node.attr)
             if method is not None:
                 # The receiver's sources ride along: `self` is traced when the instance is.
@@ -229,7 +230,7 @@ class Evaluator(CallEvaluator):
             if held is not None and base.field(node.attr) is None:
                 # `self.logger`, made `MetricsLogger()` by the class's methods.
                 kind = Kind.TRACED if base.kind is Kind.TRACED else Kind.UNKNOWN
-                return Value(kind, base.sources, qualified=f"<instance>.{held}")
+                return Value(kind, base.sources, qualified=INSTANCE + held)
         elif base.qualified is not None and not base.qualified.startswith("<"):
             return Value(base.kind, qualified=f"{base.qualified}.{node.attr}")
         if node.attr in STATIC_ATTRIBUTES or node.attr in self.module.static_fields:
@@ -400,10 +401,10 @@ class Evaluator(CallEvaluator):
             # Calling an instance runs its class's `__call__`, with the instance as `self`.
             target = self._method(instance_of, "__call__")
             receiver, bound = func, 1
-        elif func.function is None and (made := _class_called(func)) is not None:
+        elif func.function is None and (made := class_named(func)) is not None:
             # Calling the class runs its `__init__` on the new instance.
             target = self._method(made, "__init__")
-            receiver, bound = Value(Kind.UNKNOWN, qualified=f"<instance>.{made}"), 1
+            receiver, bound = Value(Kind.UNKNOWN, qualified=INSTANCE + made), 1
         args = tuple(self.expr(a, env) for a in node.args)
         keywords = {k.arg or "**": self.expr(k.value, env) for k in node.keywords}
         callee = func.qualified if func.qualified and not func.qualified.startswith("<") else None
@@ -500,9 +501,3 @@ def _asks_array_attribute(test: ast.Call) -> bool:
         return isinstance(test.func, ast.Name) and test.func.id == "hasattr"
     default = args[2]
     return len(args) == 3 and isinstance(default, ast.Constant) and not default.value
-
-
-def _class_called(func: Value) -> str | None:
-    """The module's class `func` is (`<class>.C`), if it is one."""
-    prefix, qualified = "<class>.", func.qualified or ""
-    return qualified.removeprefix(prefix) if qualified.startswith(prefix) else None

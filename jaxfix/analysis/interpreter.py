@@ -37,6 +37,8 @@ from jaxfix.analysis.transform_arguments import (
     python_valued_params,
 )
 from jaxfix.analysis.values import (
+    CLASS,
+    INSTANCE,
     STATIC,
     UNKNOWN,
     Kind,
@@ -88,7 +90,7 @@ class Interpreter(Evaluator):
             leafless = self._metadata_only(held)
             sources = frozenset() if leafless else frozenset({Param(self.summary.id, name)})
             kind = Kind.STATIC if leafless else Kind.TRACED
-            instance = Value(kind, sources, qualified=f"<instance>.{held}")
+            instance = Value(kind, sources, qualified=INSTANCE + held)
             # A sequence of instances (`[Var(...)]`) gives one when iterated.
             env[name] = instance if held == class_name else Value(kind, sources, element=instance)
         self.loop_exits = []
@@ -292,7 +294,7 @@ class Interpreter(Evaluator):
                     self.decorate(decorator, value, statement, env)
                 if traced_base is not None and not static_method(statement, "classmethod"):
                     self._module_method(statement, traced_base)
-        env[node.name] = Value(Kind.STATIC, qualified=f"<class>.{node.name}")
+        env[node.name] = Value(Kind.STATIC, qualified=CLASS + node.name)
 
     def _module_method(self, method: ast.FunctionDef | ast.AsyncFunctionDef, base: str) -> None:
         """A method of a linen / Haiku module runs inside `init` / `apply`, which are meant to

@@ -15,7 +15,7 @@ from jaxfix.analysis import values as v
 from jaxfix.analysis.calls import PYTHON_TYPE_NAMES
 from jaxfix.analysis.names import dotted
 from jaxfix.analysis.summaries import TRACER_TEST, Module, qualified_name
-from jaxfix.analysis.values import JAX_OBJECT, STATIC, Kind, Value
+from jaxfix.analysis.values import INSTANCE, JAX_OBJECT, STATIC, Kind, Value, class_named
 from jaxfix.models.jax_objects import ARRAY_TYPES, OBJECT_CLASSES, PLAIN_METACLASSES
 
 
@@ -42,14 +42,14 @@ def _instance(
         return STATIC
     if qualified_name(node, module) in OBJECT_CLASSES:
         return JAX_OBJECT
-    if not isinstance(node, ast.Name) or lookup(node.id).qualified != f"<class>.{node.id}":
+    if not isinstance(node, ast.Name) or class_named(lookup(node.id)) != node.id:
         return None
     if may_be_array_class(node.id, module):
         return None
     # Not a tracer itself; what it was traced on rides along, for its fields and methods.
     sources = v.sources_of([subject])
     kind = Kind.STATIC if subject.kind is Kind.STATIC and not sources else Kind.UNKNOWN
-    return Value(kind, sources, qualified=f"<instance>.{node.id}")
+    return Value(kind, sources, qualified=INSTANCE + node.id)
 
 
 def may_be_array_class(name: str, module: Module) -> bool:

@@ -22,7 +22,16 @@ from collections.abc import Iterable
 
 from jaxfix.analysis.summaries import Call, Env, Module, Summary, bind_arguments, defaults_of
 from jaxfix.analysis.transform_arguments import annotation_names
-from jaxfix.analysis.values import HOST, Kind, NotNone, Param, Source, Staged, Value
+from jaxfix.analysis.values import (
+    HOST,
+    Kind,
+    NotNone,
+    Param,
+    Source,
+    Staged,
+    Value,
+    instance_class,
+)
 
 # The environment's entry for the facts whose holding makes the code unreachable (no name of
 # the program can be spelt so).
@@ -106,7 +115,7 @@ def not_none(node: ast.expr, value: Value, module: Module) -> bool:
         return True
     if value == HOST or value.function is not None or value.elements is not None:
         return True
-    if (value.qualified or "").startswith("<instance>."):
+    if instance_class(value) is not None:
         return True
     return isinstance(node, ast.Attribute) and node.attr in required_fields(module)
 

@@ -104,6 +104,24 @@ class Value(NamedTuple):
         return Kind.TRACED if any(s in traced for s in self.sources) else Kind.UNKNOWN
 
 
+# `Value.qualified` of an instance of the module's class `C` (`<instance>.C`), and of the class
+# itself (`<class>.C`).
+INSTANCE = "<instance>."
+CLASS = "<class>."
+
+
+def instance_class(value: Value) -> str | None:
+    """The module's class `value` is an instance of, if it is one."""
+    qualified = value.qualified or ""
+    return qualified.removeprefix(INSTANCE) if qualified.startswith(INSTANCE) else None
+
+
+def class_named(value: Value) -> str | None:
+    """The module's class `value` is (`<class>.C`), if it is one."""
+    qualified = value.qualified or ""
+    return qualified.removeprefix(CLASS) if qualified.startswith(CLASS) else None
+
+
 class Guard(NamedTuple):
     """A test that tells whether the name `name` holds a tracer: under the outcome
     `concrete_when` it holds a Python value; under the other, a tracer when `tracer_otherwise`

@@ -34,7 +34,7 @@ from jaxfix.analysis.file import FileAnalysis, analyse_file
 from jaxfix.analysis.keeping import Outliving
 from jaxfix.analysis.project import Entry, ProjectContext
 from jaxfix.analysis.reasons import Reason, Via
-from jaxfix.analysis.values import Kind, Param, Staged
+from jaxfix.analysis.values import Kind, Param, Staged, instance_class
 from jaxfix.fixes.module_walk import NOTHING_OWNED, AttributeValues, ModuleWalk, Owned
 from jaxfix.fixes.syntax import (
     FunctionNode,
@@ -479,7 +479,7 @@ class TracedAnalysis:
         `checker = Checker()`): an object whose methods are the class's, not a string's."""
         node = self._where.expression(self._span(expr))
         value = self.facts.module.value_of(node) if node is not None else None
-        return value is not None and (value.qualified or "").startswith("<instance>.")
+        return value is not None and instance_class(value) is not None
 
     def calls_own_function(self, call: cst.Call) -> bool:
         """Whether `call`, in traced code, calls a function of the module: a method of one
