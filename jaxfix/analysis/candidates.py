@@ -910,12 +910,11 @@ def _may_be_text(receiver: ast.expr) -> bool:
 def _text_method_call(call: Call) -> bool:
     """Whether a call of a `TEXT_METHOD` in traced code counts (see `TEXT_METHOD`)."""
     func = call.node.func
-    instance = call.receiver is not None and instance_class(call.receiver) is not None
     return (
         not call.raising
         and isinstance(func, ast.Attribute)
         and _may_be_text(func.value)
-        and not instance
+        and (call.receiver is None or instance_class(call.receiver) is None)
     )
 
 
