@@ -1,9 +1,10 @@
 """Reachability with conditions (`jaxfix.analysis.reach`): code that runs only when some facts
 of its calling context do not hold is resolved against each context. After a check that raises
-on a tracer (`if isinstance(q, Tracer): raise`, or a call of a function that does), nothing
-runs where `q` is traced; an `if k is None:` branch does not run where `k` is given a value that
-is not None (bound by `partial`, given at the call, or left to a default). Each look-alike that
-must stay silent has a traced twin that must still be reported."""
+on a tracer (`if isinstance(q, Tracer): raise`, or a call of a function that does), or after a
+conversion of `q` whose error a `try:` catches and leaves by, nothing runs where `q` is traced;
+an `if k is None:` branch does not run where `k` is given a value that is not None (bound by
+`partial`, given at the call, or left to a default). Each look-alike that must stay silent has
+a traced twin that must still be reported."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ RULES = all_rules()
 HEADER = """\
 import dataclasses
 from functools import partial
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -162,6 +164,37 @@ def test_a_call_that_may_not_run_or_whose_raise_is_caught_leaves_the_rest_reache
     assert codes(body) == [(8 + call.count("\n"), "JF104")]
 
 
+# A conversion in a `try:` that catches its error: a tracer takes the handler's way.
+FALLBACK = """\
+def fallback(state):
+    return jnp.zeros(3)
+
+def weights(state):
+    try:
+        indices = np.asarray(state.indices)
+    except {caught}:
+        {handler}
+    return float(np.max(state.indices)) * np.ones(int(state.size))
+
+"""
+
+
+@pytest.mark.parametrize("caught", ["TypeError", "(TypeError, ValueError)", "Exception"])
+def test_code_after_a_conversion_whose_error_leaves_the_function_needs_a_concrete_value(
+    caught: str,
+) -> None:
+    """jaxns `expected_log_posterior_weights`: NumPy on the host, a jax fallback for tracers."""
+    body = FALLBACK.format(caught=caught, handler="return fallback(state)")
+    assert codes(body + "@jax.jit\ndef run(state):\n    return weights(state)\n") == []
+
+
+@pytest.mark.parametrize("handler", ["pass", "indices = None"])
+def test_a_handler_that_goes_on_leaves_what_follows_reached(handler: str) -> None:
+    body = FALLBACK.format(caught="TypeError", handler=handler)
+    found = codes(body + "@jax.jit\ndef run(state):\n    return weights(state)\n")
+    assert found and {line for line, _ in found} == {9}  # the `return` line
+
+
 def test_a_generator_that_raises_raises_only_when_iterated() -> None:
     body = """\
         def checked(value):
@@ -252,6 +285,28 @@ def test_an_argument_at_the_call_decides_an_is_none_branch(
     call: str, expected: list[tuple[int, str]]
 ) -> None:
     assert codes(BODY + f"@jax.jit\ndef run(x):\n    return {call}\n") == expected
+
+
+@pytest.mark.parametrize(
+    ("declared", "expected"),
+    [
+        ("n: int", []),
+        ("n: int = 2", []),
+        ("n", [(3, "JF104")]),
+        ("n: int | None", [(3, "JF104")]),
+        ("n: Optional[int]", [(3, "JF104")]),
+        ("n: int = None", [(3, "JF104")]),
+    ],
+    ids=["int", "int-default", "undeclared", "or-none", "optional", "none-default"],
+)
+def test_a_parameter_declared_without_none_and_passed_on_is_not_none(
+    declared: str, expected: list[tuple[int, str]]
+) -> None:
+    """jaxns `_resample(..., num_samples: int)` calls `resample_indicies(..., S=num_samples)`."""
+    caller = f"@partial(jax.jit, static_argnums=1)\ndef run(x, {declared}):\n"
+    assert codes(BODY + caller + "    return body(x, limit=n)\n") == expected
+    rebound = caller + "    n = None if x.ndim else n\n    return body(x, limit=n)\n"
+    assert codes(BODY + rebound) == [(3, "JF104")]  # no longer what it was given
 
 
 def test_a_default_that_is_not_none_decides_it_where_the_call_leaves_it() -> None:

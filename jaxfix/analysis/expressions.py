@@ -18,7 +18,7 @@ from jaxfix.analysis.declarations import (
 )
 from jaxfix.analysis.names import dotted
 from jaxfix.analysis.narrowing import narrowed
-from jaxfix.analysis.reach import REACH, none_tested, reach_unless
+from jaxfix.analysis.reach import REACH, conversion_raised_on, none_tested, reach_unless
 from jaxfix.analysis.summaries import (
     TRACER_TEST,
     Call,
@@ -431,6 +431,8 @@ class Evaluator(CallEvaluator):
             bool(self.raising),
         )
         self.summary.calls.append(call)
+        if self.guarded:  # a conversion a `try:` catches the error of: what follows needs it
+            reach_unless(env, conversion_raised_on(call))
         return self._result(call, func, env)
 
     def _bool(self, node: ast.expr, value: Value) -> None:

@@ -1,8 +1,9 @@
 """Path conditions: which code runs in which calling context.
 
 The code after `if isinstance(q, jax.core.Tracer): raise ...` (or after a call of a function that
-certainly raises on a traced argument, `_concrete_scalar(q)`) runs only when `q` is no tracer,
-whatever names it uses; the body of `if k is None:` runs only when `k` is given None. Such code
+certainly raises on a traced argument, `_concrete_scalar(q)`, or after `np.asarray(q)` in a `try:`
+whose handler of the conversion error leaves) runs only when `q` is no tracer, whatever names it
+uses; the body of `if k is None:` runs only when `k` is given None. Such code
 is *reached unless* one of a set of facts holds (`Source`s: a parameter traced, the function
 staged, a parameter given a value that is not None: `NotNone`). The interpreter carries that
 set along the statements in the environment under `REACH` (as a traced value whose sources are
@@ -32,6 +33,7 @@ from jaxfix.analysis.values import (
     Value,
     instance_class,
 )
+from jaxfix.models import numpy_scipy
 
 # The environment's entry for the facts whose holding makes the code unreachable (no name of
 # the program can be spelt so).
@@ -83,6 +85,29 @@ def raised_on(callee: Summary, call: Call, caller: str) -> frozenset[Source]:
     return frozenset(found)
 
 
+# What raises a conversion error when its first argument (or its receiver, for the methods) is
+# a tracer: Python's conversions, the arrays' `.item()` and `.tolist()`, and NumPy's and SciPy's
+# functions that convert (`jaxfix.models.numpy_scipy`, measured under jax).
+_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.complex", "builtins.bool"})
+_CONVERTING_METHODS = frozenset({"item", "tolist"})
+
+
+def conversion_raised_on(call: Call) -> frozenset[Source]:
+    """The facts under which `call` certainly raises a conversion error: it converts a value
+    that is a tracer (not a container of them) when one of its sources holds. After such a call
+    in a `try:` that catches the error (`np.asarray(x)`, then `except TypeError: return
+    fallback(x)`), the code runs only where `x` is concrete."""
+    if call.callee in _CONVERSIONS or numpy_scipy.sink(call.callee or "") is not None:
+        given = call.args[0] if call.args else None
+    elif call.method in _CONVERTING_METHODS and not call.args and not call.keywords:
+        given = call.receiver
+    else:
+        return frozenset()
+    if given is None or given.kind is not Kind.TRACED or given.parts():
+        return frozenset()
+    return given.sources
+
+
 def none_tested(test: ast.expr) -> tuple[set[str], set[str]]:
     """The names that hold None when `test` holds, and those that hold None when it fails
     (`k is None`, `k is not None`, through `not`, `and`, `or`)."""
@@ -107,8 +132,9 @@ def none_tested(test: ast.expr) -> tuple[set[str], set[str]]:
 def not_none(node: ast.expr, value: Value, module: Module) -> bool:
     """Whether `node`, evaluated to `value`, certainly is not None: a literal other than None,
     a display, a comprehension, a lambda, arithmetic, a comparison, a NumPy array, a function,
-    an instance of the module's class, or an attribute that the module's classes declare with
-    a type that excludes None (`max_occupancy: int = static_field()`)."""
+    an instance of the module's class, an attribute that the module's classes declare with a
+    type that excludes None (`max_occupancy: int = static_field()`), or a parameter declared so
+    and passed on unchanged."""
     if isinstance(node, ast.Constant):
         return node.value is not None
     if isinstance(node, _NEVER_NONE):
@@ -117,7 +143,31 @@ def not_none(node: ast.expr, value: Value, module: Module) -> bool:
         return True
     if instance_class(value) is not None:
         return True
-    return isinstance(node, ast.Attribute) and node.attr in required_fields(module)
+    if isinstance(node, ast.Attribute):
+        return node.attr in required_fields(module)
+    return isinstance(node, ast.Name) and _required_parameter(node.id, value, module)
+
+
+def _required_parameter(name: str, value: Value, module: Module) -> bool:
+    """`name` is a parameter as its function received it (its function never rebinds it),
+    declared with a type that excludes None and without a `None` default (`num_samples: int`),
+    as a class' required fields are (`required_fields`)."""
+    param = value.reorders
+    if not isinstance(param, Param) or param.name != name:
+        return False
+    scope = module.scopes.get(param.function)
+    if scope is None or name in scope.assigned:
+        return False  # rebound somewhere in its function: maybe to None
+    function = module.nodes.get(param.function)
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    args = function.args
+    declared = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    annotation = next((a.annotation for a in declared if a.arg == name), None)
+    default = defaults_of(args).get(name)
+    if annotation is None or (isinstance(default, ast.Constant) and default.value is None):
+        return False
+    return not annotation_names(annotation) & _MAYBE_NONE
 
 
 _NEVER_NONE = (
