@@ -1331,3 +1331,48 @@ def test_a_module_that_prints_after_a_call_waits_for_the_steps_debug_print(
         in (root / "pkg" / "steps.py").read_text()
     )
     assert (root / "main.py").read_text().endswith("jax.effects_barrier()\nprint(out)\n")
+
+
+RESAMPLER = """\
+import jax.numpy as jnp
+
+
+def resample(weights, count=None):
+    if count is None:
+        count = int(jnp.exp(weights).sum())
+    return jnp.arange(count)
+"""
+
+
+@pytest.mark.parametrize(
+    ("declared", "expected"),
+    [
+        ("count: int", []),
+        ("count: int | None", ["pkg/util.py:6 JF104"]),
+        ("count", ["pkg/util.py:6 JF104"]),
+    ],
+    ids=["declared-int", "declared-optional", "undeclared"],
+)
+def test_a_value_another_module_gives_that_is_not_none_decides_an_is_none_branch(
+    tmp_path: Path, declared: str, expected: list[str]
+) -> None:
+    """jaxns `_resample(..., num_samples: int)` gives `S=num_samples` to `random_utils`'
+    `resample_indicies`, whose `if S is None:` branch converts a tracer."""
+    caller = f"""\
+        from functools import partial
+
+        import jax
+
+        from pkg.util import resample
+
+
+        @partial(jax.jit, static_argnums=1)
+        def run(weights, {declared}):
+            return resample(weights, count=count)
+        """
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/util.py": RESAMPLER, "pkg/run.py": caller})
+    assert found(invoke("check", "--no-cache", str(root)), root) == expected
+    # Another caller that leaves `count` to its default None: the branch runs for it.
+    leaves = "\n\n@jax.jit\ndef plain(weights):\n    return resample(weights)\n"
+    (root / "pkg/run.py").write_text(textwrap.dedent(caller) + leaves)
+    assert found(invoke("check", "--no-cache", str(root)), root) == ["pkg/util.py:6 JF104"]

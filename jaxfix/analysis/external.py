@@ -32,3 +32,8 @@ class External:
     # The parameters given a dict whose keys a flatten may reorder (`Facts.reordering`).
     reordering_positions: tuple[int, ...] = ()
     reordering_keywords: tuple[str, ...] = ()
+    # The parameters every such call certainly gives a value that is not None (a literal, an
+    # instance, a parameter declared without None: `jaxfix.analysis.reach.not_none`): they
+    # decide an `if k is None:` branch of the function.
+    not_none_positions: tuple[int, ...] = ()
+    not_none_keywords: tuple[str, ...] = ()

@@ -272,6 +272,8 @@ def entry_from_plain(data: dict[str, Any]) -> Entry:
         bool(data.get("required_only", False)),
         tuple(data.get("reordering_positions", ())),
         tuple(data.get("reordering_keywords", ())),
+        tuple(data.get("not_none_positions", ())),
+        tuple(data.get("not_none_keywords", ())),
     )
 
 
@@ -452,6 +454,9 @@ def _merge(old: Entry | None, new: Entry, name: str) -> Entry:
         _required_only(old, new),
         tuple(sorted({*old.reordering_positions, *new.reordering_positions})),
         tuple(sorted({*old.reordering_keywords, *new.reordering_keywords})),
+        # Not None only where every call says so: the merged entry stands for them all.
+        tuple(sorted({*old.not_none_positions} & {*new.not_none_positions})),
+        tuple(sorted({*old.not_none_keywords} & {*new.not_none_keywords})),
     )
 
 
@@ -488,6 +493,7 @@ def traced_calls(
         positions, keywords, rest_from = analysed.traced_arguments(call)
         static_positions, static_keywords = analysed.static_arguments(call)
         reordering_positions, reordering_keywords = analysed.reordering_arguments(call)
+        not_none_positions, not_none_keywords = analysed.not_none_arguments(call)
         entry = Entry(
             "",
             tuple(positions),
@@ -499,6 +505,8 @@ def traced_calls(
             tuple(static_keywords),
             reordering_positions=tuple(reordering_positions),
             reordering_keywords=tuple(reordering_keywords),
+            not_none_positions=tuple(not_none_positions),
+            not_none_keywords=tuple(not_none_keywords),
         )
         found.append(TracedCall(target, entry))
     for name, entry, transform, label in analysed.transformed_imports():

@@ -550,7 +550,9 @@ def _enter_from_outside(
         new: set[Source] = set({Param(fid, p) for p in traced} - polymorphic)
         if call.staged:
             new.add(Staged(fid))
-        facts.enter(fid, (id(call), fid), new)
+        not_none = {positional[i] for i in call.not_none_positions if i < len(positional)}
+        not_none |= set(call.not_none_keywords) & set(params)
+        facts.enter(fid, (id(call), fid), new | not_none_facts(fid, not_none))
         facts.traced |= new
 
 
