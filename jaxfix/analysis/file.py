@@ -20,7 +20,7 @@ from jaxfix.analysis.external import KEYWORDS, External
 from jaxfix.analysis.flow import analyse
 from jaxfix.analysis.keeping import Keeping, Outliving
 from jaxfix.analysis.keys import Keys
-from jaxfix.analysis.reach import not_none
+from jaxfix.analysis.reach import not_none_arguments
 from jaxfix.analysis.reasons import THROUGH_CALLERS, Via
 from jaxfix.analysis.summaries import Call, StaticClasses
 from jaxfix.analysis.tracing import Facts, trace
@@ -450,21 +450,9 @@ class FileAnalysis:
         return value is not None and self.facts.reorders(value)
 
     def not_none_arguments(self, call: Call) -> tuple[list[int], list[str]]:
-        """Which arguments of `call` are certainly not None (`reach.not_none`): positions
-        (up to the first starred one) and keywords."""
-        module = self.facts.module
-        positions: list[int] = []
-        for index, (node, value) in enumerate(zip(call.node.args, call.args, strict=True)):
-            if isinstance(node, ast.Starred):
-                break
-            if not_none(node, value, module):
-                positions.append(index)
-        keywords = [
-            k.arg
-            for k in call.node.keywords
-            if k.arg is not None and not_none(k.value, call.keywords[k.arg], module)
-        ]
-        return positions, keywords
+        """Which arguments of `call` are certainly not None: positions and keywords (see
+        `reach.not_none_arguments`)."""
+        return not_none_arguments(call, self.facts.module)
 
     def static_arguments(self, call: Call) -> tuple[list[int], list[str]]:
         """Which arguments of `call` are Python values (a literal, a dtype): positions and

@@ -214,34 +214,49 @@ def required_fields(module: Module) -> frozenset[str]:
 
 def not_none_params(callee: Summary, call: Call, func: Value | None, module: Module) -> set[str]:
     """The parameters of `callee` that `call` certainly gives a value that is not None: an
-    argument with that evidence (`not_none`), a keyword `partial` bound so (`func`, the value
-    called), or a default value left to (when no `*args` / `**kwargs` may give it)."""
+    argument with that evidence (`not_none_arguments`), a keyword `partial` bound so (`func`,
+    the value called), or a default value left to (when no `*args` / `**kwargs` may give it)."""
     node = callee.node
     if isinstance(node, ast.Module):
         return set()
     found: set[str] = set(func.bound_not_none) if func is not None else set()
     given: set[str] = set(func.bound_keywords) if func is not None else set()
     given |= set(callee.positional[: call.bound])
+    positions, keywords = not_none_arguments(call, module)
     starred = any(isinstance(a, ast.Starred) for a in call.node.args)
-    positional = callee.positional[call.bound :]
-    for name, arg, value in zip(positional, call.node.args, call.args, strict=False):
-        if starred:
-            break
-        given.add(name)
-        if not_none(arg, value, module):
-            found.add(name)
+    if not starred:  # (with one, which parameter each argument fills is unknown)
+        positional = callee.positional[call.bound :]
+        given.update(positional[: len(call.node.args)])
+        found.update(positional[i] for i in positions if i < len(positional))
+    found.update(keywords)
     for keyword in call.node.keywords:
         if keyword.arg is None:
             return found  # `**kwargs`: what the others are given is unknown
         given.add(keyword.arg)
-        if not_none(keyword.value, call.keywords[keyword.arg], module):
-            found.add(keyword.arg)
     if starred:
         return found
     for name, default in defaults_of(node.args).items():
         if name not in given and isinstance(default, ast.Constant) and default.value is not None:
             found.add(name)
     return found
+
+
+def not_none_arguments(call: Call, module: Module) -> tuple[list[int], list[str]]:
+    """The arguments of `call` that are certainly not None (`not_none`): the positions up to a
+    starred one, and the keywords up to a `**kwargs`."""
+    positions: list[int] = []
+    for index, (node, value) in enumerate(zip(call.node.args, call.args, strict=True)):
+        if isinstance(node, ast.Starred):
+            break
+        if not_none(node, value, module):
+            positions.append(index)
+    keywords: list[str] = []
+    for keyword in call.node.keywords:
+        if keyword.arg is None:
+            break
+        if not_none(keyword.value, call.keywords[keyword.arg], module):
+            keywords.append(keyword.arg)
+    return positions, keywords
 
 
 def not_none_facts(fid: str, names: Iterable[str]) -> frozenset[Source]:
